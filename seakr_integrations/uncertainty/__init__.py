@@ -1,0 +1,21 @@
+"""Uncertainty estimators: "higher = more uncertain", numpy only, no model needed."""
+
+from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA, eigenscore
+from seakr_integrations.uncertainty.estimate import ESTIMATORS, Uncertainty, estimate
+from seakr_integrations.uncertainty.logprob import energy, ln_entropy, multi_perplexity, perplexity
+from seakr_integrations.uncertainty.prompt import PROBE_TEMPLATE, probe_prompt, prompt_uncertainty
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "ESTIMATORS",
+    "PROBE_TEMPLATE",
+    "Uncertainty",
+    "eigenscore",
+    "energy",
+    "estimate",
+    "ln_entropy",
+    "multi_perplexity",
+    "perplexity",
+    "probe_prompt",
+    "prompt_uncertainty",
+]

@@ -1,0 +1,43 @@
+"""Prompt-based uncertainty: ask the model whether it knows (SeaKR Table 3's "Prompt" ablation).
+
+The probe is an ordinary LM call on a yes/no question; the estimator turns its greedy answer into
+``1 - P(yes)``, so it stays "higher = more uncertain" like the others.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+__all__ = ["PROBE_TEMPLATE", "probe_prompt", "prompt_uncertainty"]
+
+PROBE_TEMPLATE = (
+    "Question: {question}\n"
+    "Do you have sufficient knowledge to answer this question without looking anything up? "
+    "Reply with Yes or No.\nReply:"
+)
+
+_YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
+_NO = re.compile(r"^\W*no\b", re.IGNORECASE)
+
+
+def probe_prompt(question: str, template: str = PROBE_TEMPLATE) -> str:
+    """The probe to send to the model (its greedy reply is all the estimator needs)."""
+    if not question.strip():
+        raise ValueError("question is empty: the prompt probe asks about a question")
+    return template.format(question=question.strip())
+
+
+def prompt_uncertainty(reply_text: str, reply_logprobs: Sequence[float]) -> float:
+    """``1 - P(yes)`` from the probe's greedy reply.
+
+    ``P`` is the probability of the reply's first token: a "Yes" reply gives ``1 - p``, a "No" reply ``p``
+    (all the mass not on "No" is credited to "Yes", an upper bound), and a reply that is neither gives 1.0.
+    """
+    p = math.exp(reply_logprobs[0]) if len(reply_logprobs) else 1.0
+    if _YES.match(reply_text):
+        return 1.0 - p
+    if _NO.match(reply_text):
+        return p
+    return 1.0
