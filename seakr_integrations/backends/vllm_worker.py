@@ -1,0 +1,110 @@
+"""The part of the vLLM back-end that runs inside vLLM's worker processes.
+
+vLLM has no option to return hidden states.  This class is mixed into every worker with
+``LLM(worker_extension_cls="seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension")`` and driven by name
+through ``llm.collective_rpc("seakr_...")``, so no pickled callable ever crosses a process boundary (which would
+need ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``).
+
+While capture is on, a forward hook on the chosen layer (or its MLP) keeps, for every request whose scheduled
+chunk ends at its prompt's last token, that token's vector.  Vectors are keyed by a digest of the request's prompt
+token ids, which the driver can recompute; vLLM's internal request ids carry random suffixes and are not used.
+
+This module is imported by the workers: it must stay light (torch and our layer lookup only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
+
+__all__ = ["SeaKRWorkerExtension", "token_digest"]
+
+V2_RUNNER_HINT = (
+    "this vLLM worker uses the V2 model runner, which has no `input_batch` to map hidden-state rows to requests: "
+    "set the environment variable VLLM_USE_V2_MODEL_RUNNER=0 before creating the engine"
+)
+
+
+def token_digest(token_ids: Sequence[int]) -> str:
+    """Key of a token sequence, computed identically by the driver and the workers."""
+    return hashlib.blake2b(np.asarray(token_ids, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
+
+
+class SeaKRWorkerExtension:
+    """Worker methods reachable by ``collective_rpc("seakr_<name>")``; ``self`` is the vLLM worker."""
+
+    def seakr_install_hook(self, layer: int, source: str) -> dict[str, Any]:
+        """(Re)install the capture hook on decoder ``layer``; returns facts about the model for the driver."""
+        runner = self.model_runner  # type: ignore[attr-defined]
+        for attribute in ("input_batch", "query_start_loc", "positions", "requests"):
+            if not hasattr(runner, attribute):
+                raise RuntimeError(V2_RUNNER_HINT + f" (missing model_runner.{attribute})")
+        self.seakr_remove_hook()
+        model = runner.get_model() if hasattr(runner, "get_model") else runner.model
+        layers = find_decoder_layers(model)
+        if not 0 <= layer < len(layers):
+            raise ValueError(f"layer {layer} out of range 0..{len(layers) - 1}")
+        target = layers[layer]
+        if source == "mlp":
+            target = find_mlp(target)
+            if target is None:
+                raise ValueError(f"layer {layer} of {type(model).__name__} has no MLP sub-module")
+        self._seakr_capturing = False
+        self._seakr_captured: dict[str, np.ndarray] = {}
+        self._seakr_fired = 0
+        self._seakr_handle = target.register_forward_hook(self._seakr_hook)
+        return {"num_layers": len(layers), "module": type(target).__name__}
+
+    def seakr_remove_hook(self) -> None:
+        handle = getattr(self, "_seakr_handle", None)
+        if handle is not None:
+            handle.remove()
+            self._seakr_handle = None
+
+    def seakr_set_capture(self, on: bool) -> None:
+        """Start (clearing earlier vectors) or stop capturing."""
+        self._seakr_capturing = bool(on)
+        if on:
+            self._seakr_captured = {}
+            self._seakr_fired = 0
+
+    def seakr_pop_vectors(self) -> dict[str, Any]:
+        """The captured vectors and how often the hook ran.
+
+        Vectors travel as one float32 buffer (``data``, rows in ``keys`` order, ``shape``): collective_rpc results
+        are decoded without a type, so tensors and numpy arrays would arrive as undecoded tuples.
+        """
+        captured, self._seakr_captured = self._seakr_captured, {}
+        keys = list(captured)
+        stacked = np.stack([captured[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 0), np.float32)
+        return {"keys": keys, "data": stacked.tobytes(), "shape": list(stacked.shape), "fired": self._seakr_fired}
+
+    def _seakr_hook(self, _module: torch.nn.Module, _inputs: Any, output: Any) -> None:
+        if not self._seakr_capturing:
+            return
+        self._seakr_fired += 1
+        if isinstance(output, tuple):
+            # vLLM's fused-residual layers return (hidden, residual): hidden is the MLP output and
+            # hidden + residual the residual stream after the layer.
+            value = output[0] + output[1] if output[1] is not None else output[0]
+        else:
+            value = output
+        runner = self.model_runner  # type: ignore[attr-defined]
+        batch = runner.input_batch
+        num_reqs = batch.num_reqs
+        last_rows = np.asarray(runner.query_start_loc.np[1 : num_reqs + 1], dtype=np.int64) - 1
+        positions = runner.positions[torch.as_tensor(last_rows, device=runner.positions.device)].cpu().numpy()
+        rows = torch.as_tensor(last_rows, device=value.device)
+        picked = value.index_select(0, rows).float().cpu().numpy()
+        for i, req_id in enumerate(batch.req_ids[:num_reqs]):
+            state = runner.requests.get(req_id)
+            prompt = getattr(state, "prompt_token_ids", None)
+            # Only the chunk that ends at the prompt's last token holds the read-out position.
+            if prompt is not None and int(positions[i]) == len(prompt) - 1:
+                self._seakr_captured[token_digest(prompt)] = picked[i].copy()
