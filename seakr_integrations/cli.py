@@ -18,6 +18,9 @@ __all__ = ["main"]
 
 def _build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
     if args.backend == "vllm":
+        # stdout is for our answer (and --json); vLLM logs to stdout by default.
+        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         from seakr_integrations.backends.vllm import VLLMBackend
 
         return VLLMBackend(args.model, dtype=args.dtype or "auto")

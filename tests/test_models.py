@@ -88,3 +88,16 @@ def test_qwen_multi_part_gguf_is_checked_and_loads():
     out = backend.generate([backend.chat_prompt("What is 2 + 2? Answer with a number.")], k=2, max_tokens=8)[0]
     assert "4" in out.greedy.text
     assert out.eos_vectors().shape == (2, 896)
+
+
+@pytest.mark.slow
+def test_fresh_conversion_of_the_real_gguf(tmp_path, monkeypatch):
+    """The whole path on an empty cache: locate the package file, hash it, dequantise, save, rename into place."""
+    import json
+
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path))
+    path = resolve_model("smollm2")
+    assert path.parent == tmp_path / "models"
+    assert json.loads((path / "config.json").read_text())["num_hidden_layers"] == 30
+    assert "quantization_config" not in json.loads((path / "config.json").read_text())
+    assert [p.name for p in (tmp_path / "models").iterdir()] == [path.name]  # no temporary left over

@@ -73,6 +73,11 @@ class VLLMBackend(SelfAwareBackend):
         **engine_kwargs: Any,
     ) -> None:
         path = resolve_model(model)
+        if not enforce_eager:
+            raise ValueError(
+                "enforce_eager=False: under torch.compile or CUDA graphs vLLM never runs the forward hook that reads "
+                "the hidden states, so VLLMBackend needs enforce_eager=True"
+            )
         if os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0").strip().lower() in ("1", "true"):
             raise ValueError(V2_RUNNER_HINT)
         os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"

@@ -1,0 +1,40 @@
+"""The repository keeps its promises: CI runs the README's test command; packages are typed with explicit API."""
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_commands():
+    return re.findall(r"```bash\n(.+?)\n```", (ROOT / "README.md").read_text())
+
+
+def test_readme_starts_with_main_job_and_test_commands():
+    main_job, tests = _readme_commands()[:2]
+    assert "scripts/setup-venv.sh" in main_job and "seakr " in main_job
+    assert tests == "bash scripts/test.sh"
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert _readme_commands()[1] in ci.splitlines()
+
+
+@pytest.mark.parametrize("package", ["seakr_integrations", "langchain_seakr", "llamaindex_seakr"])
+def test_packages_are_typed(package):
+    assert (ROOT / package / "py.typed").is_file()
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["seakr_integrations", "seakr_integrations.uncertainty", "seakr_integrations.backends",
+     "seakr_integrations.backends.hf", "seakr_integrations.models", "seakr_integrations.params",
+     "seakr_integrations.outputs"],
+)
+def test_explicit_all_names_exist(module):
+    mod = importlib.import_module(module)
+    assert mod.__all__ and all(hasattr(mod, name) for name in mod.__all__)

