@@ -98,7 +98,7 @@ def run(backend_name: str, args: argparse.Namespace) -> dict:
         "step_s_median": round(step, 3),
         "step_s_all": [round(s, 3) for s in steps],
         "readout_s_median": round(readout, 3),
-        "readout_share_median": round(statistics.median(r / s for r, s in zip(readouts, steps)), 3),
+        "readout_share_median": round(statistics.median(r / s for r, s in zip(readouts, steps, strict=True)), 3),
         "generated_tokens_median": statistics.median(tokens),
         **(
             {

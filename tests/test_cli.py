@@ -13,7 +13,11 @@ QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
 def _seakr(*args, timeout=600):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "seakr_integrations.cli", *args], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-m", "seakr_integrations.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 

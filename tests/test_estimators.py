@@ -59,7 +59,7 @@ def test_probe_prompt_rejects_empty_question():
 def _output(texts, vectors, logprobs=None):
     samples = [
         Continuation(t, [1, 2], logprobs or [LN_HALF, LN_HALF], "stop", eos_vector=np.asarray(v, dtype=np.float32))
-        for t, v in zip(texts, vectors)
+        for t, v in zip(texts, vectors, strict=True)
     ]
     greedy = Continuation("Paris", [1, 2], [LN_HALF, LN_HALF], "stop", logit_lse=[1.0, 3.0])
     return SelfAwareOutput("q", [0], greedy, samples, layer=3, source="mlp")

@@ -38,3 +38,16 @@ def test_packages_are_typed(package):
 def test_explicit_all_names_exist(module):
     mod = importlib.import_module(module)
     assert mod.__all__ and all(hasattr(mod, name) for name in mod.__all__)
+
+
+def test_ruff_is_clean():
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed (pip install 'seakr-integrations[dev]')")
+    paths = ["seakr_integrations", "langchain_seakr", "llamaindex_seakr", "tests", "bench"]
+    done = subprocess.run([ruff, "check", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]

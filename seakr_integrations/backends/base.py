@@ -47,9 +47,12 @@ class SelfAwareBackend(ABC):
     """Wall-clock seconds of the last ``generate`` call: ``total_s``, and ``readout_s``, the part spent reading
     the EOS vectors (the scoring pass on vLLM; the read-out rows' share of the decode steps on HF)."""
 
-    @abstractmethod
+    tokenizer: Any
+    """The model's Hugging Face tokenizer (both back-ends tokenise on the driver side with it)."""
+
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` exactly as the back-end feeds a prompt to the model."""
+        return list(self.tokenizer(text).input_ids)
 
     @abstractmethod
     def _generate(
@@ -58,6 +61,9 @@ class SelfAwareBackend(ABC):
         """Run validated prompts; ``layer`` is resolved and in range."""
 
     @abstractmethod
+    def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
+        """``last_token_vectors`` on validated input."""
+
     def last_token_vectors(
         self, sequences: Sequence[Sequence[int]], *, layer: int | None = None, source: HiddenSource = "mlp"
     ) -> np.ndarray:
@@ -66,6 +72,12 @@ class SelfAwareBackend(ABC):
         This is the "scoring pass" of SPEC section 10: give it ``eos_scoring_sequence(...)`` and it returns the
         sample's EOS vector.  Exposed so that back-ends can be checked against each other on identical tokens.
         """
+        layer = self.resolve_layer(layer)
+        if source not in ("mlp", "residual"):
+            raise ValueError(f"source={source!r}: choose 'mlp' or 'residual'")
+        if not sequences or any(len(s) == 0 for s in sequences):
+            raise ValueError("last_token_vectors needs at least one non-empty token sequence")
+        return self._last_token_vectors([[int(t) for t in s] for s in sequences], layer, source)
 
     def chat_prompt(self, user_message: str) -> str:
         """``user_message`` wrapped in the model's chat template (with the assistant turn opened), or unchanged
@@ -137,7 +149,7 @@ class SelfAwareBackend(ABC):
         self.last_timings["total_s"] = time.perf_counter() - started
         return outputs
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless the back-end holds resources
         """Release the model (engines, worker processes, memory).  Safe to call twice."""
 
     def __enter__(self) -> SelfAwareBackend:

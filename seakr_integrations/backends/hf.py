@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,9 @@ class _LayerCapture:
         if source == "mlp":
             module = find_mlp(layer)
             if module is None:
-                raise ValueError(f"decoder layer {type(layer).__name__} has no MLP sub-module to read source='mlp' from")
+                raise ValueError(
+                    f"decoder layer {type(layer).__name__} has no MLP sub-module to read source='mlp' from"
+                )
         else:
             module = layer
         self.module = module
@@ -138,10 +139,8 @@ class HFBackend(SelfAwareBackend):
         if eos is None:
             raise ValueError(f"{self.model_name}: the tokenizer defines no EOS token, which SeaKR's read-out needs")
         self.eos_token_id = int(eos)
-        self._stop_ids = {self.eos_token_id} | set(gen_eos if isinstance(gen_eos, list) else [gen_eos] if gen_eos is not None else [])
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self.tokenizer(text).input_ids)
+        extra_eos = gen_eos if isinstance(gen_eos, list) else [] if gen_eos is None else [gen_eos]
+        self._stop_ids = {self.eos_token_id, *extra_eos}  # generation stops on any of them, as in vLLM
 
     def _decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids, skip_special_tokens=True)
@@ -163,7 +162,7 @@ class HFBackend(SelfAwareBackend):
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
     ) -> list[SelfAwareOutput]:
-        return [self._generate_one(p, ids, config, layer) for p, ids in zip(prompts, prompt_ids)]
+        return [self._generate_one(p, ids, config, layer) for p, ids in zip(prompts, prompt_ids, strict=True)]
 
     def _generate_one(self, prompt: str, ids: list[int], config: SamplingConfig, layer: int) -> SelfAwareOutput:
         rows_total = 1 + config.k
@@ -243,18 +242,13 @@ class HFBackend(SelfAwareBackend):
         return picked
 
     @torch.inference_mode()
-    def last_token_vectors(
-        self, sequences: Sequence[Sequence[int]], *, layer: int | None = None, source: HiddenSource = "mlp"
-    ) -> np.ndarray:
-        layer = self.resolve_layer(layer)
-        if not sequences or any(len(s) == 0 for s in sequences):
-            raise ValueError("last_token_vectors needs at least one non-empty token sequence")
+    def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
         width = max(len(s) for s in sequences)
         # Right padding: causal attention keeps every real position independent of the padding after it.
         ids = torch.full((len(sequences), width), self.eos_token_id, dtype=torch.long, device=self.device)
         mask = torch.zeros_like(ids)
         for i, s in enumerate(sequences):
-            ids[i, : len(s)] = torch.tensor(list(s), device=self.device)
+            ids[i, : len(s)] = torch.tensor(s, device=self.device)
             mask[i, : len(s)] = 1
         with _LayerCapture(self.layers[layer], source) as capture:
             capture.stop_after = True

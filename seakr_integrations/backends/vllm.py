@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,16 +178,8 @@ class VLLMBackend(SelfAwareBackend):
 
     # -- the back-end interface ------------------------------------------------------------------------------
 
-    def tokenize(self, text: str) -> list[int]:
-        return list(self.tokenizer(text).input_ids)
-
-    def last_token_vectors(
-        self, sequences: Sequence[Sequence[int]], *, layer: int | None = None, source: HiddenSource = "mlp"
-    ) -> np.ndarray:
-        layer = self.resolve_layer(layer)
-        if not sequences or any(len(s) == 0 for s in sequences):
-            raise ValueError("last_token_vectors needs at least one non-empty token sequence")
-        seqs = [list(map(int, s)) for s in sequences]
+    def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
+        seqs = sequences
         vectors, _ = self._score(seqs, layer, source)
         missing = [i for i, s in enumerate(seqs) if token_digest(s) not in vectors]
         if missing:
@@ -226,39 +217,49 @@ class VLLMBackend(SelfAwareBackend):
         tag = f"seakr{self._calls}"
         greedy: list[Continuation | None] = [None] * len(prompts)
         samples: list[list[Continuation | None]] = [[None] * config.k for _ in prompts]
-        scored: set[str] = set()
+        role: dict[str, tuple[str, int]] = {}  # request id -> ("greedy" | "samples" | "readout", prompt index)
+
+        def add(kind: str, index: int, token_ids: list[int], params: Any) -> None:
+            request_id = f"{tag}-{kind}-{len(role)}"
+            role[request_id] = (kind, index)
+            engine.add_request(request_id, TokensPrompt(prompt_token_ids=token_ids), params)
+
+        read: set[str] = set()
         last_sample_done = time.perf_counter()
+        finished = False
         self._rpc("seakr_set_capture", True)
         try:
             for i, ids in enumerate(prompt_ids):
-                engine.add_request(f"{tag}-g{i}", TokensPrompt(prompt_token_ids=ids), greedy_params)
-                engine.add_request(f"{tag}-s{i}", TokensPrompt(prompt_token_ids=ids), sample_params)
+                add("greedy", i, ids, greedy_params)
+                add("samples", i, ids, sample_params)
             while engine.has_unfinished_requests():
                 for out in engine.step():
-                    kind, index = out.request_id[len(tag) + 1], int(out.request_id[len(tag) + 2 :])
-                    if kind == "g" and out.finished:
-                        greedy[index] = _continuation(out.outputs[0])
-                    elif kind == "s":
+                    kind, i = role[out.request_id]
+                    if kind == "greedy" and out.finished:
+                        greedy[i] = _continuation(out.outputs[0])
+                    elif kind == "samples":
                         for c in out.outputs:
-                            if c.finish_reason is None or samples[index][c.index] is not None:
+                            if c.finish_reason is None or samples[i][c.index] is not None:
                                 continue
-                            samples[index][c.index] = _continuation(c)
+                            samples[i][c.index] = _continuation(c)
                             last_sample_done = time.perf_counter()
-                            sequence = eos_scoring_sequence(prompt_ids[index], list(c.token_ids), self.eos_token_id)
+                            sequence = eos_scoring_sequence(prompt_ids[i], list(c.token_ids), self.eos_token_id)
                             key = token_digest(sequence)
-                            if key not in scored:
-                                scored.add(key)
-                                engine.add_request(f"{tag}-r{len(scored)}", TokensPrompt(prompt_token_ids=sequence),
-                                                   score_params)
+                            if key not in read:  # identical samples share one read-out
+                                read.add(key)
+                                add("readout", i, sequence, score_params)
+            finished = True
         finally:
             self._rpc("seakr_set_capture", False)
+            if not finished:  # interrupted: leave no request of ours behind in the engine
+                engine.abort_request(list(role), internal=False)
         popped = self._rpc("seakr_pop_vectors")[0]
         stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
         vectors = {k: stacked[j] for j, k in enumerate(popped["keys"])}
         # Read-outs overlap generation; what remains on the clock is the tail after the last sample finished.
         self.last_timings["readout_s"] = time.perf_counter() - last_sample_done
         results = []
-        for i, (prompt, ids) in enumerate(zip(prompts, prompt_ids)):
+        for i, (prompt, ids) in enumerate(zip(prompts, prompt_ids, strict=True)):
             done = samples[i]
             if greedy[i] is None or any(s is None for s in done):
                 raise RuntimeError(f"vLLM finished without returning every continuation of prompt {i}")
@@ -284,7 +285,7 @@ class VLLMBackend(SelfAwareBackend):
 def _continuation(c: Any) -> Continuation:
     """vLLM ``CompletionOutput`` -> ``Continuation`` (logprob of each sampled token)."""
     token_ids = list(c.token_ids)
-    logprobs = [float(step[t].logprob) for step, t in zip(c.logprobs or [], token_ids)]
+    logprobs = [float(step[t].logprob) for step, t in zip(c.logprobs or [], token_ids, strict=False)]
     stop = c.stop_reason if isinstance(c.stop_reason, str) else None
     reason = "length" if c.finish_reason == "length" else "stop"
     return Continuation(c.text, token_ids, logprobs, reason, stop_reason=stop)
