@@ -133,7 +133,6 @@ class VLLMBackend(SelfAwareBackend):
             config = json.loads((path / "config.json").read_text())
             max_model_len = min(int(config.get("max_position_embeddings") or 8192), 8192)
         self.model_name = str(model)
-        self._enforce_eager = enforce_eager
         preload = os.environ.get("LD_PRELOAD", "")
         iomp = _intel_openmp() if on_cpu and preload_intel_openmp and "omp" not in preload else None
         with _environment(LD_PRELOAD=":".join(p for p in (preload, iomp) if p) if iomp else None):
@@ -188,13 +187,11 @@ class VLLMBackend(SelfAwareBackend):
         vectors, fired = self._score([sequence], self.default_layer, "mlp")
         vector = vectors.get(token_digest(sequence))
         if fired == 0 or vector is None:
-            hint = (
-                "create the backend with enforce_eager=True (under torch.compile or CUDA graphs the hook never runs)"
-                if not self._enforce_eager
-                else "check that the engine runs the V1 model runner eagerly (VLLM_USE_V2_MODEL_RUNNER=0, "
-                "enforce_eager=True) and that no compilation_config overrides eager mode"
+            raise ValueError(
+                f"vLLM hidden-state hook self-test failed (the hook fired {fired} times): the engine must run the V1 "
+                "model runner eagerly: keep enforce_eager=True, set VLLM_USE_V2_MODEL_RUNNER=0, and pass no "
+                "compilation_config that turns compilation or CUDA graphs back on"
             )
-            raise ValueError(f"vLLM hidden-state hook self-test failed (the hook fired {fired} times): {hint}")
         if vector.shape != (self.hidden_size,) or not np.isfinite(vector).all():
             raise ValueError(
                 f"vLLM hidden-state hook self-test returned a bad vector (shape {vector.shape}, "
@@ -214,9 +211,13 @@ class VLLMBackend(SelfAwareBackend):
         finally:
             result = self._rpc("seakr_set_capture", False)
             del result
+        return self._pop_vectors()
+
+    def _pop_vectors(self) -> tuple[dict[str, np.ndarray], int]:
+        """Captured vectors keyed by ``token_digest``, and how many forward calls the hook saw."""
         popped = self._rpc("seakr_pop_vectors")[0]  # every tensor-parallel rank holds the same full vectors
         stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
-        return {k: stacked[i] for i, k in enumerate(popped["keys"])}, int(popped["fired"])
+        return {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}, int(popped["fired"])
 
     # -- the back-end interface ------------------------------------------------------------------------------
 
@@ -295,9 +296,7 @@ class VLLMBackend(SelfAwareBackend):
             self._rpc("seakr_set_capture", False)
             if not finished:  # interrupted: leave no request of ours behind in the engine
                 engine.abort_request(list(role), internal=False)
-        popped = self._rpc("seakr_pop_vectors")[0]
-        stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
-        vectors = {k: stacked[j] for j, k in enumerate(popped["keys"])}
+        vectors, _ = self._pop_vectors()
         # Read-outs overlap generation; what remains on the clock is the tail after the last sample finished.
         self.last_timings["readout_s"] = time.perf_counter() - last_sample_done
         results = []
@@ -309,7 +308,7 @@ class VLLMBackend(SelfAwareBackend):
                 key = token_digest(eos_scoring_sequence(ids, s.token_ids, self.eos_token_id))  # type: ignore[union-attr]
                 if key not in vectors:
                     raise RuntimeError("vLLM returned no hidden state for a sample; the capture hook missed a request")
-                s.eos_vector = vectors[key].copy()  # type: ignore[union-attr]
+                s.eos_vector = vectors[key]  # type: ignore[union-attr]
             results.append(SelfAwareOutput(prompt, ids, greedy[i], done, layer, config.source))  # type: ignore[arg-type]
         return results
 
