@@ -80,11 +80,25 @@ def test_timings_are_recorded(hf_tiny):
         (lambda b: b.generate([PROMPT], k=1), "at least 2"),
         (lambda b: b.generate([PROMPT], layer=4), r"0\.\.3"),
         (lambda b: b.generate(["word " * 600]), r"60\d tokens.*context of 512"),
+        (lambda b: b.generate([PROMPT, PROMPT], [SamplingConfig()]), "list of 1 item.*for 2 prompt"),
+        (lambda b: b.generate([PROMPT, PROMPT], [SamplingConfig(layer=1), SamplingConfig(layer=2)]), "same layer"),
+        (lambda b: b.generate([PROMPT, PROMPT], [SamplingConfig(), SamplingConfig(source="residual")]), "same layer"),
     ],
 )
 def test_bad_input_is_a_clear_value_error(hf_tiny, call, message):
     with pytest.raises(ValueError, match=message):
         call(hf_tiny)
+
+
+def test_per_prompt_configs_equal_separate_calls(hf_tiny):
+    """One call with a config per prompt returns what separate calls with those configs return."""
+    a, b = SamplingConfig(k=3, max_tokens=4), SamplingConfig(k=2, max_tokens=6, seed=7)
+    together = hf_tiny.generate([PROMPT, "Question: Who wrote Hamlet?\nAnswer:"], [a, b])
+    alone = [hf_tiny.generate([PROMPT], a)[0], hf_tiny.generate(["Question: Who wrote Hamlet?\nAnswer:"], b)[0]]
+    for x, y in zip(together, alone, strict=True):
+        assert [s.token_ids for s in x.samples] == [s.token_ids for s in y.samples]
+        np.testing.assert_allclose(x.eos_vectors(), y.eos_vectors(), atol=1e-5)
+    assert len(together[0].samples) == 3 and len(together[1].samples) == 2
 
 
 @pytest.mark.slow

@@ -34,6 +34,20 @@ def test_greedy_matches_hf_greedy(vllm_tiny, hf_tiny):
     np.testing.assert_allclose(ours.logprobs, theirs.logprobs, atol=1e-3)
 
 
+def test_per_prompt_configs_share_one_batch(vllm_tiny):
+    """Each prompt gets its own k, max_tokens and stops in one engine run; results equal separate calls."""
+    other = "Question: Who wrote Hamlet?\nAnswer:"
+    a, b = SamplingConfig(k=3, max_tokens=4), SamplingConfig(k=2, max_tokens=6, seed=7)
+    together = vllm_tiny.generate([PROMPT, other], [a, b])
+    alone = [vllm_tiny.generate([PROMPT], a)[0], vllm_tiny.generate([other], b)[0]]
+    for x, y in zip(together, alone, strict=True):
+        assert x.greedy.token_ids == y.greedy.token_ids
+        assert [s.token_ids for s in x.samples] == [s.token_ids for s in y.samples]
+        np.testing.assert_allclose(x.eos_vectors(), y.eos_vectors(), atol=1e-4)
+    assert [len(o.samples) for o in together] == [3, 2]
+    assert max(len(s.token_ids) for s in together[0].samples) <= 4
+
+
 def test_seeded_samples_repeat(vllm_tiny):
     a = vllm_tiny.generate([PROMPT], k=3, max_tokens=5, seed=3)[0]
     b = vllm_tiny.generate([PROMPT], k=3, max_tokens=5, seed=3)[0]

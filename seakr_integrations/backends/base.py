@@ -56,9 +56,10 @@ class SelfAwareBackend(ABC):
 
     @abstractmethod
     def _generate(
-        self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
+        self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
-        """Run validated prompts; ``layer`` is resolved and in range."""
+        """Run validated prompts, ``configs[i]`` for prompt ``i``; all share ``layer`` (resolved, in range) and
+        ``configs[0].source``."""
 
     @abstractmethod
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
@@ -107,49 +108,77 @@ class SelfAwareBackend(ABC):
         return int(layer)
 
     def generate(
-        self, prompts: Sequence[str], config: SamplingConfig | None = None, **overrides: Any
+        self,
+        prompts: Sequence[str],
+        config: SamplingConfig | Sequence[SamplingConfig] | None = None,
+        **overrides: Any,
     ) -> list[SelfAwareOutput]:
         """Greedy continuation plus ``k`` samples with EOS vectors, for every prompt.
 
         Args:
             prompts: Prompt texts (already formatted; a chat template is the caller's choice).
-            config: Sampling parameters; SeaKR's defaults when omitted.
-            **overrides: Fields of ``SamplingConfig`` to change for this call (``k=10``, ``stop=["\\n"]``...).
+            config: Sampling parameters; SeaKR's defaults when omitted.  A list gives each prompt its own
+                parameters (SeaKR's calls differ in their stop strings), so calls of many questions share one batch;
+                they must agree on ``layer`` and ``source``, which the back-end reads for the whole batch.
+            **overrides: Fields of ``SamplingConfig`` to change for this call (``k=10``, ``stop=["\\n"]``...),
+                applied to every prompt's parameters.
 
         Returns:
             One ``SelfAwareOutput`` per prompt, in order.
 
         Raises:
-            ValueError: Empty prompt list or prompt, bad sampling parameters, layer out of range, or a prompt that
-                does not fit the model's context together with ``max_tokens``.
+            ValueError: Empty prompt list or prompt, bad sampling parameters, a config list of the wrong length or
+                with mixed layers/sources, layer out of range, or a prompt that does not fit the model's context
+                together with ``max_tokens``.
         """
-        config = config or SamplingConfig()
-        if overrides:
-            config = config.with_(**overrides)
         if isinstance(prompts, str):
             raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
         prompts = list(prompts)
         if not prompts:
             raise ValueError("prompts is empty: pass at least one prompt")
+        configs = self._per_prompt_configs(config, len(prompts), overrides)
         for i, p in enumerate(prompts):
             if not isinstance(p, str) or not p.strip():
                 raise ValueError(f"prompt {i} is empty (or not a string): every prompt needs some text")
-        layer = self.resolve_layer(config.layer)
+        layer = self.resolve_layer(configs[0].layer)
         prompt_ids = [self.tokenize(p) for p in prompts]
-        for i, ids in enumerate(prompt_ids):
+        for i, (ids, cfg) in enumerate(zip(prompt_ids, configs, strict=True)):
             # +1: the EOS that is fed back as input to read the vector takes one more position.
-            if len(ids) + config.max_tokens + 1 > self.max_context:
+            if len(ids) + cfg.max_tokens + 1 > self.max_context:
                 raise ValueError(
-                    f"prompt {i} has {len(ids)} tokens; with max_tokens={config.max_tokens} (+1 for the EOS read-out) "
+                    f"prompt {i} has {len(ids)} tokens; with max_tokens={cfg.max_tokens} (+1 for the EOS read-out) "
                     f"it exceeds {self.model_name}'s context of {self.max_context} tokens: shorten the prompt "
-                    f"(e.g. fewer passages or exemplars) to at most {self.max_context - config.max_tokens - 1} tokens "
+                    f"(e.g. fewer passages or exemplars) to at most {self.max_context - cfg.max_tokens - 1} tokens "
                     "or lower max_tokens"
                 )
         started = time.perf_counter()
         self.last_timings = {"readout_s": 0.0}
-        outputs = self._generate(prompts, prompt_ids, config, layer)
+        outputs = self._generate(prompts, prompt_ids, configs, layer)
         self.last_timings["total_s"] = time.perf_counter() - started
         return outputs
+
+    @staticmethod
+    def _per_prompt_configs(
+        config: SamplingConfig | Sequence[SamplingConfig] | None, n: int, overrides: dict[str, Any]
+    ) -> list[SamplingConfig]:
+        if config is None or isinstance(config, SamplingConfig):
+            configs = [config or SamplingConfig()] * n
+        else:
+            configs = list(config)
+            if len(configs) != n or not all(isinstance(c, SamplingConfig) for c in configs):
+                raise ValueError(
+                    f"config is a list of {len(configs)} item(s) for {n} prompt(s): pass one SamplingConfig for "
+                    "all prompts or exactly one SamplingConfig per prompt"
+                )
+        if overrides:
+            configs = [c.with_(**overrides) for c in configs]
+        shared = {(c.layer, c.source) for c in configs}
+        if len(shared) > 1:
+            raise ValueError(
+                f"the prompts of one generate call must read the same layer and source, got {sorted(map(str, shared))}: "
+                "split the call by (layer, source)"
+            )
+        return configs
 
     def close(self) -> None:  # noqa: B027 - optional hook, a no-op unless the back-end holds resources
         """Release the model (engines, worker processes, memory).  Safe to call twice."""

@@ -161,9 +161,12 @@ class HFBackend(SelfAwareBackend):
 
     @torch.inference_mode()
     def _generate(
-        self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
+        self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
-        return [self._generate_one(p, ids, config, layer) for p, ids in zip(prompts, prompt_ids, strict=True)]
+        return [
+            self._generate_one(p, ids, config, layer)
+            for p, ids, config in zip(prompts, prompt_ids, configs, strict=True)
+        ]
 
     def _generate_one(self, prompt: str, ids: list[int], config: SamplingConfig, layer: int) -> SelfAwareOutput:
         rows_total = 1 + config.k

@@ -250,17 +250,21 @@ class VLLMBackend(SelfAwareBackend):
         return greedy, sampled, readout
 
     def _generate(
-        self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
+        self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
         from vllm.inputs import TokensPrompt
 
-        self._ensure_hook(layer, config.source)
-        greedy_params, sample_params, score_params = self.request_params(config)
+        source = configs[0].source
+        self._ensure_hook(layer, source)
+        params: dict[SamplingConfig, tuple[Any, Any, Any]] = {}  # SeaKR's calls use a handful of distinct configs
+        for config in configs:
+            if config not in params:
+                params[config] = self.request_params(config)
         engine = self.llm.llm_engine
         self._calls += 1
         tag = f"seakr{self._calls}"
         greedy: list[Continuation | None] = [None] * len(prompts)
-        samples: list[list[Continuation | None]] = [[None] * config.k for _ in prompts]
+        samples: list[list[Continuation | None]] = [[None] * config.k for config in configs]
         role: dict[str, tuple[str, int]] = {}  # request id -> ("greedy" | "samples" | "readout", prompt index)
 
         def add(kind: str, index: int, token_ids: list[int], params: Any) -> None:
@@ -274,6 +278,7 @@ class VLLMBackend(SelfAwareBackend):
         self._rpc("seakr_set_capture", True)
         try:
             for i, ids in enumerate(prompt_ids):
+                greedy_params, sample_params, _ = params[configs[i]]
                 add("greedy", i, ids, greedy_params)
                 add("samples", i, ids, sample_params)
             while engine.has_unfinished_requests():
@@ -291,7 +296,7 @@ class VLLMBackend(SelfAwareBackend):
                             key = token_digest(sequence)
                             if key not in read:  # identical samples share one read-out
                                 read.add(key)
-                                add("readout", i, sequence, score_params)
+                                add("readout", i, sequence, params[configs[i]][2])
             finished = True
         finally:
             self._rpc("seakr_set_capture", False)
@@ -310,7 +315,7 @@ class VLLMBackend(SelfAwareBackend):
                 if key not in vectors:
                     raise RuntimeError("vLLM returned no hidden state for a sample; the capture hook missed a request")
                 s.eos_vector = vectors[key]  # type: ignore[union-attr]
-            results.append(SelfAwareOutput(prompt, ids, greedy[i], done, layer, config.source))  # type: ignore[arg-type]
+            results.append(SelfAwareOutput(prompt, ids, greedy[i], done, layer, source))  # type: ignore[arg-type]
         return results
 
     def close(self) -> None:
