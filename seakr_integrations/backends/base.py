@@ -175,8 +175,8 @@ class SelfAwareBackend(ABC):
         shared = {(c.layer, c.source) for c in configs}
         if len(shared) > 1:
             raise ValueError(
-                f"the prompts of one generate call must read the same layer and source, got {sorted(map(str, shared))}: "
-                "split the call by (layer, source)"
+                "the prompts of one generate call must read the same layer and source, got "
+                f"{sorted(map(str, shared))}: split the call by (layer, source)"
             )
         return configs
 

@@ -1,0 +1,26 @@
+"""SeaKR's reasoning: the loop, its prompts, query building, answer extraction and the decision trace."""
+
+from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.exemplars import EXEMPLAR_SETS, Exemplar, exemplars
+from seakr_integrations.reasoning.query import BuiltQuery, build_query
+from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
+from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace
+
+__all__ = [
+    "EXEMPLAR_SETS",
+    "BuiltQuery",
+    "CandidateTrace",
+    "Exemplar",
+    "FinalTrace",
+    "RetrievalError",
+    "SeaKR",
+    "SeaKRConfig",
+    "SeaKRResult",
+    "StepTrace",
+    "build_query",
+    "exemplars",
+    "extract_answer",
+    "has_answer",
+    "is_unknown",
+]

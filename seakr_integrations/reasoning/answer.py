@@ -1,0 +1,58 @@
+"""Reading the final answer out of a chain of thought (SPEC section 7).
+
+The authors' pattern ``the answer is(?:\\s*:\\s*)?(.*?)[,.]`` stops at the first comma, which cuts
+"August 25, 1963" to "august 25".  Ours stops at a sentence-ending period or at a comma that does not sit inside
+a date, so dates stay whole; that is the one intended difference.  We also keep the answer's original case
+(evaluation normalises case anyway) so that what users see reads naturally.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ANSWER_PROMPT", "extract_answer", "has_answer", "is_unknown"]
+
+ANSWER_PROMPT = " So the answer is "
+"""Appended to a chain of thought that ended without an answer, to force one (SPEC section 5)."""
+
+_ANSWER_IS = re.compile(r"the answer is(?:\s*:\s*)?", re.IGNORECASE)
+_IS_THE_ANSWER = re.compile(r"(?:^|[.?!])\s*([^?!.]*?)\s+is the answer\b", re.IGNORECASE)
+# End of the answer: a period/question/exclamation mark that ends a sentence (not "3.5"), a newline, or a comma
+# that is not the one between a day and a year ("August 25, 1963").
+_END = re.compile(r"[.?!](?=\s|$)|\n|,(?!\s*\d{4}\b)")
+_DAY_BEFORE_COMMA = re.compile(r"\d{1,2}$")
+
+
+def has_answer(text: str) -> bool:
+    """Whether a step states the final answer (the loop stops there, before looking at uncertainty)."""
+    return "the answer is" in text.lower()
+
+
+def _cut(rest: str) -> str:
+    for match in _END.finditer(rest):
+        if match.group() == "," and _DAY_BEFORE_COMMA.search(rest[: match.start()]) is None:
+            return rest[: match.start()]
+        if match.group() != ",":
+            return rest[: match.start()]
+    return rest
+
+
+def extract_answer(text: str) -> str | None:
+    """The answer stated in ``text``, or ``None`` when it states none.
+
+    ``"... So the answer is August 25, 1963."`` gives ``"August 25, 1963"``; ``"Paris, France"`` gives ``"Paris"``
+    (as the authors' comma rule).  Falls back to ``"... X is the answer"``.
+    """
+    match = _ANSWER_IS.search(text)
+    if match is not None:
+        answer = _cut(text[match.end() :]).strip().strip("\"'").strip()
+        return answer or None
+    match = _IS_THE_ANSWER.search(text)
+    if match is not None:
+        return match.group(1).strip() or None
+    return None
+
+
+def is_unknown(answer: str | None) -> bool:
+    """A missing answer or one that says "unknown" loses the final choice (SPEC section 5)."""
+    return answer is None or not answer.strip() or "unknown" in answer.lower()

@@ -1,0 +1,143 @@
+"""Every hyper-parameter of SeaKR in one typed object, with the authors' defaults (SPEC sections 4-7).
+
+One object so that a run is described completely by it: the trace records it, evaluation varies it, and the
+framework adapters pass it through unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Literal
+
+from seakr_integrations.params import HiddenSource, SamplingConfig
+from seakr_integrations.uncertainty.estimate import ESTIMATORS
+
+__all__ = ["SeaKRConfig"]
+
+Mode = Literal["multi_hop", "single_hop"]
+ContentFilter = Literal["stopwords", "spacy"]
+RetrievalErrorPolicy = Literal["raise", "answer_without"]
+_STYLES = ("2wiki", "hotpotqa", "simple")
+
+
+@dataclass(frozen=True)
+class SeaKRConfig:
+    """SeaKR's settings.
+
+    Attributes:
+        mode: ``"multi_hop"`` (the iterative loop of SPEC section 5) or ``"single_hop"`` (one retrieval at most).
+        k: Samples per LM call whose EOS vectors give the uncertainty.
+        temperature: Temperature of the samples.
+        top_k: Top-k of the samples.
+        top_p: Top-p of the samples.
+        max_tokens: Maximum new tokens per continuation.
+        seed: Sampling seed.
+        layer: Decoder layer of the hidden state (``None``: ``L/2 - 1``).
+        source: ``"mlp"`` (SeaKR's code) or ``"residual"``.
+        estimator: Uncertainty estimator (``"eigenscore"`` is SeaKR; the others are the paper's ablations).
+        alpha: EigenScore's ridge.
+        delta: Retrieval threshold: retrieve when the uncertainty is above it.  The authors' -6.0 was set for
+            Llama-2-7B's MLP output; it depends on model, layer and source, so calibrate it for yours.
+        n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
+        max_steps: Reasoning steps after which the loop stops.
+        max_docs: Chosen passages after which the loop stops.
+        base_stops: Stop strings of every call.
+        step_stop: Added once at least one step is in the prompt.
+        sentence_stop: Added to reasoning-step calls so each step is one sentence.
+        mask_threshold: Query building keeps a word whose tokens all have probability >= this (FLARE masking).
+        query_max_tokens: Queries are cut to their last this many tokens.
+        content_filter: ``"stopwords"`` (built-in list, no dependency) or ``"spacy"`` (POS tags, as the authors;
+            needs spaCy and ``en_core_web_sm``).
+        exemplar_style: In-context exemplars: ``"2wiki"``, ``"hotpotqa"`` or ``"simple"``; ``None`` picks
+            ``"simple"`` for single-hop and ``"hotpotqa"`` for multi-hop.
+        num_exemplars: How many exemplars of the style to show (the paper: 10).
+        chat_template: Wrap prompts in the model's chat template; ``None`` does so when the tokenizer has one.
+        on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
+            was gathered so far and record the failure in the trace).
+    """
+
+    mode: Mode = "multi_hop"
+    k: int = 20
+    temperature: float = 1.0
+    top_k: int = 50
+    top_p: float = 0.9
+    max_tokens: int = 100
+    seed: int = 42
+    layer: int | None = None
+    source: HiddenSource = "mlp"
+    estimator: str = "eigenscore"
+    alpha: float = 1e-3
+    delta: float = -6.0
+    n_candidates: int = 3
+    max_steps: int = 7
+    max_docs: int = 5
+    base_stops: tuple[str, ...] = ("\n\n", "\nQuestion:", "\nContext")
+    step_stop: str = "\n"
+    sentence_stop: str = ". "
+    mask_threshold: float = 0.9
+    query_max_tokens: int = 64
+    content_filter: ContentFilter = "stopwords"
+    exemplar_style: str | None = None
+    num_exemplars: int = 10
+    chat_template: bool | None = None
+    on_retrieval_error: RetrievalErrorPolicy = "raise"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_stops", tuple(self.base_stops))
+        if self.mode not in ("multi_hop", "single_hop"):
+            raise ValueError(f"mode={self.mode!r}: choose 'multi_hop' or 'single_hop'")
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator={self.estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+        for name in ("n_candidates", "max_steps", "max_docs", "query_max_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r}: must be an integer >= 1")
+        if not isinstance(self.num_exemplars, int) or self.num_exemplars < 0:
+            raise ValueError(f"num_exemplars={self.num_exemplars!r}: must be an integer >= 0")
+        if not 0.0 <= self.mask_threshold <= 1.0:
+            raise ValueError(f"mask_threshold={self.mask_threshold}: a probability in [0, 1] (SeaKR: 0.9)")
+        if self.content_filter not in ("stopwords", "spacy"):
+            raise ValueError(f"content_filter={self.content_filter!r}: choose 'stopwords' or 'spacy'")
+        if self.exemplar_style is not None and self.exemplar_style not in _STYLES:
+            raise ValueError(f"exemplar_style={self.exemplar_style!r}: choose one of {', '.join(_STYLES)} or None")
+        if self.on_retrieval_error not in ("raise", "answer_without"):
+            raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
+        self.sampling()  # validates k, temperature, top_k, top_p, max_tokens, stops, layer and source
+
+    @property
+    def style(self) -> str:
+        """The exemplar style in effect."""
+        if self.exemplar_style is not None:
+            return self.exemplar_style
+        return "simple" if self.mode == "single_hop" else "hotpotqa"
+
+    def sampling(self, stop: tuple[str, ...] = ()) -> SamplingConfig:
+        """The back-end parameters of one SeaKR call with the given stop strings."""
+        return SamplingConfig(
+            k=self.k,
+            temperature=self.temperature,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            max_tokens=self.max_tokens,
+            stop=stop or self.base_stops,
+            seed=self.seed,
+            layer=self.layer,
+            source=self.source,
+        )
+
+    def stops(self, has_steps: bool, one_sentence: bool) -> tuple[str, ...]:
+        """SPEC section 4: base stops, ``"\\n"`` once a step exists, ``". "`` for a reasoning-step call."""
+        stops = list(self.base_stops)
+        if has_steps and self.step_stop:
+            stops.append(self.step_stop)
+        if one_sentence and self.sentence_stop:
+            stops.append(self.sentence_stop)
+        return tuple(dict.fromkeys(stops))
+
+    def with_(self, **changes: Any) -> SeaKRConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form, recorded in every trace."""
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in asdict(self).items()}

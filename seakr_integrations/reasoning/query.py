@@ -1,0 +1,153 @@
+"""The search query SeaKR builds from an uncertain pseudo-generation (SPEC section 6, FLARE-style masking).
+
+The greedy step the model was unsure about still says what it was reaching for; the words it generated with low
+confidence are the likely mistakes, so they are masked and the rest (plus words it took from the question or the
+previous step) becomes the query.  Function words are then dropped: BM25 gains nothing from "the" or "was".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from seakr_integrations.outputs import Continuation
+
+__all__ = ["STOP_WORDS", "BuiltQuery", "build_query", "content_words"]
+
+# A plain English function-word list (written for this project), plus the words SeaKR removes explicitly.
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all also am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each few
+    for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself him
+    himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd
+    she'll she's should shouldn't so some such than that that's the their theirs them themselves then there there's
+    these they they'd they'll they're they've this those through to too under until up very was wasn't we we'd
+    we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's with
+    won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+    thus answer therefore hence also yes
+    """.split()
+)
+_SPACY_KEEP = frozenset({"NOUN", "ADJ", "VERB", "PROPN", "NUM", "ADV"})
+_SPACY_DROP = frozenset({"thus", "answer", "is", "so"})
+_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class BuiltQuery:
+    """A query and how it was made (recorded in the trace).
+
+    Attributes:
+        text: The query sent to the retriever.
+        masked: Words of the pseudo-generation dropped for low confidence.
+        fallback: Whether the pseudo-generation left nothing and the question's content words were used.
+    """
+
+    text: str
+    masked: tuple[str, ...]
+    fallback: bool
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+@lru_cache(maxsize=1)
+def _spacy() -> Any:
+    try:
+        import spacy
+
+        return spacy.load("en_core_web_sm", disable=["parser", "ner", "lemmatizer"])
+    except (ImportError, OSError) as exc:
+        raise ValueError(
+            "content_filter='spacy' needs spaCy and its English model: pip install spacy and install "
+            "en_core_web_sm, or use content_filter='stopwords' (the default)"
+        ) from exc
+
+
+def content_words(words: Sequence[str], method: str = "stopwords") -> list[str]:
+    """The content words of ``words``, in order: stop-word filter, or spaCy POS tags as SeaKR's code."""
+    if method == "spacy":
+        doc = _spacy()(" ".join(words))
+        return [t.text for t in doc if t.pos_ in _SPACY_KEEP and t.text.lower() not in _SPACY_DROP]
+    return [w for w in words if w.lower() not in STOP_WORDS]
+
+
+def _token_spans(token_ids: Sequence[int], decode: Callable[[list[int]], str], text: str) -> list[tuple[int, int]]:
+    """Character span of each generated token in ``text`` (found by decoding growing prefixes)."""
+    spans, previous = [], 0
+    for i in range(len(token_ids)):
+        end = min(len(decode(list(token_ids[: i + 1]))), len(text))
+        spans.append((previous, max(end, previous)))
+        previous = max(end, previous)
+    return spans
+
+
+def _confident_words(step: Continuation, decode: Callable[[list[int]], str], threshold: float) -> set[tuple[int, int]]:
+    """Character spans of words in ``step.text`` whose every token has probability >= ``threshold``."""
+    import math
+
+    spans = _token_spans(step.token_ids, decode, step.text)
+    probs = [math.exp(lp) for lp in step.logprobs] + [0.0] * (len(spans) - len(step.logprobs))
+    confident = set()
+    for _, start, end in _words(step.text):
+        inside = [p for (s, e), p in zip(spans, probs, strict=True) if s < end and e > start]
+        if inside and min(inside) >= threshold:
+            confident.add((start, end))
+    return confident
+
+
+def _last_sentence_start(text: str) -> int:
+    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text.rstrip())]
+    return starts[-1]
+
+
+def build_query(
+    step: Continuation,
+    question: str,
+    previous_step: str | None,
+    decode: Callable[[list[int]], str],
+    tokenize: Callable[[str], list[int]],
+    *,
+    threshold: float = 0.9,
+    max_tokens: int = 64,
+    content_filter: str = "stopwords",
+) -> BuiltQuery:
+    """SeaKR's query from an uncertain greedy step.
+
+    Args:
+        step: The greedy continuation (text, token ids, per-token logprobs).
+        question: The question being answered.
+        previous_step: The last accepted reasoning step, if any.
+        decode: Token ids -> text (the back-end's tokenizer), to map tokens onto words.
+        tokenize: Text -> token ids, to cut the query to its last ``max_tokens`` tokens.
+        threshold: A word is kept if every one of its tokens has probability >= this...
+        max_tokens: ...and the query is cut to this many tokens from its end.
+        content_filter: ``"stopwords"`` or ``"spacy"``.
+    """
+    known = {w.lower() for w, _, _ in _words(question)}
+    if previous_step:
+        known |= {w.lower() for w, _, _ in _words(previous_step)}
+    start = _last_sentence_start(step.text)
+    confident = _confident_words(step, decode, threshold) if step.text.strip() else set()
+    kept, masked = [], []
+    for word, s, e in _words(step.text):
+        if s < start:
+            continue
+        (kept if (s, e) in confident or word.lower() in known else masked).append(word)
+    words = content_words(kept, content_filter)
+    fallback = not words
+    if fallback:
+        words = content_words([w for w, _, _ in _words(question)], content_filter) or [
+            w for w, _, _ in _words(question)
+        ]
+    text = " ".join(words)
+    ids = tokenize(text)
+    if len(ids) > max_tokens:
+        text = decode(ids[-max_tokens:]).strip()
+    return BuiltQuery(text, tuple(masked), fallback)

@@ -1,0 +1,396 @@
+"""SeaKR's reasoning loop (SPEC sections 5-7): when to retrieve, which passage to keep, how to answer.
+
+Each question runs as a generator that yields the LM calls it needs next and receives their scored outputs.  One
+driver then serves any number of questions: it gathers the pending calls of every question in flight into a single
+back-end batch, so ``answer_many`` shares engine batches across questions while each question's logic stays a plain
+sequential reading of the paper's algorithm.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+
+from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer, has_answer, is_unknown
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.exemplars import exemplars
+from seakr_integrations.reasoning.prompts import PromptBuilder
+from seakr_integrations.reasoning.query import build_query
+from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.retrieval.passage import Passage, Retriever
+from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
+
+__all__ = ["RetrievalError", "SeaKR"]
+
+Call = tuple[str, SamplingConfig]
+Scored = tuple[SelfAwareOutput, Uncertainty]
+Program = Generator[list[Call], list[Scored], SeaKRResult]
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+class RetrievalError(RuntimeError):
+    """The retriever failed while answering a question (the message names the question and the query)."""
+
+
+class _Question:
+    """Mutable state of one question in flight; only the reasoner touches it."""
+
+    def __init__(self, question: str) -> None:
+        self.question = question
+        self.steps: list[str] = []
+        self.docs: list[Passage] = []
+        self.trace: list[StepTrace] = []
+        self.notes: list[str] = []
+        self.lm_calls = 0
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+
+class SeaKR:
+    """Self-aware knowledge retrieval over any self-aware back-end and any retriever.
+
+    Args:
+        backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
+        retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).
+        config: SeaKR's settings; the authors' defaults when omitted.
+
+    Example:
+        >>> seakr = SeaKR(HFBackend("smollm2"), BM25Index.open("index/"))  # doctest: +SKIP
+        >>> result = seakr.answer("Who lived longer, Alejandro Jodorowsky or Philip Saville?")  # doctest: +SKIP
+        >>> print(result.answer, result.strategy)  # doctest: +SKIP
+    """
+
+    def __init__(self, backend: SelfAwareBackend, retriever: Retriever, config: SeaKRConfig | None = None) -> None:
+        if not callable(getattr(retriever, "search", None)):
+            raise TypeError(
+                f"retriever must have a search(query, k) method returning Passages, got {type(retriever).__name__}"
+            )
+        self.backend = backend
+        self.retriever = retriever
+        self.config = config or SeaKRConfig()
+        cfg = self.config
+        tokenizer = backend.tokenizer
+        use_chat = cfg.chat_template
+        has_template = bool(getattr(tokenizer, "chat_template", None))
+        if use_chat is None:
+            use_chat = has_template
+        elif use_chat and not has_template:
+            raise ValueError(f"chat_template=True but {backend.model_name}'s tokenizer has no chat template")
+        self.prompt = PromptBuilder(exemplars(cfg.style, cfg.num_exemplars), backend.chat_prompt if use_chat else None)
+        self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
+        self._tokenize_text: Callable[[str], list[int]] = lambda text: list(
+            tokenizer(text, add_special_tokens=False).input_ids
+        )
+        self._budget = backend.max_context - cfg.max_tokens - 1
+
+    # ----------------------------------------------------------------------------------------------- public API
+    def answer(self, question: str) -> SeaKRResult:
+        """Answer one question; the result carries the full decision trace."""
+        return self.answer_many([question])[0]
+
+    def answer_many(self, questions: Sequence[str], *, max_in_flight: int = 32) -> list[SeaKRResult]:
+        """Answer many questions, keeping up to ``max_in_flight`` in progress so their LM calls share batches.
+
+        Returns the results in the order of ``questions``.
+        """
+        results: list[SeaKRResult | None] = [None] * len(questions)
+        for i, result in self.iter_answers(questions, max_in_flight=max_in_flight):
+            results[i] = result
+        return results  # type: ignore[return-value]
+
+    def iter_answers(self, questions: Iterable[str], *, max_in_flight: int = 32) -> Iterator[tuple[int, SeaKRResult]]:
+        """Yield ``(index, result)`` as each question finishes (so a long run can save as it goes).
+
+        Raises:
+            ValueError: A question is empty or not a string (checked before any work starts), or
+                ``max_in_flight`` < 1.
+            RetrievalError: The retriever failed and ``on_retrieval_error`` is ``"raise"``.
+        """
+        if isinstance(questions, str):
+            raise ValueError("questions must be a list of strings; use answer(question) for a single one")
+        questions = list(questions)
+        for i, q in enumerate(questions):
+            if not isinstance(q, str) or not q.strip():
+                raise ValueError(f"question {i} is empty (or not a string): pass the question text")
+        if not isinstance(max_in_flight, int) or max_in_flight < 1:
+            raise ValueError(f"max_in_flight={max_in_flight!r}: must be an integer >= 1")
+        waiting = deque(enumerate(questions))
+        active: dict[int, tuple[Program, list[Call]]] = {}
+        finished: list[tuple[int, SeaKRResult]] = []
+
+        def advance(i: int, program: Program, value: list[Scored] | None) -> None:
+            try:
+                calls = program.send(value)  # type: ignore[arg-type]
+            except StopIteration as done:
+                finished.append((i, done.value))
+                return
+            active[i] = (program, calls)
+
+        try:
+            while waiting or active:
+                while waiting and len(active) < max_in_flight:
+                    i, q = waiting.popleft()
+                    advance(i, self._program(q.strip()), None)
+                yield from finished
+                finished.clear()
+                if not active:
+                    continue
+                order = list(active)
+                calls = [c for i in order for c in active[i][1]]
+                scored = self._run(calls)
+                at = 0
+                for i in order:
+                    program, mine = active.pop(i)
+                    advance(i, program, scored[at : at + len(mine)])
+                    at += len(mine)
+                yield from finished
+                finished.clear()
+        finally:
+            for program, _ in active.values():
+                program.close()
+
+    # ------------------------------------------------------------------------------------------------ LM calls
+    def _run(self, calls: list[Call]) -> list[Scored]:
+        outputs = self.backend.generate([p for p, _ in calls], [c for _, c in calls])
+        cfg = self.config
+        return [(o, estimate(o, cfg.estimator, cfg.alpha)) for o in outputs]
+
+    def _fits(self, prompt: str) -> bool:
+        return len(self.backend.tokenize(prompt)) <= self._budget
+
+    def _prompt(self, state: _Question, steps: Sequence[str], passages: Sequence[Passage]) -> str:
+        """The prompt, dropping the oldest passages while it does not fit the model's context."""
+        shown = list(passages)
+        while True:
+            prompt = self.prompt(state.question, steps, [p.text for p in shown])
+            if self._fits(prompt):
+                return prompt
+            if not shown:
+                raise ValueError(
+                    f"the prompt for question {state.question!r} does not fit {self.backend.model_name}'s context of "
+                    f"{self.backend.max_context} tokens even without passages: lower num_exemplars "
+                    f"(now {self.config.num_exemplars}) or max_tokens (now {self.config.max_tokens})"
+                )
+            dropped = shown.pop(0)
+            state.note(f"passage {dropped.id} was left out of a prompt to fit the model's context")
+
+    def _call(self, state: _Question, steps: Sequence[str], passages: Sequence[Passage], *, sentence: bool) -> Call:
+        state.lm_calls += 1
+        config = self.config.sampling(self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence))
+        return self._prompt(state, steps, passages), config
+
+    # ----------------------------------------------------------------------------------------------- programs
+    def _program(self, question: str) -> Program:
+        if self.config.mode == "single_hop":
+            return self._single_hop(_Question(question))
+        return self._multi_hop(_Question(question))
+
+    def _search(self, state: _Question, step: StepTrace, query: str) -> list[Passage] | None:
+        """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``)."""
+        try:
+            results = self.retriever.search(query, self.config.n_candidates)
+            bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
+            if bad:
+                raise TypeError(f"the retriever returned {bad[0]} objects; search() must return Passage objects")
+            return list(results)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            if self.config.on_retrieval_error == "raise":
+                raise RetrievalError(
+                    f"retrieval failed for question {state.question!r} (query {query!r}): {message}; pass "
+                    "on_retrieval_error='answer_without' to answer without the passage"
+                ) from exc
+            step.error = message
+            step.stop = "retrieval error"
+            state.note(f"retrieval failed for query {query!r} ({message}); answered without it")
+            return None
+
+    def _rerank(
+        self, state: _Question, step: StepTrace, found: list[Passage]
+    ) -> Generator[list[Call], list[Scored], None]:
+        """Try each new passage in the prompt; keep the one whose step is least uncertain (SPEC section 5)."""
+        chosen = {d.id for d in state.docs}
+        ranked = [(rank, p) for rank, p in enumerate(found, 1) if p.id not in chosen]
+        if not ranked:
+            step.stop = "no new passages"
+            return
+        scored = yield [self._call(state, state.steps, [*state.docs, p], sentence=True) for _, p in ranked]
+        for (rank, passage), (out, u) in zip(ranked, scored, strict=True):
+            value = u.value if out.greedy.text.strip() else float("inf")
+            step.candidates.append(CandidateTrace(passage, rank, out.greedy.text, u, value))
+        best = min(range(len(ranked)), key=lambda i: (step.candidates[i].rank_value, i))  # ties: search order
+        winner = step.candidates[best]
+        winner.chosen = True
+        state.docs.append(winner.passage)
+        state.steps.append(winner.generation.strip())
+        step.chosen = winner.passage.id
+        step.accepted = winner.generation.strip()
+
+    def _multi_hop(self, state: _Question) -> Program:
+        cfg = self.config
+        searched: set[str] = set()
+        while True:
+            ((out, u),) = yield [self._call(state, state.steps, state.docs, sentence=True)]
+            text = out.greedy.text.strip()
+            step = StepTrace(len(state.trace), out.greedy.text, u, "accept")
+            state.trace.append(step)
+            if has_answer(text):  # checked before the uncertainty gate
+                step.decision, step.accepted, step.stop = "answer", text, "answer found"
+                state.steps.append(text)
+                break
+            if text and u.value <= cfg.delta:
+                step.accepted = text
+                state.steps.append(text)
+            else:
+                step.decision = "retrieve"
+                query = build_query(
+                    out.greedy,
+                    state.question,
+                    state.steps[-1] if state.steps else None,
+                    self._decode,
+                    self._tokenize_text,
+                    threshold=cfg.mask_threshold,
+                    max_tokens=cfg.query_max_tokens,
+                    content_filter=cfg.content_filter,
+                )
+                step.query, step.masked_words = query.text, list(query.masked)
+                if query.text in searched:
+                    step.stop = "repeated query"
+                    break
+                searched.add(query.text)
+                found = self._search(state, step, query.text)
+                if found is None:
+                    break
+                yield from self._rerank(state, step, found)
+                if step.stop:
+                    break
+                if has_answer(state.steps[-1]):
+                    step.stop = "answer found"
+                    break
+            if len(state.steps) >= cfg.max_steps:
+                step.stop = "step limit"
+                break
+            if len(state.docs) >= cfg.max_docs:
+                step.stop = "passage limit"
+                break
+        rationales, knowledge = yield from self._final_multi_hop(state)
+        winner = _choose(rationales, knowledge)
+        finals = {"rationales": rationales, "knowledge": knowledge}
+        return self._result(state, winner, finals, state.trace[-1].stop or "step limit")
+
+    def _final_multi_hop(self, state: _Question) -> Generator[list[Call], list[Scored], list[FinalTrace]]:
+        """(a) reason from the rationales, (b) reason from the chosen passages; both scored in one batch."""
+        rationale = list(state.steps)
+        if rationale and has_answer(rationale[-1]):
+            kept = [s for s in _SENTENCES.split(rationale[-1]) if not has_answer(s)]
+            rationale[-1] = " ".join(kept)
+        rationale = [s for s in rationale if s.strip()]
+        as_passages = [Passage(f"step {i}", "", s) for i, s in enumerate(rationale, 1)]
+        calls = [
+            self._call(state, [], as_passages, sentence=False),
+            self._call(state, [], state.docs, sentence=False),
+        ]
+        scored = yield calls
+        finals = yield from self._finalise(
+            state,
+            [
+                (calls[0][0], scored[0], "rationales", [p.id for p in as_passages]),
+                (calls[1][0], scored[1], "knowledge", [d.id for d in state.docs]),
+            ],
+        )
+        return finals
+
+    def _finalise(
+        self, state: _Question, items: list[tuple[str, Scored, str, list[str]]]
+    ) -> Generator[list[Call], list[Scored], list[FinalTrace]]:
+        """Final candidates; one that states no answer gets " So the answer is" appended and is generated again
+        (its uncertainty is then that call's, SPEC section 5)."""
+        finals, forced = [], []
+        for i, (prompt, (out, u), strategy, context) in enumerate(items):
+            answer = extract_answer(out.greedy.text)
+            finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context))  # type: ignore[arg-type]
+            if answer is None:
+                again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
+                if self._fits(again):
+                    forced.append((i, again))
+                else:
+                    state.note(f"no answer from {strategy} and no room left in the context to ask for one")
+        if forced:
+            stops = self.config.stops(has_steps=True, one_sentence=False)
+            state.lm_calls += len(forced)
+            scored = yield [(p, self.config.sampling(stops)) for _, p in forced]
+            for (i, _), (out, u) in zip(forced, scored, strict=True):
+                old = finals[i]
+                text = ANSWER_PROMPT.rstrip() + out.greedy.text
+                generation = (old.generation + text).strip()
+                finals[i] = FinalTrace(old.strategy, extract_answer(text), generation, u, True, old.context)
+        return finals
+
+    def _single_hop(self, state: _Question) -> Program:
+        """Simple QA: answer directly when certain; else try each retrieved passage alone, keep the least
+        uncertain answer (SPEC section 5, last paragraph)."""
+        cfg = self.config
+        direct_call = self._call(state, [], [], sentence=False)
+        ((out, u),) = yield [direct_call]
+        (direct,) = yield from self._finalise(state, [(direct_call[0], (out, u), "direct", [])])
+        step = StepTrace(0, out.greedy.text, direct.uncertainty, "accept")
+        state.trace.append(step)
+        finals = {"direct": direct}
+        winner = direct
+        stop_reason = "certain without retrieval"
+        if direct.uncertainty.value >= cfg.delta or not out.greedy.text.strip():
+            step.decision, step.query = "retrieve", state.question
+            found = self._search(state, step, state.question)
+            chosen = {d.id for d in state.docs}
+            ranked = [(r, p) for r, p in enumerate(found or [], 1) if p.id not in chosen]
+            stop_reason = step.stop or "answered from passages"
+            if ranked:
+                calls = [self._call(state, [], [p], sentence=False) for _, p in ranked]
+                scored = yield calls
+                items = [(c[0], s, "passage", [p.id]) for c, s, (_, p) in zip(calls, scored, ranked, strict=True)]
+                answers = yield from self._finalise(state, items)
+                for (rank, passage), (o, _), final in zip(ranked, scored, answers, strict=True):
+                    value = (
+                        final.uncertainty.value
+                        if o.greedy.text.strip() and not is_unknown(final.answer)
+                        else float("inf")
+                    )
+                    step.candidates.append(CandidateTrace(passage, rank, final.generation, final.uncertainty, value))
+                best = min(range(len(ranked)), key=lambda i: (step.candidates[i].rank_value, i))
+                step.candidates[best].chosen = True
+                step.chosen = ranked[best][1].id
+                state.docs.append(ranked[best][1])
+                winner = finals["passage"] = answers[best]
+            elif found is not None:
+                step.stop = stop_reason = "no passages found"
+        return self._result(state, winner, finals, stop_reason)
+
+    def _result(self, state: _Question, winner: FinalTrace, finals: dict[str, FinalTrace], stop: str) -> SeaKRResult:
+        return SeaKRResult(
+            question=state.question,
+            answer=winner.answer or "",
+            strategy=winner.strategy,
+            finals=finals,
+            steps=state.trace,
+            passages=list(state.docs),
+            stop_reason=stop,
+            notes=state.notes,
+            lm_calls=state.lm_calls,
+            config=self.config.to_dict(),
+        )
+
+
+def _choose(rationales: FinalTrace, knowledge: FinalTrace) -> FinalTrace:
+    """The less uncertain of the two; a missing or "unknown" answer loses; a tie goes to knowledge."""
+    bad_r, bad_k = is_unknown(rationales.answer), is_unknown(knowledge.answer)
+    if bad_r != bad_k:
+        return knowledge if bad_r else rationales
+    if bad_r:
+        return knowledge
+    return rationales if rationales.uncertainty.value < knowledge.uncertainty.value else knowledge

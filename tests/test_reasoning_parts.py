@@ -1,0 +1,121 @@
+"""The pieces of the loop on their own: answer extraction, query building, prompt text, stops, config."""
+
+import math
+
+import pytest
+from fakes import CharTokenizer
+
+from seakr_integrations.outputs import Continuation
+from seakr_integrations.reasoning import SeaKRConfig, build_query, extract_answer, has_answer, is_unknown
+from seakr_integrations.reasoning.exemplars import exemplars
+from seakr_integrations.reasoning.prompts import PromptBuilder
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("He was born on August 25, 1963. So the answer is August 25, 1963.", "August 25, 1963"),
+        ("So the answer is 25 August 1963.", "25 August 1963"),
+        ("So the answer is Paris, France.", "Paris"),  # the authors' comma rule, outside dates
+        ("So the answer is: yes", "yes"),
+        ("The answer is 3.5 million.", "3.5 million"),
+        ('Thus the answer is "The Wall".\nQuestion: next', "The Wall"),
+        ("It was built by Gustave Eiffel. Gustave Eiffel is the answer.", "Gustave Eiffel"),
+        ("I do not know.", None),
+        ("So the answer is .", None),
+    ],
+)
+def test_extract_answer_keeps_dates_whole(text, answer):
+    assert extract_answer(text) == answer
+
+
+def test_has_answer_and_unknown():
+    assert has_answer("So THE ANSWER IS x") and not has_answer("the answer to it is x")
+    assert is_unknown(None) and is_unknown(" ") and is_unknown("Unknown") and not is_unknown("Paris")
+
+
+def _step(text: str, low: tuple[str, ...] = ()) -> Continuation:
+    logprobs = [0.0] * len(text)
+    for word in low:
+        at = text.index(word)
+        logprobs[at : at + len(word)] = [math.log(0.5)] * len(word)
+    return Continuation(text, [ord(c) for c in text], logprobs, "stop")
+
+
+def _query(step, question="Who directed Jaws?", previous=None, **kw):
+    tok = CharTokenizer()
+    return build_query(step, question, previous, tok.decode, lambda t: tok(t).input_ids, **kw)
+
+
+def test_query_masks_low_confidence_words_unless_known():
+    q = _query(_step("Jaws was directed by Martin Scorsese", low=("Martin", "Scorsese", "Jaws")))
+    assert q.text == "Jaws directed" and q.masked == ("Martin", "Scorsese") and not q.fallback
+    # a low-confidence word seen in the previous accepted step is kept
+    q = _query(_step("He was born in Cincinnati", low=("Cincinnati",)), previous="Spielberg lived in Cincinnati")
+    assert q.text == "born Cincinnati"
+
+
+def test_query_uses_the_last_sentence_and_falls_back_to_the_question():
+    q = _query(_step("Jaws is a film. It was directed by someone", low=("someone",)))
+    assert q.text == "directed" and "film" not in q.text
+    q = _query(_step("It is the", low=("It",)))
+    assert q.fallback and q.text == "directed Jaws"
+    q = _query(_step(""))
+    assert q.fallback and q.text == "directed Jaws"
+
+
+def test_query_is_cut_to_its_last_tokens():
+    q = _query(_step("Alpha Beta Gamma Delta"), max_tokens=10)  # char tokens: the last 10 characters
+    assert q.text == "amma Delta"
+
+
+def test_spacy_filter_without_spacy_is_a_clear_error():
+    try:
+        import spacy  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="content_filter='stopwords'"):
+            _query(_step("Jaws was directed by him"), content_filter="spacy")
+    else:
+        pytest.skip("spaCy is installed here; the missing-spaCy message cannot be triggered")
+
+
+def test_prompt_follows_the_paper_format():
+    demos = exemplars("hotpotqa", 2)
+    build = PromptBuilder(demos)
+    prompt = build("Who is Dr. Who?", ["Step one is U.S. based", "Step two"], ["Doc A text", "Doc B"])
+    expected = (
+        demos[0].render() + "\n\n" + demos[1].render() + "\n\n"
+        "Context: [1] Doc A text\n[2] Doc B\n"
+        "Answer in the same format as before. \nQuestion: Who is Dr Who?\nAnswer: Step one is US based. Step two."
+    )
+    assert prompt == expected
+    assert PromptBuilder([])("Q?") == "Answer in the same format as before. \nQuestion: Q?\nAnswer: "
+    chat = PromptBuilder([], chat=lambda user: f"<user>{user}</user>")
+    assert chat("Q?", ["A step"]) == "<user>Answer in the same format as before. \nQuestion: Q?\nAnswer:</user>A step."
+
+
+def test_stops_and_config_validation():
+    config = SeaKRConfig()
+    assert config.stops(has_steps=False, one_sentence=False) == ("\n\n", "\nQuestion:", "\nContext")
+    assert config.stops(has_steps=True, one_sentence=True) == ("\n\n", "\nQuestion:", "\nContext", "\n", ". ")
+    assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 5, -6.0)
+    assert config.style == "hotpotqa" and config.with_(mode="single_hop").style == "simple"
+    sampling = config.sampling(("\n",))
+    assert (sampling.k, sampling.top_k, sampling.top_p, sampling.temperature, sampling.stop) == (
+        20,
+        50,
+        0.9,
+        1.0,
+        ("\n",),
+    )
+    for bad, message in [
+        ({"mode": "loop"}, "multi_hop"),
+        ({"estimator": "vibes"}, "eigenscore"),
+        ({"n_candidates": 0}, "n_candidates"),
+        ({"k": 1}, "at least 2"),
+        ({"exemplar_style": "trivia"}, "2wiki"),
+        ({"on_retrieval_error": "ignore"}, "answer_without"),
+        ({"mask_threshold": 2.0}, "probability"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            SeaKRConfig(**bad)
