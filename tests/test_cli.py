@@ -58,3 +58,43 @@ def test_bad_input_exits_2_with_a_message(args, message):
     done = _seakr(*args)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory):
+    """`seakr index` on 200 real HotpotQA paragraphs."""
+    root = tmp_path_factory.mktemp("cli")
+    corpus = root / "corpus.jsonl"
+    source = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "corpus_hotpotqa.jsonl")
+    with open(source) as f:
+        corpus.write_text("".join(f.readline() for _ in range(200)))
+    done = _seakr("index", str(corpus), "--out", str(root / "index"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "indexed 200 passages" in done.stdout
+    return root / "index"
+
+
+@pytest.mark.slow
+def test_ask_json_and_trace(small_index):
+    args = ("ask", QUESTION, "--index", str(small_index), "-k", "3", "--max-tokens", "24", "--exemplars", "2")
+    done = _seakr(*args, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(done.stdout)
+    assert record["question"] == QUESTION and record["strategy"] in ("rationales", "knowledge")
+    assert record["steps"] and set(record["finals"]) == {"rationales", "knowledge"}
+    assert record["config"]["k"] == 3 and record["lm_calls"] >= 3
+    done = _seakr(*args, "--trace")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "step 1: U=" in done.stdout and "final from knowledge" in done.stdout and "answer:" in done.stdout
+
+
+def test_index_and_ask_bad_input(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "title": "A", "text": "fine"}\n{"id": "b", "title": "B"}\n')
+    done = _seakr("index", str(bad), "--out", str(tmp_path / "idx"))
+    assert done.returncode == 2 and "line 2" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "idx").exists()  # no half-built index
+    done = _seakr("ask", "Who?", "--index", str(tmp_path / "missing"))
+    assert done.returncode == 2 and "seakr index" in done.stderr and "Traceback" not in done.stderr
+    done = _seakr("ask", "   ")
+    assert done.returncode == 2 and "question is empty" in done.stderr

