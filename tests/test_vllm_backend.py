@@ -48,6 +48,19 @@ def test_per_prompt_configs_share_one_batch(vllm_tiny):
     assert max(len(s.token_ids) for s in together[0].samples) <= 4
 
 
+def test_seeded_batch_larger_than_one_engine_step(vllm_tiny):
+    """Ten ~430-token prompts (more than vLLM's 4,096-token step in all) with seeded samples: on CPU a chunked
+    prefill of a seeded request used to crash the engine; each result must equal the prompt run alone."""
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    prompts = [" ".join(words[(i + j) % 10] for j in range(330)) for i in range(10)]
+    config = SamplingConfig(k=2, max_tokens=2)
+    together = vllm_tiny.generate(prompts, config)
+    lengths = [len(o.prompt_token_ids) for o in together]
+    assert min(lengths) > 400 and sum(lengths) > 4096
+    alone = vllm_tiny.generate([prompts[-1]], config)[0]
+    assert [s.token_ids for s in together[-1].samples] == [s.token_ids for s in alone.samples]
+
+
 def test_seeded_samples_repeat(vllm_tiny):
     a = vllm_tiny.generate([PROMPT], k=3, max_tokens=5, seed=3)[0]
     b = vllm_tiny.generate([PROMPT], k=3, max_tokens=5, seed=3)[0]

@@ -133,6 +133,12 @@ class VLLMBackend(SelfAwareBackend):
 
             config = json.loads((path / "config.json").read_text())
             max_model_len = min(int(config.get("max_position_embeddings") or 8192), 8192)
+        if on_cpu:
+            # vLLM's CPU runner crashes ("CPU Generator does not use offset") when a seeded request's prefill is
+            # chunked: it rewinds the request's generator with a CUDA-only call.  SeaKR seeds every sample request,
+            # and batches of many long prompts exceed the default 4,096-token step, so prefill is kept whole.
+            engine_kwargs.setdefault("enable_chunked_prefill", False)
+            engine_kwargs.setdefault("max_num_batched_tokens", max(max_model_len, 4096))
         self.model_name = str(model)
         preload = os.environ.get("LD_PRELOAD", "")
         iomp = _intel_openmp() if on_cpu and preload_intel_openmp and "omp" not in preload else None
