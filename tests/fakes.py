@@ -92,7 +92,7 @@ class ScriptedBackend(SelfAwareBackend):
         return outputs
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: str) -> np.ndarray:
-        raise NotImplementedError
+        raise AssertionError("the reasoning loop must not need the stand-alone scoring pass")
 
 
 def passage(pid: str, text: str | None = None, title: str = "") -> Passage:

@@ -168,12 +168,7 @@ def _read_records(path: Path) -> Iterator[tuple[str, str, str]]:
                 f"object such as {_EXAMPLE}"
             ) from None
         record = _record(obj, where)
-        first = seen.setdefault(record[0], lineno)
-        if first != lineno:
-            raise ValueError(
-                f"{where}: id {record[0]!r} was already used on line {first}; ids must be unique, so remove the "
-                "duplicate or rename one of them"
-            )
+        _check_unique(seen, record[0], lineno, where, "on line")
         yield record
 
 
@@ -215,10 +210,15 @@ def _records_of(items: Iterable[object]) -> Iterator[tuple[str, str, str]]:
     seen: dict[str, int] = {}
     for number, obj in enumerate(items, 1):
         record = _record(obj, f"item {number}")
-        first = seen.setdefault(record[0], number)
-        if first != number:
-            raise ValueError(
-                f"item {number}: id {record[0]!r} was already used by item {first}; ids must be unique, so remove "
-                "the duplicate or rename one of them"
-            )
+        _check_unique(seen, record[0], number, f"item {number}", "by item")
         yield record
+
+
+def _check_unique(seen: dict[str, int], pid: str, position: int, where: str, earlier: str) -> None:
+    """Remember where ``pid`` first appeared; a second appearance is an error naming both places."""
+    first = seen.setdefault(pid, position)
+    if first != position:
+        raise ValueError(
+            f"{where}: id {pid!r} was already used {earlier} {first}; ids must be unique, so remove the duplicate "
+            "or rename one of them"
+        )
