@@ -38,9 +38,14 @@ def test_answer_found_before_the_gate_needs_no_retrieval():
         return Reply("So the answer is Paris", spread=5.0) if is_step(config) else final()
 
     retriever = FakeRetriever()
-    result = SeaKR(ScriptedBackend(respond), retriever, CONFIG).answer("What is the capital of France?")
+    backend = ScriptedBackend(respond)
+    result = SeaKR(backend, retriever, CONFIG).answer("What is the capital of France?")
     assert retriever.queries == []
     assert [s.decision for s in result.steps] == ["answer"]
+    # no steps left once the answer sentence is dropped, and no passages: both final prompts are the same text,
+    # so the back-end generates it once and both strategies read that output
+    assert [len(b) for b in backend.batches] == [1, 1] and result.lm_calls == 3
+    assert result.finals["rationales"].uncertainty == result.finals["knowledge"].uncertainty
     assert result.steps[0].uncertainty.value > CONFIG.delta  # uncertain, yet no retrieval: the answer came first
     assert result.answer == "Paris" and result.stop_reason == "answer found"
 
@@ -244,6 +249,10 @@ def test_answer_many_shares_batches_and_matches_one_at_a_time():
     alone = [seakr.answer(q) for q in questions]
     assert [r.to_dict() for r in together] == [r.to_dict() for r in alone]
     assert [i for i, _ in seakr.iter_answers(questions, max_in_flight=1)] == [0, 1, 2]
+    backend.batches.clear()
+    twice = seakr.answer_many(questions[:1] * 2)
+    assert twice[0].to_dict() == twice[1].to_dict() == alone[0].to_dict()
+    assert all(len({p for p, _ in batch}) == len(batch) for batch in backend.batches)  # each prompt generated once
 
 
 def test_bad_questions_are_rejected_before_any_work():

@@ -7,6 +7,7 @@ previous step) becomes the query.  Function words are then dropped: BM25 gains n
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -90,8 +91,6 @@ def _token_spans(token_ids: Sequence[int], decode: Callable[[list[int]], str], t
 
 def _confident_words(step: Continuation, decode: Callable[[list[int]], str], threshold: float) -> set[tuple[int, int]]:
     """Character spans of words in ``step.text`` whose every token has probability >= ``threshold``."""
-    import math
-
     spans = _token_spans(step.token_ids, decode, step.text)
     probs = [math.exp(lp) for lp in step.logprobs] + [0.0] * (len(spans) - len(step.logprobs))
     confident = set()

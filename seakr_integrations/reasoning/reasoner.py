@@ -157,11 +157,20 @@ class SeaKR:
 
     # ------------------------------------------------------------------------------------------------ LM calls
     def _run(self, calls: list[Call]) -> list[Scored]:
-        outputs = self.backend.generate([p for p, _ in calls], [c for _, c in calls])
+        """One back-end call for the batch.  Identical (prompt, config) pairs are generated once: with seeded
+        sampling they would return the same output (e.g. both final strategies when there are no steps and no
+        passages, or one question asked twice)."""
+        unique = list(dict.fromkeys(calls))
+        outputs = self.backend.generate([p for p, _ in unique], [c for _, c in unique])
         cfg = self.config
-        return [(o, estimate(o, cfg.estimator, cfg.alpha)) for o in outputs]
+        scored = {call: (o, estimate(o, cfg.estimator, cfg.alpha)) for call, o in zip(unique, outputs, strict=True)}
+        return [scored[call] for call in calls]
 
     def _fits(self, prompt: str) -> bool:
+        # Every token covers at least one byte, so a prompt with fewer bytes than the budget (plus room for the
+        # special tokens the tokenizer adds) fits without tokenising it twice (the back-end tokenises it again).
+        if len(prompt.encode("utf-8")) + 8 <= self._budget:
+            return True
         return len(self.backend.tokenize(prompt)) <= self._budget
 
     def _prompt(self, state: _Question, steps: Sequence[str], passages: Sequence[Passage]) -> str:
@@ -347,8 +356,7 @@ class SeaKR:
         if direct.uncertainty.value >= cfg.delta or not out.greedy.text.strip():
             step.decision, step.query = "retrieve", state.question
             found = self._search(state, step, state.question)
-            chosen = {d.id for d in state.docs}
-            ranked = [(r, p) for r, p in enumerate(found or [], 1) if p.id not in chosen]
+            ranked = list(enumerate(found or [], 1))
             stop_reason = step.stop or "answered from passages"
             if ranked:
                 calls = [self._call(state, [], [p], sentence=False) for _, p in ranked]

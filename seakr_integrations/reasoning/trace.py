@@ -163,7 +163,8 @@ class SeaKRResult:
         passages: The passages chosen, in order.
         stop_reason: Why the loop ended.
         notes: Other events worth knowing (passages dropped to fit the context, tolerated retrieval errors).
-        lm_calls: Number of prompts sent to the back-end for this question.
+        lm_calls: Number of prompts this question asked for (identical prompts in one batch, e.g. from two
+            questions alike, are generated once).
         config: The settings used.
     """
 
