@@ -2,13 +2,32 @@
 
 from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.events import (
+    AnswerChosen,
+    Observer,
+    PassagesReranked,
+    PassagesRetrieved,
+    QuestionAnswered,
+    SeaKREvent,
+    StepAssessed,
+    StepFinished,
+)
 from seakr_integrations.reasoning.exemplars import EXEMPLAR_SETS, Exemplar, exemplars
 from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
-from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
 
 __all__ = [
     "EXEMPLAR_SETS",
+    "AnswerChosen",
+    "Assessment",
+    "Observer",
+    "PassagesReranked",
+    "PassagesRetrieved",
+    "QuestionAnswered",
+    "SeaKREvent",
+    "StepAssessed",
+    "StepFinished",
     "BuiltQuery",
     "CandidateTrace",
     "Exemplar",

@@ -9,18 +9,29 @@ sequential reading of the paper's algorithm.
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.events import (
+    AnswerChosen,
+    Observer,
+    PassagesReranked,
+    PassagesRetrieved,
+    QuestionAnswered,
+    SeaKREvent,
+    StepAssessed,
+    StepFinished,
+    snapshot,
+)
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import build_query
-from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 
@@ -39,17 +50,27 @@ class RetrievalError(RuntimeError):
 class _Question:
     """Mutable state of one question in flight; only the reasoner touches it."""
 
-    def __init__(self, question: str) -> None:
+    def __init__(self, question: str, index: int = 0, observer: Observer | None = None) -> None:
         self.question = question
+        self.index = index
+        self.observer = observer or Observer()
         self.steps: list[str] = []
         self.docs: list[Passage] = []
+        self.found: list[Passage] = []
         self.trace: list[StepTrace] = []
         self.notes: list[str] = []
         self.lm_calls = 0
+        self.outbox: list[Any] = []
 
     def note(self, text: str) -> None:
         if text not in self.notes:
             self.notes.append(text)
+
+    def emit(self, event: SeaKREvent) -> SeaKREvent:
+        """Hand ``event`` to the observer and queue it for the driver to yield."""
+        self.observer.on_event(event)
+        self.outbox.append(event)
+        return event
 
 
 class SeaKR:
@@ -66,8 +87,15 @@ class SeaKR:
         >>> print(result.answer, result.strategy)  # doctest: +SKIP
     """
 
-    def __init__(self, backend: SelfAwareBackend, retriever: Retriever, config: SeaKRConfig | None = None) -> None:
-        if not callable(getattr(retriever, "search", None)):
+    def __init__(
+        self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
+    ) -> None:
+        if not isinstance(backend, SelfAwareBackend):
+            raise TypeError(
+                f"backend must be a self-aware back-end (HFBackend, VLLMBackend or a SelfAwareBackend subclass) that "
+                f"returns hidden states; got {type(backend).__name__}, which cannot measure SeaKR's uncertainty"
+            )
+        if retriever is not None and not callable(getattr(retriever, "search", None)):
             raise TypeError(
                 f"retriever must have a search(query, k) method returning Passages, got {type(retriever).__name__}"
             )
@@ -112,47 +140,189 @@ class SeaKR:
                 ``max_in_flight`` < 1.
             RetrievalError: The retriever failed and ``on_retrieval_error`` is ``"raise"``.
         """
+        for event in self.iter_events(questions, max_in_flight=max_in_flight):
+            if isinstance(event, QuestionAnswered):
+                yield event.question_index, event.result
+
+    def iter_events(
+        self,
+        questions: Iterable[str],
+        *,
+        max_in_flight: int = 32,
+        observers: Sequence[Observer | None] | None = None,
+    ) -> Iterator[SeaKREvent]:
+        """Answer the questions, yielding every phase of the loop as it completes (``StepAssessed``,
+        ``PassagesRetrieved``, ``PassagesReranked``, ``StepFinished``, ``AnswerChosen``) and a
+        ``QuestionAnswered`` with the result when a question is done.
+
+        Args:
+            questions: The questions.
+            max_in_flight: How many questions run together (their LM calls share back-end batches).
+            observers: One ``Observer`` (or ``None``) per question: hooks for its model calls, searches and events.
+
+        Raises:
+            ValueError: A question is empty or not a string (checked before any work starts), a wrong number of
+                observers, or ``max_in_flight`` < 1.
+            RetrievalError: The retriever failed and ``on_retrieval_error`` is ``"raise"``.
+        """
+        if self.retriever is None:
+            raise ValueError("this SeaKR has no retriever: pass one to SeaKR(backend, retriever) to answer questions")
+        states = self._states(questions, observers)
+        for item in self._drive(((s, self._program(s)) for s in states), max_in_flight):
+            if isinstance(item, SeaKREvent):
+                yield item
+            else:
+                state, result = item
+                event = QuestionAnswered(state.index, state.question, result)
+                state.observer.on_event(event)
+                yield event
+
+    def assess(self, question: str, *, steps: Sequence[str] = (), passages: Sequence[Passage] = ()) -> Assessment:
+        """SeaKR's uncertainty check alone: generate the next step (multi-hop) or the direct answer (single-hop)
+        for ``question`` and decide, by the same rule as the loop, whether the model needs to retrieve.
+
+        Args:
+            question: The question (or query) to assess.
+            steps: Reasoning steps already taken, if any.
+            passages: Passages already in the context, if any.
+        """
+        return self.assess_many([question], steps=steps, passages=passages)[0]
+
+    def assess_many(
+        self,
+        questions: Sequence[str],
+        *,
+        steps: Sequence[str] = (),
+        passages: Sequence[Passage] = (),
+        observers: Sequence[Observer | None] | None = None,
+        max_in_flight: int = 32,
+    ) -> list[Assessment]:
+        """``assess`` for many questions in shared back-end batches; results in order."""
+        states = self._states(questions, observers)
+        for state in states:
+            state.steps, state.docs = [s for s in steps if s.strip()], list(passages)
+        return self._collect(states, self._assess, max_in_flight)
+
+    def rerank(
+        self,
+        question: str,
+        passages: Sequence[Passage],
+        *,
+        steps: Sequence[str] = (),
+        context: Sequence[Passage] = (),
+    ) -> list[CandidateTrace]:
+        """SeaKR's self-aware re-ranking alone: try each passage in the prompt and order them by the uncertainty
+        the model has after reading it (lowest first; an empty generation ranks last; ties keep the given order).
+
+        In multi-hop mode a passage is scored by the next reasoning step written with it (after ``steps``, with
+        ``context`` passages shown before it); in single-hop mode by the answer written from it alone.
+
+        Returns:
+            One ``CandidateTrace`` per passage, best first; ``rank`` is its 1-based position in ``passages`` and
+            ``chosen`` marks the best.
+        """
+        return self.rerank_many([(question, passages)], steps=steps, context=context)[0]
+
+    def rerank_many(
+        self,
+        requests: Sequence[tuple[str, Sequence[Passage]]],
+        *,
+        steps: Sequence[str] = (),
+        context: Sequence[Passage] = (),
+        observers: Sequence[Observer | None] | None = None,
+        max_in_flight: int = 32,
+    ) -> list[list[CandidateTrace]]:
+        """``rerank`` for many ``(question, passages)`` pairs in shared back-end batches; results in order."""
+        requests = list(requests)
+        states = self._states([q for q, _ in requests], observers)
+        for state, (_, found) in zip(states, requests, strict=True):
+            bad = [type(p).__name__ for p in found if not isinstance(p, Passage)]
+            if bad:
+                raise TypeError(f"rerank takes Passage objects, got {bad[0]}")
+            state.steps, state.docs = [s for s in steps if s.strip()], list(context)
+            state.found = list(found)
+        return self._collect(states, self._rerank_only, max_in_flight)
+
+    # ------------------------------------------------------------------------------------------------- driver
+    def _states(self, questions: Iterable[str], observers: Sequence[Observer | None] | None) -> list[_Question]:
         if isinstance(questions, str):
-            raise ValueError("questions must be a list of strings; use answer(question) for a single one")
+            raise ValueError("questions must be a list of strings; pass [question] for a single one")
         questions = list(questions)
         for i, q in enumerate(questions):
             if not isinstance(q, str) or not q.strip():
                 raise ValueError(f"question {i} is empty (or not a string): pass the question text")
+        if observers is None:
+            observers = [None] * len(questions)
+        elif len(observers) != len(questions):
+            raise ValueError(f"{len(observers)} observers for {len(questions)} questions: pass one per question")
+        return [
+            _Question(q.strip(), i, o or Observer()) for i, (q, o) in enumerate(zip(questions, observers, strict=True))
+        ]
+
+    def _collect(self, states: list[_Question], program: Callable[[_Question], Generator], max_in_flight: int) -> list:
+        results: list[Any] = [None] * len(states)
+        for item in self._drive(((s, program(s)) for s in states), max_in_flight):
+            if not isinstance(item, SeaKREvent):
+                results[item[0].index] = item[1]
+        return results
+
+    def _drive(
+        self, programs: Iterable[tuple[_Question, Generator]], max_in_flight: int
+    ) -> Iterator[SeaKREvent | tuple[_Question, Any]]:
+        """Run question programs together: every round gathers the pending LM calls of all programs in flight
+        into one back-end batch.  Yields each program's events as they happen and ``(state, value)`` when it
+        returns."""
         if not isinstance(max_in_flight, int) or max_in_flight < 1:
             raise ValueError(f"max_in_flight={max_in_flight!r}: must be an integer >= 1")
-        waiting = deque(enumerate(questions))
-        active: dict[int, tuple[Program, list[Call]]] = {}
-        finished: list[tuple[int, SeaKRResult]] = []
+        waiting = iter(programs)
+        active: dict[int, tuple[_Question, Generator, list[Call]]] = {}
+        out: list[SeaKREvent | tuple[_Question, Any]] = []
 
-        def advance(i: int, program: Program, value: list[Scored] | None) -> None:
+        def advance(state: _Question, program: Generator, value: list[Scored] | None) -> None:
+            state.outbox = out
             try:
-                calls = program.send(value)  # type: ignore[arg-type]
+                calls = program.send(value)
             except StopIteration as done:
-                finished.append((i, done.value))
+                out.append((state, done.value))
                 return
-            active[i] = (program, calls)
+            active[state.index] = (state, program, calls)
 
         try:
-            while waiting or active:
-                while waiting and len(active) < max_in_flight:
-                    i, q = waiting.popleft()
-                    advance(i, self._program(q.strip()), None)
-                yield from finished
-                finished.clear()
+            exhausted = False
+            while True:
+                while not exhausted and len(active) < max_in_flight:
+                    nxt = next(waiting, None)
+                    if nxt is None:
+                        exhausted = True
+                        break
+                    advance(nxt[0], nxt[1], None)
+                    yield from out
+                    out.clear()
                 if not active:
+                    if exhausted:
+                        return
                     continue
-                order = list(active)
-                calls = [c for i in order for c in active[i][1]]
-                scored = self._run(calls)
+                batch = list(active.values())
+                calls = [c for _, _, mine in batch for c in mine]
+                for state, _, mine in batch:
+                    state.observer.on_lm_start([p for p, _ in mine])
+                try:
+                    scored = self._run(calls)
+                except BaseException as exc:
+                    for state, _, _ in batch:
+                        state.observer.on_lm_error(exc)
+                    raise
                 at = 0
-                for i in order:
-                    program, mine = active.pop(i)
-                    advance(i, program, scored[at : at + len(mine)])
+                for state, program, mine in batch:
+                    part = scored[at : at + len(mine)]
                     at += len(mine)
-                yield from finished
-                finished.clear()
+                    del active[state.index]
+                    state.observer.on_lm_end([o for o, _ in part], [u for _, u in part])
+                    advance(state, program, part)
+                    yield from out
+                    out.clear()
         finally:
-            for program, _ in active.values():
+            for _, program, _ in active.values():
                 program.close()
 
     # ------------------------------------------------------------------------------------------------ LM calls
@@ -195,19 +365,34 @@ class SeaKR:
         return self._prompt(state, steps, passages), config
 
     # ----------------------------------------------------------------------------------------------- programs
-    def _program(self, question: str) -> Program:
+    def _program(self, state: _Question) -> Program:
         if self.config.mode == "single_hop":
-            return self._single_hop(_Question(question))
-        return self._multi_hop(_Question(question))
+            return self._single_hop(state)
+        return self._multi_hop(state)
+
+    def _uncertain(self, text: str, u: Uncertainty) -> bool:
+        """The self-aware retrieval gate (SPEC section 5): an empty step, or an uncertainty above delta (single-hop:
+        not below it), calls for retrieval."""
+        if not text.strip():
+            return True
+        if self.config.mode == "single_hop":
+            return not u.value < self.config.delta
+        return u.value > self.config.delta
+
+    def _assess(self, state: _Question) -> Generator[list[Call], list[Scored], Assessment]:
+        single = self.config.mode == "single_hop"
+        ((out, u),) = yield [self._call(state, state.steps, state.docs, sentence=not single)]
+        text = out.greedy.text.strip()
+        return Assessment(state.question, text, u, self._uncertain(text, u), has_answer(text), out)
 
     def _search(self, state: _Question, step: StepTrace, query: str) -> list[Passage] | None:
         """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``)."""
         try:
-            results = self.retriever.search(query, self.config.n_candidates)
+            results = state.observer.search(self.retriever, query, self.config.n_candidates)  # type: ignore[arg-type]
             bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
             if bad:
                 raise TypeError(f"the retriever returned {bad[0]} objects; search() must return Passage objects")
-            return list(results)
+            found = list(results)
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
             if self.config.on_retrieval_error == "raise":
@@ -218,75 +403,125 @@ class SeaKR:
             step.error = message
             step.stop = "retrieval error"
             state.note(f"retrieval failed for query {query!r} ({message}); answered without it")
+            state.emit(PassagesRetrieved(state.index, state.question, step.index, query, (), message))
             return None
+        state.emit(PassagesRetrieved(state.index, state.question, step.index, query, tuple(found)))
+        return found
+
+    def _score_candidates(
+        self, state: _Question, found: Sequence[Passage]
+    ) -> Generator[list[Call], list[Scored], list[tuple[CandidateTrace, FinalTrace | None]]]:
+        """Try each passage in the prompt, one batch for all (SPEC section 5): multi-hop scores the next step
+        written with it after the chosen passages; single-hop the answer written from it alone.  An empty
+        generation (or, single-hop, an unknown answer) ranks last."""
+        ranked = list(enumerate(found, 1))
+        if self.config.mode == "multi_hop":
+            scored = yield [self._call(state, state.steps, [*state.docs, p], sentence=True) for _, p in ranked]
+            return [
+                (CandidateTrace(p, rank, o.greedy.text, u, u.value if o.greedy.text.strip() else float("inf")), None)
+                for (rank, p), (o, u) in zip(ranked, scored, strict=True)
+            ]
+        calls = [self._call(state, [], [p], sentence=False) for _, p in ranked]
+        scored = yield calls
+        items = [(c[0], s, "passage", [p.id]) for c, s, (_, p) in zip(calls, scored, ranked, strict=True)]
+        answers = yield from self._finalise(state, items)
+        out = []
+        for (rank, p), (o, _), final in zip(ranked, scored, answers, strict=True):
+            value = final.uncertainty.value if o.greedy.text.strip() and not is_unknown(final.answer) else float("inf")
+            out.append((CandidateTrace(p, rank, final.generation, final.uncertainty, value), final))
+        return out
+
+    @staticmethod
+    def _best(candidates: Sequence[CandidateTrace]) -> int:
+        """Index of the least uncertain candidate; ties keep the search order."""
+        return min(range(len(candidates)), key=lambda i: (candidates[i].rank_value, i))
+
+    def _rerank_only(self, state: _Question) -> Generator[list[Call], list[Scored], list[CandidateTrace]]:
+        if not state.found:
+            return []
+        scored = yield from self._score_candidates(state, state.found)
+        candidates = [c for c, _ in scored]
+        candidates[self._best(candidates)].chosen = True
+        return sorted(candidates, key=lambda c: (c.rank_value, c.rank))
 
     def _rerank(
         self, state: _Question, step: StepTrace, found: list[Passage]
     ) -> Generator[list[Call], list[Scored], None]:
         """Try each new passage in the prompt; keep the one whose step is least uncertain (SPEC section 5)."""
         chosen = {d.id for d in state.docs}
-        ranked = [(rank, p) for rank, p in enumerate(found, 1) if p.id not in chosen]
-        if not ranked:
+        new = [p for p in found if p.id not in chosen]
+        if not new:
             step.stop = "no new passages"
             return
-        scored = yield [self._call(state, state.steps, [*state.docs, p], sentence=True) for _, p in ranked]
-        for (rank, passage), (out, u) in zip(ranked, scored, strict=True):
-            value = u.value if out.greedy.text.strip() else float("inf")
-            step.candidates.append(CandidateTrace(passage, rank, out.greedy.text, u, value))
-        best = min(range(len(ranked)), key=lambda i: (step.candidates[i].rank_value, i))  # ties: search order
-        winner = step.candidates[best]
+        scored = yield from self._score_candidates(state, new)
+        # rank = position in the search results, counting the passages skipped as already chosen
+        positions = {p.id: rank for rank, p in enumerate(found, 1)}
+        step.candidates = [c for c, _ in scored]
+        for c in step.candidates:
+            c.rank = positions[c.passage.id]
+        winner = step.candidates[self._best(step.candidates)]
         winner.chosen = True
         state.docs.append(winner.passage)
         state.steps.append(winner.generation.strip())
         step.chosen = winner.passage.id
         step.accepted = winner.generation.strip()
+        state.emit(PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen))
+
+    def _round(self, state: _Question, searched: set[str]) -> Generator[list[Call], list[Scored], StepTrace]:
+        """One round of the multi-hop loop; sets ``step.stop`` when the loop must end."""
+        cfg = self.config
+        ((out, u),) = yield [self._call(state, state.steps, state.docs, sentence=True)]
+        text = out.greedy.text.strip()
+        step = StepTrace(len(state.trace), out.greedy.text, u, "accept")
+        state.trace.append(step)
+        if has_answer(text):  # checked before the uncertainty gate
+            step.decision, step.accepted, step.stop = "answer", text, "answer found"
+            state.steps.append(text)
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            return step
+        if not self._uncertain(text, u):
+            step.accepted = text
+            state.steps.append(text)
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+        else:
+            step.decision = "retrieve"
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            query = build_query(
+                out.greedy,
+                state.question,
+                state.steps[-1] if state.steps else None,
+                self._decode,
+                self._tokenize_text,
+                threshold=cfg.mask_threshold,
+                max_tokens=cfg.query_max_tokens,
+                content_filter=cfg.content_filter,
+            )
+            step.query, step.masked_words = query.text, list(query.masked)
+            if query.text in searched:
+                step.stop = "repeated query"
+                return step
+            searched.add(query.text)
+            found = self._search(state, step, query.text)
+            if found is None:
+                return step
+            yield from self._rerank(state, step, found)
+            if step.stop:
+                return step
+            if has_answer(state.steps[-1]):
+                step.stop = "answer found"
+                return step
+        if len(state.steps) >= cfg.max_steps:
+            step.stop = "step limit"
+        elif len(state.docs) >= cfg.max_docs:
+            step.stop = "passage limit"
+        return step
 
     def _multi_hop(self, state: _Question) -> Program:
-        cfg = self.config
         searched: set[str] = set()
         while True:
-            ((out, u),) = yield [self._call(state, state.steps, state.docs, sentence=True)]
-            text = out.greedy.text.strip()
-            step = StepTrace(len(state.trace), out.greedy.text, u, "accept")
-            state.trace.append(step)
-            if has_answer(text):  # checked before the uncertainty gate
-                step.decision, step.accepted, step.stop = "answer", text, "answer found"
-                state.steps.append(text)
-                break
-            if text and u.value <= cfg.delta:
-                step.accepted = text
-                state.steps.append(text)
-            else:
-                step.decision = "retrieve"
-                query = build_query(
-                    out.greedy,
-                    state.question,
-                    state.steps[-1] if state.steps else None,
-                    self._decode,
-                    self._tokenize_text,
-                    threshold=cfg.mask_threshold,
-                    max_tokens=cfg.query_max_tokens,
-                    content_filter=cfg.content_filter,
-                )
-                step.query, step.masked_words = query.text, list(query.masked)
-                if query.text in searched:
-                    step.stop = "repeated query"
-                    break
-                searched.add(query.text)
-                found = self._search(state, step, query.text)
-                if found is None:
-                    break
-                yield from self._rerank(state, step, found)
-                if step.stop:
-                    break
-                if has_answer(state.steps[-1]):
-                    step.stop = "answer found"
-                    break
-            if len(state.steps) >= cfg.max_steps:
-                step.stop = "step limit"
-                break
-            if len(state.docs) >= cfg.max_docs:
-                step.stop = "passage limit"
+            step = yield from self._round(state, searched)
+            state.emit(StepFinished(state.index, state.question, snapshot(step)))
+            if step.stop:
                 break
         rationales, knowledge = yield from self._final_multi_hop(state)
         winner = _choose(rationales, knowledge)
@@ -344,7 +579,6 @@ class SeaKR:
     def _single_hop(self, state: _Question) -> Program:
         """Simple QA: answer directly when certain; else try each retrieved passage alone, keep the least
         uncertain answer (SPEC section 5, last paragraph)."""
-        cfg = self.config
         direct_call = self._call(state, [], [], sentence=False)
         ((out, u),) = yield [direct_call]
         (direct,) = yield from self._finalise(state, [(direct_call[0], (out, u), "direct", [])])
@@ -353,33 +587,31 @@ class SeaKR:
         finals = {"direct": direct}
         winner = direct
         stop_reason = "certain without retrieval"
-        if direct.uncertainty.value >= cfg.delta or not out.greedy.text.strip():
+        if self._uncertain(out.greedy.text, direct.uncertainty):
             step.decision, step.query = "retrieve", state.question
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             found = self._search(state, step, state.question)
-            ranked = list(enumerate(found or [], 1))
             stop_reason = step.stop or "answered from passages"
-            if ranked:
-                calls = [self._call(state, [], [p], sentence=False) for _, p in ranked]
-                scored = yield calls
-                items = [(c[0], s, "passage", [p.id]) for c, s, (_, p) in zip(calls, scored, ranked, strict=True)]
-                answers = yield from self._finalise(state, items)
-                for (rank, passage), (o, _), final in zip(ranked, scored, answers, strict=True):
-                    value = (
-                        final.uncertainty.value
-                        if o.greedy.text.strip() and not is_unknown(final.answer)
-                        else float("inf")
-                    )
-                    step.candidates.append(CandidateTrace(passage, rank, final.generation, final.uncertainty, value))
-                best = min(range(len(ranked)), key=lambda i: (step.candidates[i].rank_value, i))
+            if found:
+                scored = yield from self._score_candidates(state, found)
+                step.candidates = [c for c, _ in scored]
+                best = self._best(step.candidates)
                 step.candidates[best].chosen = True
-                step.chosen = ranked[best][1].id
-                state.docs.append(ranked[best][1])
-                winner = finals["passage"] = answers[best]
+                step.chosen = step.candidates[best].passage.id
+                state.docs.append(step.candidates[best].passage)
+                winner = finals["passage"] = scored[best][1]  # type: ignore[assignment]
+                state.emit(
+                    PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen)
+                )
             elif found is not None:
                 step.stop = stop_reason = "no passages found"
+        else:
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+        state.emit(StepFinished(state.index, state.question, snapshot(step)))
         return self._result(state, winner, finals, stop_reason)
 
     def _result(self, state: _Question, winner: FinalTrace, finals: dict[str, FinalTrace], stop: str) -> SeaKRResult:
+        state.emit(AnswerChosen(state.index, state.question, dict(finals), winner.strategy, winner.answer or ""))
         return SeaKRResult(
             question=state.question,
             answer=winner.answer or "",

@@ -12,10 +12,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = ["CandidateTrace", "FinalTrace", "SeaKRResult", "StepTrace"]
+__all__ = ["Assessment", "CandidateTrace", "FinalTrace", "SeaKRResult", "StepTrace"]
 
 Decision = Literal["answer", "accept", "retrieve"]
 Strategy = Literal["rationales", "knowledge", "direct", "passage"]
@@ -38,6 +39,41 @@ def _score(u: Uncertainty | None) -> str:
     if u is None:
         return "-"
     return f"{u.value:.3f}" if u.is_finite else "inf"
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """SeaKR's uncertainty check on its own (``SeaKR.assess``): what the model would write next and whether that
+    calls for retrieval.
+
+    Attributes:
+        question: The question assessed.
+        generation: The greedy step (multi-hop) or direct answer (single-hop) the model wrote.
+        uncertainty: Its uncertainty.
+        retrieve: The gate's decision: ``True`` when the model is uncertain (or wrote nothing).
+        states_answer: Whether the generation already states the answer (the loop stops there before the gate;
+            a standalone gate leaves that to the caller).
+        output: The raw self-aware output (greedy continuation and the k samples).
+    """
+
+    question: str
+    generation: str
+    uncertainty: Uncertainty
+    retrieve: bool
+    states_answer: bool
+    output: SelfAwareOutput = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(
+            {
+                "question": self.question,
+                "generation": self.generation,
+                "uncertainty": self.uncertainty.to_dict(),
+                "retrieve": self.retrieve,
+                "states_answer": self.states_answer,
+                "samples": [s.text for s in self.output.samples],
+            }
+        )
 
 
 @dataclass

@@ -1,0 +1,138 @@
+"""What the reasoning loop reports while it runs, and the hooks a framework adapter plugs into it.
+
+A SeaKR answer takes seconds to minutes, and its value lies in the decisions along the way.  Streaming those
+decisions (``SeaKRChain.stream``, a LlamaIndex workflow's ``stream_events``) and routing every model call and search
+through a framework's callbacks both need the same thing from the core: a record of each phase as it completes and
+a place to hook in per question.  Events are snapshots: a consumer may hold them while the loop goes on.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace, _plain
+from seakr_integrations.retrieval.passage import Passage, Retriever
+
+if TYPE_CHECKING:
+    from seakr_integrations.outputs import SelfAwareOutput
+    from seakr_integrations.uncertainty.estimate import Uncertainty
+
+__all__ = [
+    "AnswerChosen",
+    "Observer",
+    "PassagesReranked",
+    "PassagesRetrieved",
+    "QuestionAnswered",
+    "SeaKREvent",
+    "StepAssessed",
+    "StepFinished",
+    "snapshot",
+]
+
+
+def snapshot(step: StepTrace) -> StepTrace:
+    """A copy of ``step`` that later rounds of the loop cannot change."""
+    copied = copy.copy(step)
+    copied.masked_words = list(step.masked_words)
+    copied.candidates = [copy.copy(c) for c in step.candidates]
+    return copied
+
+
+@dataclass(frozen=True)
+class SeaKREvent:
+    """Base of every event: which question (its position in the batch, and its text) it belongs to."""
+
+    kind: ClassVar[str] = "event"
+    question_index: int
+    question: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON form with the event's ``kind``."""
+        data = {"kind": self.kind, "question_index": self.question_index, "question": self.question}
+        for name in self.__dataclass_fields__:
+            if name not in data:
+                data[name] = getattr(self, name)
+        return _plain(data)
+
+
+@dataclass(frozen=True)
+class StepAssessed(SeaKREvent):
+    """The uncertainty check: a pseudo-generation was scored and the gate decided (``step.decision``)."""
+
+    kind: ClassVar[str] = "assessed"
+    step: StepTrace
+
+
+@dataclass(frozen=True)
+class PassagesRetrieved(SeaKREvent):
+    """A search ran for ``query`` and returned ``passages`` (best first; empty when it failed, see ``error``)."""
+
+    kind: ClassVar[str] = "retrieved"
+    step_index: int
+    query: str
+    passages: tuple[Passage, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PassagesReranked(SeaKREvent):
+    """The self-aware re-ranking of one round: each new passage's uncertainty and the one kept."""
+
+    kind: ClassVar[str] = "reranked"
+    step_index: int
+    candidates: tuple[CandidateTrace, ...]
+    chosen: str | None
+
+
+@dataclass(frozen=True)
+class StepFinished(SeaKREvent):
+    """One round of reasoning is complete: what was appended to the chain and whether the loop stops."""
+
+    kind: ClassVar[str] = "step"
+    step: StepTrace
+
+
+@dataclass(frozen=True)
+class AnswerChosen(SeaKREvent):
+    """The final self-aware reasoning: every final candidate and the strategy that won."""
+
+    kind: ClassVar[str] = "final"
+    finals: dict[str, FinalTrace]
+    strategy: str
+    answer: str
+
+
+@dataclass(frozen=True)
+class QuestionAnswered(SeaKREvent):
+    """The question is done; ``result`` holds the answer and the whole trace."""
+
+    kind: ClassVar[str] = "answered"
+    result: SeaKRResult = field(repr=False)
+
+
+class Observer:
+    """Per-question hooks into the loop; every method is optional (the defaults do nothing / search plainly).
+
+    One observer serves one question, so an adapter can attach each question's model calls and searches to that
+    question's run in its framework (a LangChain run manager, a LlamaIndex span) even when many questions share
+    a batch.  Hooks run on the thread that drives the loop; an exception raised in one aborts the question.
+    """
+
+    def on_event(self, event: SeaKREvent) -> None:
+        """A phase of the loop completed (see the event classes)."""
+
+    def on_lm_start(self, prompts: Sequence[str]) -> None:
+        """This question's prompts are about to be generated (possibly in a batch with other questions')."""
+
+    def on_lm_end(self, outputs: Sequence[SelfAwareOutput], uncertainties: Sequence[Uncertainty]) -> None:
+        """The prompts of the last ``on_lm_start`` were generated and scored, in the same order."""
+
+    def on_lm_error(self, error: BaseException) -> None:
+        """The back-end call that held this question's prompts failed with ``error`` (it is raised after)."""
+
+    def search(self, retriever: Retriever, query: str, k: int) -> list[Passage]:
+        """Run the search; override to route it through a framework (callbacks, spans)."""
+        return retriever.search(query, k)
