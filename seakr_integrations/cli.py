@@ -20,16 +20,9 @@ __all__ = ["main"]
 
 
 def _build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
-    if args.backend == "vllm":
-        # stdout is for our answer (and --json); vLLM logs to stdout by default.
-        os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-        from seakr_integrations.backends.vllm import VLLMBackend
+    from seakr_integrations.backends.loading import load_backend
 
-        return VLLMBackend(args.model, dtype=args.dtype or "auto")
-    from seakr_integrations.backends.hf import HFBackend
-
-    return HFBackend(args.model, dtype=args.dtype or "float32")
+    return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
 
 
 def _score(args: argparse.Namespace) -> int:
