@@ -1,0 +1,298 @@
+"""``SeaKRLLM``: a self-aware back-end as a LlamaIndex ``CustomLLM`` that reports its own uncertainty.
+
+Every completion is one SeaKR call: the greedy continuation is the text, and the k samples' hidden states at EOS
+give the uncertainty (EigenScore by default).  Both travel in ``CompletionResponse.additional_kwargs``, which
+LlamaIndex carries on to chat messages, so any LlamaIndex pipeline can read how sure the model was of each answer.
+The same object configures the SeaKR components of this package (gate, re-ranker, query engine, workflow): they
+sample exactly as ``complete`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from llama_index.core.base.llms.generic_utils import (
+    async_stream_completion_response_to_chat_response,
+    completion_response_to_chat_response,
+)
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseAsyncGen,
+    CompletionResponse,
+    CompletionResponseAsyncGen,
+    CompletionResponseGen,
+    LLMMetadata,
+    LogProb,
+)
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.llms.custom import CustomLLM
+
+from llamaindex_seakr.backend import ConcurrentBackend, concurrent_backend
+from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.uncertainty.estimate import ESTIMATORS, Uncertainty, estimate
+
+__all__ = ["SeaKRLLM", "as_seakr_llm"]
+
+_SAMPLING_KEYS = ("k", "temperature", "top_k", "top_p", "max_tokens", "seed", "layer", "source", "stop")
+
+
+class SeaKRLLM(CustomLLM):
+    """A self-aware LM (``HFBackend``, ``VLLMBackend``) as a LlamaIndex LLM whose responses carry their uncertainty.
+
+    ``complete(prompt)`` returns the greedy continuation as ``text``; ``additional_kwargs`` holds
+    ``"uncertainty"`` (``value``: higher = more uncertain, ``estimator``, ``layer``, ``source``, ``num_samples``,
+    ``num_dropped``, ``note``), ``"samples"`` (the k sampled texts the score came from), ``"finish_reason"`` and
+    ``"model"``; ``logprobs`` holds the greedy tokens' log-probabilities.  Per-call keyword arguments override
+    the sampling fields (``llm.complete(p, k=10, stop=["\\n"])``).
+
+    Args:
+        backend: A ``SelfAwareBackend`` instance, or ``"hf"`` / ``"vllm"`` to load ``model`` once per process.
+        model: Short model name (``seakr models``) or model directory, when ``backend`` is a kind.
+        **kwargs: The fields below, and ``LLM``'s (``callback_manager``, ``system_prompt``...).
+
+    Raises:
+        TypeError: ``backend`` is not self-aware (e.g. a LlamaIndex ``OpenAI`` LLM): SeaKR needs hidden states.
+        ValueError: Bad sampling settings or estimator.
+
+    Example:
+        >>> llm = SeaKRLLM(backend="hf", model="smollm2", k=10)  # doctest: +SKIP
+        >>> response = llm.complete("The capital of France is")  # doctest: +SKIP
+        >>> response.text, response.additional_kwargs["uncertainty"]["value"]  # doctest: +SKIP
+    """
+
+    model_name: str = Field(default="", description="The back-end's model name (set from the back-end).")
+    k: int = Field(default=20, description="Samples per call whose EOS hidden states give the uncertainty.")
+    temperature: float = Field(default=1.0, description="Temperature of the k samples (the text is greedy).")
+    top_k: int = Field(default=50, description="Top-k of the samples.")
+    top_p: float = Field(default=0.9, description="Top-p of the samples.")
+    max_tokens: int = Field(default=100, description="Maximum new tokens per continuation.")
+    seed: int = Field(default=42, description="Sampling seed (same seed, same samples).")
+    layer: int | None = Field(default=None, description="Decoder layer read (None: L/2 - 1, SeaKR's).")
+    source: Literal["mlp", "residual"] = Field(default="mlp", description="Hidden vector: MLP output or residual.")
+    estimator: str = Field(default="eigenscore", description=f"Uncertainty estimator: one of {', '.join(ESTIMATORS)}.")
+    stop: list[str] = Field(default_factory=list, description="Stop strings of every completion.")
+    chat_template: bool | None = Field(
+        default=None,
+        description="Wrap un-formatted prompts and chat messages in the model's chat template (None: when it has one).",
+    )
+    context_window: int = Field(default=0, description="The model's context in tokens (set from the back-end).")
+
+    _backend: ConcurrentBackend = PrivateAttr()
+
+    def __init__(
+        self,
+        backend: SelfAwareBackend | str = "hf",
+        model: str = "smollm2-135m-instruct",
+        **kwargs: Any,
+    ) -> None:
+        resolved = _resolve_backend(backend, model)
+        use_chat = kwargs.get("chat_template")
+        has_template = bool(getattr(resolved.tokenizer, "chat_template", None))
+        if use_chat is None:
+            use_chat = has_template
+        elif use_chat and not has_template:
+            raise ValueError(f"chat_template=True but {resolved.model_name}'s tokenizer has no chat template")
+        kwargs["chat_template"] = use_chat
+        if use_chat:
+            kwargs.setdefault("completion_to_prompt", resolved.chat_prompt)
+            kwargs.setdefault("messages_to_prompt", _ChatTemplate(resolved.tokenizer))
+        super().__init__(model_name=resolved.model_name, context_window=resolved.max_context, **kwargs)
+        self._backend = concurrent_backend(resolved)
+
+    @model_validator(mode="after")
+    def _check_sampling(self) -> SeaKRLLM:
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(f"estimator={self.estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+        self.sampling_config()  # SamplingConfig's checks, with its messages
+        return self
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SeaKRLLM"
+
+    @property
+    def backend(self) -> ConcurrentBackend:
+        """The self-aware back-end (thread-safe view; ``.inner`` is the back-end passed in)."""
+        return self._backend
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(
+            context_window=self.context_window,
+            num_output=self.max_tokens,
+            model_name=self.model_name,
+            is_chat_model=bool(self.chat_template),
+        )
+
+    def sampling_config(self, **overrides: Any) -> SamplingConfig:
+        """The back-end parameters of one completion (fields of this LLM, then ``overrides``)."""
+        values = {key: getattr(self, key) for key in _SAMPLING_KEYS}
+        values.update({key: v for key, v in overrides.items() if key in _SAMPLING_KEYS})
+        values["stop"] = tuple(values["stop"] or ())
+        return SamplingConfig(**values)
+
+    def seakr_config(self, **changes: Any) -> SeaKRConfig:
+        """A ``SeaKRConfig`` that samples and scores as this LLM does (``changes`` set the rest, e.g. ``delta``).
+
+        The SeaKR components of this package use it when given no config, so that the loop measures the same
+        uncertainty as ``complete``.
+        """
+        shared = {key: getattr(self, key) for key in _SAMPLING_KEYS if key != "stop"}
+        return SeaKRConfig(**{**shared, "estimator": self.estimator, **changes})
+
+    # ---------------------------------------------------------------------------------------------- completion
+    def _run(self, prompt: str, formatted: bool, kwargs: dict[str, Any]) -> tuple[SelfAwareOutput, Uncertainty]:
+        """Generate and score one prompt (blocking)."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt is empty: SeaKRLLM needs some text to complete")
+        if not formatted:
+            prompt = self.completion_to_prompt(prompt)
+        config = self.sampling_config(**kwargs)
+        estimator = kwargs.get("estimator", self.estimator)
+        (output,) = self._backend.generate([prompt], config)
+        return output, estimate(output, estimator)
+
+    def _extras(self, output: SelfAwareOutput, uncertainty: Uncertainty) -> dict[str, Any]:
+        return {
+            "uncertainty": uncertainty.to_dict(),
+            "samples": [s.text for s in output.samples],
+            "finish_reason": output.greedy.finish_reason,
+            "stop_reason": output.greedy.stop_reason,
+            "model": self.model_name,
+        }
+
+    def _logprobs(self, output: SelfAwareOutput) -> list[list[LogProb]]:
+        decode = self._backend.tokenizer.decode
+        return [
+            [LogProb(token=decode([tid], skip_special_tokens=False), logprob=float(lp), bytes=[])]
+            for tid, lp in zip(output.greedy.token_ids, output.greedy.logprobs, strict=False)
+        ]
+
+    def _response(self, output: SelfAwareOutput, uncertainty: Uncertainty) -> CompletionResponse:
+        return CompletionResponse(
+            text=output.greedy.text,
+            additional_kwargs=self._extras(output, uncertainty),
+            logprobs=self._logprobs(output),
+            raw={"prompt": output.prompt},
+        )
+
+    def _chunks(self, output: SelfAwareOutput, uncertainty: Uncertainty) -> list[CompletionResponse]:
+        """The greedy text as streaming chunks, token by token; every chunk carries the uncertainty.
+
+        The uncertainty needs all k samples, so the chunks are cut after the call: streaming gives LlamaIndex's
+        streaming interface (``streaming=True`` query engines, ``stream_chat``), not earlier first tokens.
+        """
+        extras = self._extras(output, uncertainty)
+        text = output.greedy.text
+        decode = self._backend.tokenizer.decode
+        pieces, emitted = [], ""
+        ids = output.greedy.token_ids
+        for i in range(1, len(ids) + 1):
+            prefix = decode(ids[:i], skip_special_tokens=True)[: len(text)]
+            if len(prefix) > len(emitted) and prefix.startswith(emitted) and text.startswith(prefix):
+                pieces.append(prefix[len(emitted) :])
+                emitted = prefix
+        if emitted != text:  # whatever decoding by prefixes could not align (e.g. a stop string cut mid-token)
+            pieces.append(text[len(emitted) :])
+        if not pieces:
+            pieces = [""]
+        chunks, so_far = [], ""
+        for delta in pieces:
+            so_far += delta
+            chunks.append(CompletionResponse(text=so_far, delta=delta, additional_kwargs=dict(extras)))
+        return chunks
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The greedy completion of ``prompt`` with its uncertainty and samples in ``additional_kwargs``.
+
+        Raises:
+            ValueError: Empty prompt, bad sampling overrides, or a prompt too long for the model.
+        """
+        return self._response(*self._run(prompt, formatted, kwargs))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        """``complete`` as chunks (see ``_chunks``: they come after the self-aware call)."""
+        chunks = self._chunks(*self._run(prompt, formatted, kwargs))
+
+        def gen() -> CompletionResponseGen:
+            yield from chunks
+
+        return gen()
+
+    @llm_completion_callback()
+    async def acomplete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """``complete`` in a worker thread: the event loop keeps running during the model call."""
+        return self._response(*await asyncio.to_thread(self._run, prompt, formatted, kwargs))
+
+    @llm_completion_callback()
+    async def astream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseAsyncGen:
+        """``stream_complete`` with the model call in a worker thread."""
+        chunks = self._chunks(*await asyncio.to_thread(self._run, prompt, formatted, kwargs))
+
+        async def gen() -> CompletionResponseAsyncGen:
+            for chunk in chunks:
+                yield chunk
+
+        return gen()
+
+    # -------------------------------------------------------------------------------------------------- chat
+    @llm_chat_callback()
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """``chat`` with the model call in a worker thread (``CustomLLM``'s default would block the event loop)."""
+        response = await self.acomplete(self.messages_to_prompt(messages), formatted=True, **kwargs)
+        return completion_response_to_chat_response(response)
+
+    @llm_chat_callback()
+    async def astream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseAsyncGen:
+        """``stream_chat`` with the model call in a worker thread."""
+        chunks = await self.astream_complete(self.messages_to_prompt(messages), formatted=True, **kwargs)
+        return async_stream_completion_response_to_chat_response(chunks)
+
+
+class _ChatTemplate:
+    """``messages_to_prompt`` through the model's own chat template (the generic one is a plain transcript)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def __call__(self, messages: Sequence[ChatMessage]) -> str:
+        turns = [{"role": m.role.value, "content": m.content or ""} for m in messages]
+        return self.tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+
+
+def _resolve_backend(backend: Any, model: str) -> SelfAwareBackend:
+    if isinstance(backend, SelfAwareBackend):
+        return backend
+    if isinstance(backend, str):
+        from seakr_integrations.backends.loading import shared_backend
+
+        return shared_backend(backend, model)
+    raise TypeError(
+        f"backend must be a self-aware back-end (HFBackend, VLLMBackend) or 'hf'/'vllm', got {type(backend).__name__}: "
+        "SeaKR reads the model's hidden states, which an API model cannot give"
+    )
+
+
+def as_seakr_llm(llm: Any, what: str) -> SeaKRLLM:
+    """``llm`` as a ``SeaKRLLM`` (a bare ``SelfAwareBackend`` is wrapped), or a ``TypeError`` naming ``what`` needs it.
+
+    The SeaKR components measure uncertainty from hidden states, so they fail at construction, not at the first
+    query, when given an LLM that has none.
+    """
+    if isinstance(llm, SeaKRLLM):
+        return llm
+    if isinstance(llm, SelfAwareBackend):
+        return SeaKRLLM(backend=llm)
+    raise TypeError(
+        f"{what} needs a self-aware LLM (SeaKRLLM, or a SelfAwareBackend such as HFBackend) that exposes hidden "
+        f"states; got {type(llm).__name__}. Wrap a local model: SeaKRLLM(backend='hf', model='smollm2')"
+    )

@@ -1,0 +1,124 @@
+"""``SeaKRQueryEngine``: the whole SeaKR loop as a LlamaIndex query engine over any retriever.
+
+A standard retrieve-then-synthesise engine retrieves once, always.  SeaKR reasons step by step, searches only when
+a step is uncertain, keeps the passage that leaves the model least uncertain, and finally answers from its
+rationales or from the passages, whichever it is surer of.  This engine runs the core loop unchanged with the
+user's LlamaIndex retriever as its search engine and returns a normal ``Response``: the answer, the nodes SeaKR
+chose as ``source_nodes`` and the full decision trace in ``metadata["trace"]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.base.response.schema import Response
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.query_engine import CustomQueryEngine
+
+from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
+from llamaindex_seakr.nodes import NodeSearch, as_llama_retriever
+from llamaindex_seakr.observer import NodeTracker
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.events import QuestionAnswered
+from seakr_integrations.reasoning.reasoner import SeaKR
+from seakr_integrations.reasoning.trace import SeaKRResult
+
+__all__ = ["SeaKRQueryEngine"]
+
+
+class SeaKRQueryEngine(CustomQueryEngine):
+    """SeaKR (self-aware retrieval, re-ranking and reasoning) over any LlamaIndex retriever.
+
+    ``query(q)`` returns a ``Response`` whose ``response`` is SeaKR's answer, whose ``source_nodes`` are the nodes
+    SeaKR chose (the retriever's own nodes, copied, in the order chosen, with ``seakr_step`` and
+    ``seakr_uncertainty`` in metadata), and whose ``metadata`` holds ``"trace"`` (``SeaKRResult.to_dict()``: every
+    step, uncertainty, query and candidate), ``"strategy"`` and ``"stop_reason"``.  ``aquery`` runs the loop in a
+    worker thread; ``query_many`` answers several questions with shared back-end batches.
+
+    Args:
+        retriever: Any LlamaIndex retriever (its top-k should be >= ``config.n_candidates``), or a core retriever
+            such as ``BM25Index``.
+        llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
+        config: SeaKR's settings; default ``llm.seakr_config()``.  ``on_retrieval_error="answer_without"`` makes a
+            failing retriever a note in the trace instead of an error.
+
+    Raises:
+        TypeError: ``llm`` is not self-aware or ``retriever`` is not a retriever (at construction).
+
+    Example:
+        >>> engine = SeaKRQueryEngine(index.as_retriever(similarity_top_k=3), SeaKRLLM(backend="hf"))  # doctest: +SKIP
+        >>> response = engine.query("Who lived longer, Alejandro Jodorowsky or Philip Saville?")  # doctest: +SKIP
+        >>> response.response, response.metadata["trace"]["steps"]  # doctest: +SKIP
+    """
+
+    retriever: BaseRetriever = Field(description="The LlamaIndex retriever SeaKR searches with.")
+    llm: SeaKRLLM = Field(description="The self-aware model.", exclude=True)
+
+    _config: SeaKRConfig = PrivateAttr()
+    _seakr: SeaKR = PrivateAttr()
+
+    def __init__(self, retriever: Any, llm: SeaKRLLM | Any, config: SeaKRConfig | None = None, **kwargs: Any) -> None:
+        llm = as_seakr_llm(llm, "SeaKRQueryEngine")
+        retriever = as_llama_retriever(retriever, "SeaKRQueryEngine")
+        if config is not None and not isinstance(config, SeaKRConfig):
+            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
+        super().__init__(retriever=retriever, llm=llm, **kwargs)
+        self._config = config or llm.seakr_config()
+        self._seakr = SeaKR(llm.backend, NodeSearch(retriever), self._config)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SeaKRQueryEngine"
+
+    @property
+    def config(self) -> SeaKRConfig:
+        return self._config
+
+    @property
+    def seakr(self) -> SeaKR:
+        """The core SeaKR object this engine drives."""
+        return self._seakr
+
+    def query_many(self, questions: Sequence[str], *, max_in_flight: int = 32) -> list[Response]:
+        """Answer many questions, their model calls sharing back-end batches; responses in order.
+
+        Raises:
+            ValueError: A question is empty (checked before any work starts).
+            RetrievalError: The retriever failed (with ``on_retrieval_error="raise"``, the default).
+        """
+        if isinstance(questions, str):
+            raise ValueError("query_many takes a list of questions; use query() for one")
+        questions = [_check(q) for q in questions]
+        trackers = [NodeTracker() for _ in questions]
+        responses: list[Response | None] = [None] * len(questions)
+        for event in self._seakr.iter_events(questions, max_in_flight=max_in_flight, observers=trackers):
+            if isinstance(event, QuestionAnswered):
+                i = event.question_index
+                responses[i] = _response(event.result, trackers[i])
+        return responses  # type: ignore[return-value]
+
+    def custom_query(self, query_str: str) -> Response:
+        """Answer one question with the SeaKR loop (blocking)."""
+        return self.query_many([query_str])[0]
+
+    async def acustom_query(self, query_str: str) -> Response:
+        """``custom_query`` in a worker thread: the event loop keeps running while the model works."""
+        _check(query_str)
+        return await asyncio.to_thread(self.custom_query, query_str)
+
+
+def _check(question: Any) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("the query is empty: SeaKRQueryEngine needs a question")
+    return question.strip()
+
+
+def _response(result: SeaKRResult, tracker: NodeTracker) -> Response:
+    return Response(
+        response=result.answer,
+        source_nodes=tracker.source_nodes(result),
+        metadata={"trace": result.to_dict(), "strategy": result.strategy, "stop_reason": result.stop_reason},
+    )

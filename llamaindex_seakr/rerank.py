@@ -1,0 +1,124 @@
+"""``SelfAwareRerank``: order retrieved nodes by how sure the model is after reading each one.
+
+SeaKR's re-ranking does not ask whether a passage looks relevant; it puts each passage in the model's context, lets
+the model write, and keeps the passage after which the model is least uncertain.  This post-processor applies that
+rule (``SeaKR.rerank``, the loop's own code) to any list of ``NodeWithScore``, so it drops into LlamaIndex query
+engines next to or instead of the similarity-based re-rankers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
+from llamaindex_seakr.nodes import annotate, node_to_passage, plain_uncertainty
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.reasoner import SeaKR
+
+__all__ = ["RERANK_METADATA_KEYS", "SelfAwareRerank"]
+
+dispatcher = get_dispatcher(__name__)
+
+RERANK_METADATA_KEYS = ("seakr_uncertainty", "seakr_generation", "seakr_search_rank", "retrieval_score")
+"""Metadata keys the re-ranker adds (``retrieval_score`` only with ``keep_retrieval_score``)."""
+
+
+class SelfAwareRerank(BaseNodePostprocessor):
+    """Re-rank nodes by the model's uncertainty after reading each one (SeaKR's self-aware re-ranking).
+
+    Each node's text is put alone in the prompt (after the chosen context, in multi-hop mode: the next reasoning
+    step is scored; single-hop mode: the answer written from the node is scored), all in one back-end batch.
+
+    **Score**: ``score = -U``, the negated uncertainty of what the model wrote after reading the node, so that
+    higher is better as LlamaIndex expects.  A node after which the model wrote nothing gets ``-inf`` (SeaKR ranks
+    it last); ties keep the retriever's order.  The metadata of each returned node (a copy) holds
+    ``seakr_uncertainty`` (``U``, ``None`` if not finite), ``seakr_generation`` (what the model wrote),
+    ``seakr_search_rank`` (1-based position in the input) and, with ``keep_retrieval_score``, ``retrieval_score``.
+
+    Emits ``ReRankStartEvent`` / ``ReRankEndEvent`` through ``get_dispatcher(__name__)`` like the built-in
+    re-rankers.
+
+    Args:
+        llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
+        top_n: How many nodes to return (>= 1).
+        config: SeaKR's settings (``mode`` picks what is scored); default: ``llm.seakr_config()``.
+        keep_retrieval_score: Keep the retriever's score in metadata as ``retrieval_score``.
+
+    Raises:
+        TypeError: ``llm`` is not self-aware.
+        ValueError: ``top_n`` < 1 (pydantic ``ValidationError``).
+    """
+
+    top_n: int = Field(default=3, description="Number of nodes to return, least uncertain first.")
+    keep_retrieval_score: bool = Field(default=True, description="Keep the retriever's score in metadata.")
+    llm: SeaKRLLM = Field(description="The self-aware model that reads the nodes.", exclude=True)
+
+    _config: SeaKRConfig = PrivateAttr()
+    _seakr: SeaKR = PrivateAttr()
+
+    def __init__(
+        self,
+        llm: SeaKRLLM | Any,
+        top_n: int = 3,
+        config: SeaKRConfig | None = None,
+        keep_retrieval_score: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        llm = as_seakr_llm(llm, "SelfAwareRerank")
+        if config is not None and not isinstance(config, SeaKRConfig):
+            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
+        super().__init__(llm=llm, top_n=top_n, keep_retrieval_score=keep_retrieval_score, **kwargs)
+        self._config = config or llm.seakr_config()
+        self._seakr = SeaKR(llm.backend, None, self._config)
+
+    @field_validator("top_n")
+    @classmethod
+    def _check_top_n(cls, value: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"top_n={value!r}: must be an integer >= 1 (how many nodes to keep)")
+        return value
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "SelfAwareRerank"
+
+    @property
+    def config(self) -> SeaKRConfig:
+        return self._config
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        dispatcher.event(
+            ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n, model_name=self.llm.model_name)
+        )
+        if query_bundle is None:
+            raise ValueError("SelfAwareRerank needs the query (query_bundle or query_str)")
+        query = query_bundle.query_str
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("the query is empty: the re-ranker needs the question the nodes should answer")
+        if not nodes:
+            dispatcher.event(ReRankEndEvent(nodes=[]))
+            return []
+        ranked = self._seakr.rerank(query.strip(), [node_to_passage(n) for n in nodes])
+        out = []
+        for candidate in ranked[: self.top_n]:
+            original = nodes[candidate.rank - 1]
+            meta: dict[str, Any] = {
+                "seakr_uncertainty": plain_uncertainty(candidate.uncertainty),
+                "seakr_generation": candidate.generation.strip(),
+                "seakr_search_rank": candidate.rank,
+            }
+            if self.keep_retrieval_score:
+                meta["retrieval_score"] = original.score
+            score = -candidate.rank_value if not math.isnan(candidate.rank_value) else -math.inf
+            out.append(annotate(original, meta, score=score))
+        dispatcher.event(ReRankEndEvent(nodes=out))
+        return out

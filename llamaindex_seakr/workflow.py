@@ -1,0 +1,161 @@
+"""``SeaKRWorkflow``: the SeaKR loop as a LlamaIndex Workflow that streams each phase as a typed event.
+
+The loop stays in the core (``SeaKR.iter_events``, the same code as ``SeaKR.answer``); the workflow runs it in a
+worker thread and translates each core event into a workflow event the moment it happens: the uncertainty check,
+the search, the self-aware re-ranking, the reasoning step and the final choice.  Runs are independent, so many run
+concurrently; their model calls meet in one ``ConcurrentBackend`` that batches them together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.workflow import Context, Workflow, step
+
+from llamaindex_seakr.events import (
+    FinalAnswerEvent,
+    PassagesRerankedEvent,
+    PassagesRetrievedEvent,
+    ReasoningStepEvent,
+    SeaKRPhase,
+    SeaKRQuestionEvent,
+    SeaKRResultEvent,
+    UncertaintyCheckEvent,
+)
+from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
+from llamaindex_seakr.nodes import NodeSearch, annotate, as_llama_retriever, plain_uncertainty
+from llamaindex_seakr.observer import NodeTracker
+from llamaindex_seakr.threads import iterate_in_thread
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.events import (
+    AnswerChosen,
+    PassagesReranked,
+    PassagesRetrieved,
+    QuestionAnswered,
+    SeaKREvent,
+    StepAssessed,
+    StepFinished,
+)
+from seakr_integrations.reasoning.reasoner import SeaKR
+from seakr_integrations.reasoning.trace import SeaKRResult
+
+__all__ = ["SeaKRWorkflow"]
+
+
+class SeaKRWorkflow(Workflow):
+    """SeaKR over any LlamaIndex retriever, as a workflow whose phases stream as events.
+
+    ``handler = workflow.run(question="...")``; ``async for ev in handler.stream_events()`` yields, in order,
+    ``UncertaintyCheckEvent``, ``PassagesRetrievedEvent``, ``PassagesRerankedEvent``, ``ReasoningStepEvent`` (per
+    round of the loop) and ``FinalAnswerEvent``; ``await handler`` returns a ``SeaKRResultEvent`` with the
+    ``answer``, the chosen ``source_nodes`` and the whole ``trace``.  Each run is one question; start several runs
+    to answer several questions at once (their model calls share back-end batches).
+
+    Args:
+        retriever: Any LlamaIndex retriever, or a core retriever such as ``BM25Index``.
+        llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
+        config: SeaKR's settings; default ``llm.seakr_config()``.
+        timeout: Seconds a run may take (``None``: no limit; SeaKR answers take seconds to minutes).
+        **kwargs: ``Workflow``'s (``verbose``, ``num_concurrent_runs``...).
+
+    Raises:
+        TypeError: ``llm`` is not self-aware or ``retriever`` is not a retriever (at construction).
+        ValueError: From a run: an empty question.  ``RetrievalError``: the retriever failed.
+    """
+
+    def __init__(
+        self,
+        retriever: Any,
+        llm: SeaKRLLM | Any,
+        config: SeaKRConfig | None = None,
+        *,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.llm = as_seakr_llm(llm, "SeaKRWorkflow")
+        self.retriever = as_llama_retriever(retriever, "SeaKRWorkflow")
+        if config is not None and not isinstance(config, SeaKRConfig):
+            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
+        self.config = config or self.llm.seakr_config()
+        self.seakr = SeaKR(self.llm.backend, NodeSearch(self.retriever), self.config)
+        super().__init__(timeout=timeout, **kwargs)
+
+    @step
+    async def answer(self, ctx: Context, ev: SeaKRQuestionEvent) -> SeaKRResultEvent:
+        """Run the SeaKR loop for the question in a worker thread, streaming each phase as it completes."""
+        question = ev.question
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("the question is empty: run the workflow with question='...'")
+        question = question.strip()
+        tracker = NodeTracker()
+        result: SeaKRResult | None = None
+
+        def events(stop: Any) -> Any:
+            tracker.stop = stop
+            return self.seakr.iter_events([question], observers=[tracker])
+
+        async for core_event in iterate_in_thread(events, name="seakr-workflow"):
+            if isinstance(core_event, QuestionAnswered):
+                result = core_event.result
+                continue
+            phase = self.translate(core_event, tracker)
+            if phase is not None:
+                ctx.write_event_to_stream(phase)
+        if result is None:  # pragma: no cover - iter_events always ends a question with QuestionAnswered
+            raise RuntimeError(f"the SeaKR loop ended without an answer for {question!r}")
+        return SeaKRResultEvent(
+            answer=result.answer,
+            strategy=result.strategy,
+            source_nodes=tracker.source_nodes(result),
+            trace=result.to_dict(),
+        )
+
+    @staticmethod
+    def translate(event: SeaKREvent, tracker: NodeTracker) -> SeaKRPhase | None:
+        """The workflow event for a core event (nodes mapped back to the retriever's own)."""
+        common = {"question": event.question, "data": event.to_dict()}
+        if isinstance(event, StepAssessed):
+            s = event.step
+            return UncertaintyCheckEvent(
+                **common,
+                step_index=s.index,
+                generation=s.pseudo_generation.strip(),
+                uncertainty=plain_uncertainty(s.uncertainty),
+                decision=s.decision,
+            )
+        if isinstance(event, PassagesRetrieved):
+            return PassagesRetrievedEvent(
+                **common,
+                step_index=event.step_index,
+                query=event.query,
+                nodes=[tracker.node(p) for p in event.passages],
+                error=event.error,
+            )
+        if isinstance(event, PassagesReranked):
+            ranked = sorted(event.candidates, key=lambda c: (c.rank_value, c.rank))
+            nodes = [
+                annotate(
+                    tracker.node(c.passage),
+                    {
+                        "seakr_uncertainty": plain_uncertainty(c.uncertainty),
+                        "seakr_generation": c.generation.strip(),
+                        "seakr_search_rank": c.rank,
+                    },
+                    score=-c.rank_value,
+                )
+                for c in ranked
+            ]
+            return PassagesRerankedEvent(**common, step_index=event.step_index, nodes=nodes, chosen=event.chosen)
+        if isinstance(event, StepFinished):
+            s = event.step
+            return ReasoningStepEvent(
+                **common, step_index=s.index, decision=s.decision, accepted=s.accepted, stop=s.stop
+            )
+        if isinstance(event, AnswerChosen):
+            return FinalAnswerEvent(
+                **common,
+                answer=event.answer,
+                strategy=event.strategy,
+                candidates=common["data"]["finals"],
+            )
+        return None
