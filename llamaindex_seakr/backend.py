@@ -59,8 +59,10 @@ class ConcurrentBackend(SelfAwareBackend):
         self._cond = threading.Condition()
         self._queue: list[_Request] = []
         self._busy = False
+        self.calls_received = 0
+        """``generate`` calls received so far."""
         self.batches_run = 0
-        """Back-end calls made so far (fewer than ``generate`` calls when concurrent calls were merged)."""
+        """Back-end calls made so far (fewer than ``calls_received`` when concurrent calls were merged)."""
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names not found on the proxy: the model's own attributes.
@@ -92,6 +94,7 @@ class ConcurrentBackend(SelfAwareBackend):
         together as one batch (each caller gets its own outputs and its own errors)."""
         request = _Request(prompts, config, overrides)
         with self._cond:
+            self.calls_received += 1
             self._queue.append(request)
             while not request.done and self._busy:
                 self._cond.wait()
@@ -178,6 +181,9 @@ class ConcurrentBackend(SelfAwareBackend):
         prompts = list(prompts)
         if not prompts:
             raise ValueError("prompts is empty: pass at least one prompt")
+        for i, p in enumerate(prompts):
+            if not isinstance(p, str) or not p.strip():
+                raise ValueError(f"prompt {i} is empty (or not a string): every prompt needs some text")
         config = request.config
         if config is None or isinstance(config, SamplingConfig):
             configs = [config or SamplingConfig()] * len(prompts)

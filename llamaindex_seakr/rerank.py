@@ -78,7 +78,7 @@ class SelfAwareRerank(BaseNodePostprocessor):
         self._config = config or llm.seakr_config()
         self._seakr = SeaKR(llm.backend, None, self._config)
 
-    @field_validator("top_n")
+    @field_validator("top_n", mode="before")
     @classmethod
     def _check_top_n(cls, value: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
