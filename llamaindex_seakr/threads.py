@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["iterate_in_thread"]
@@ -19,7 +19,9 @@ T = TypeVar("T")
 _DONE = object()
 
 
-async def iterate_in_thread(factory: Callable[[threading.Event], Iterator[T]], name: str = "seakr") -> AsyncIterator[T]:
+async def iterate_in_thread(
+    factory: Callable[[threading.Event], Iterator[T]], name: str = "seakr"
+) -> AsyncGenerator[T, None]:
     """Yield the items of ``factory(stop)`` as a worker thread produces them.
 
     Args:

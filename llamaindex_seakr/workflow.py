@@ -8,6 +8,7 @@ concurrently; their model calls meet in one ``ConcurrentBackend`` that batches t
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import Any
 
 from llama_index.core.workflow import Context, Workflow, step
@@ -94,13 +95,15 @@ class SeaKRWorkflow(Workflow):
             tracker.stop = stop
             return self.seakr.iter_events([question], observers=[tracker])
 
-        async for core_event in iterate_in_thread(events, name="seakr-workflow"):
-            if isinstance(core_event, QuestionAnswered):
-                result = core_event.result
-                continue
-            phase = self.translate(core_event, tracker)
-            if phase is not None:
-                ctx.write_event_to_stream(phase)
+        # aclosing: if streaming fails, the loop's thread is told to stop at once, not when the generator is collected
+        async with aclosing(iterate_in_thread(events, name="seakr-workflow")) as stream:
+            async for core_event in stream:
+                if isinstance(core_event, QuestionAnswered):
+                    result = core_event.result
+                    continue
+                phase = self.translate(core_event, tracker)
+                if phase is not None:
+                    ctx.write_event_to_stream(phase)
         if result is None:  # pragma: no cover - iter_events always ends a question with QuestionAnswered
             raise RuntimeError(f"the SeaKR loop ended without an answer for {question!r}")
         return SeaKRResultEvent(
