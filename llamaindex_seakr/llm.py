@@ -145,7 +145,7 @@ class SeaKRLLM(CustomLLM):
         uncertainty as ``complete``.
         """
         shared = {key: getattr(self, key) for key in _SAMPLING_KEYS if key != "stop"}
-        return SeaKRConfig(**{**shared, "estimator": self.estimator, **changes})
+        return SeaKRConfig(**{**shared, "estimator": self.estimator, "chat_template": self.chat_template, **changes})
 
     # ---------------------------------------------------------------------------------------------- completion
     def _run(self, prompt: str, formatted: bool, kwargs: dict[str, Any]) -> tuple[SelfAwareOutput, Uncertainty]:
