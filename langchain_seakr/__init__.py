@@ -1,0 +1,19 @@
+"""SeaKR for LangChain: self-aware LLM and chat model, an uncertainty-gated retriever, a self-aware re-ranker and
+the full SeaKR loop as a Runnable (``SeaKRChain``).  The algorithm lives in ``seakr_integrations``; this package
+only translates types and wires callbacks."""
+
+from langchain_seakr.chains import SeaKRChain
+from langchain_seakr.chat_models import ChatSeaKR
+from langchain_seakr.compressors import SelfAwareReranker
+from langchain_seakr.llms import SeaKRLLM
+from langchain_seakr.retrievers import GateDecision, PassageIndexRetriever, UncertaintyGatedRetriever
+
+__all__ = [
+    "ChatSeaKR",
+    "GateDecision",
+    "PassageIndexRetriever",
+    "SeaKRChain",
+    "SeaKRLLM",
+    "SelfAwareReranker",
+    "UncertaintyGatedRetriever",
+]

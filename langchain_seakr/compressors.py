@@ -1,0 +1,79 @@
+"""``SelfAwareReranker``: re-rank documents by how sure the model is after reading each one."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks.manager import CallbackManager
+from langchain_core.documents import BaseDocumentCompressor, Document
+from pydantic import field_validator
+
+from langchain_seakr._conversions import to_passage, uncertainty_info
+from langchain_seakr._observer import LangChainObserver
+from langchain_seakr._seakr import SeaKRComponent
+
+__all__ = ["SelfAwareReranker"]
+
+
+class SelfAwareReranker(SeaKRComponent, BaseDocumentCompressor):
+    """Orders documents by the uncertainty the model has after reading each (SeaKR's self-aware re-ranking) and
+    keeps the ``top_n`` least uncertain.
+
+    Each document is put in the prompt alone (after the question) and the model writes the next reasoning step
+    (single-hop mode: the answer); all documents are scored in one batched call.  Metadata gets
+    ``seakr_uncertainty`` (the full record), ``seakr_search_rank`` (its position in the input) and
+    ``relevance_score`` = minus the uncertainty (higher = better, as other LangChain re-rankers; ``None`` when the
+    model wrote nothing with that document, which ranks it last).
+
+    Example:
+        ```python
+        from langchain_classic.retrievers import ContextualCompressionRetriever
+
+        retriever = ContextualCompressionRetriever(
+            base_compressor=SelfAwareReranker(top_n=2), base_retriever=vectorstore.as_retriever(search_kwargs={"k": 6})
+        )
+        ```
+    """
+
+    top_n: int = 3
+    """How many documents to keep."""
+
+    @field_validator("top_n")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"top_n={value!r}: the number of documents to keep must be an integer >= 1")
+        return value
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """The ``top_n`` documents, least uncertain first.
+
+        Raises:
+            ValueError: Empty query.
+            TypeError: An item is not a Document.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("the query is empty: the re-ranker needs the question the documents should answer")
+        if not documents:
+            return []
+        passages = [to_passage(d, r) for r, d in enumerate(documents, 1)]
+        manager = CallbackManager.configure(callbacks) if callbacks is not None else None
+        observer = LangChainObserver(manager, None, self.model_name) if manager is not None else None
+        (ranked,) = self.seakr().rerank_many([(query, passages)], observers=[observer])
+        out = []
+        for c in ranked[: self.top_n]:
+            doc = documents[c.rank - 1]
+            value = c.rank_value
+            metadata = {
+                **doc.metadata,
+                "seakr_uncertainty": uncertainty_info(c.uncertainty),
+                "seakr_search_rank": c.rank,
+                "seakr_generation": c.generation,
+                "relevance_score": -value if math.isfinite(value) else None,
+            }
+            out.append(Document(page_content=doc.page_content, id=doc.id, metadata=metadata))
+        return out

@@ -1,0 +1,80 @@
+"""``SeaKRLLM``: a LangChain text-completion model that also reports how sure the model is.
+
+``invoke`` behaves like any LLM (the greedy text); ``generate`` exposes what SeaKR adds: for each prompt the greedy
+continuation first, then the k samples, with the uncertainty computed from their hidden states in the greedy
+generation's ``generation_info``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseLLM
+from langchain_core.language_models.base import LangSmithParams
+from langchain_core.outputs import LLMResult
+
+from langchain_seakr._conversions import output_generations
+from langchain_seakr._model import SelfAwareModelMixin
+
+__all__ = ["SeaKRLLM"]
+
+
+class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
+    """A self-aware completion model (Hugging Face or vLLM back-end) for LangChain.
+
+    Example:
+        ```python
+        from langchain_seakr import SeaKRLLM
+
+        llm = SeaKRLLM(model="smollm2-135m-instruct", k=10, max_tokens=32)
+        result = llm.generate(["The capital of France is"])
+        greedy, *samples = result.generations[0]
+        print(greedy.text, greedy.generation_info["uncertainty"]["value"], len(samples))
+        ```
+
+    ``generation_info`` of the greedy generation holds ``uncertainty`` (value, estimator, layer, source, ...),
+    ``logprobs`` (the greedy tokens and their log-probabilities), ``samples`` (the k texts), ``finish_reason`` and
+    ``model_name``; each sample's holds its own ``logprobs``.  ``llm_output["token_usage"]`` counts every token
+    generated, samples included.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "seakr"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "backend_kind": self.backend_kind if self.backend is None else type(self.backend).__name__,
+            "k": self.k,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "layer": self.layer,
+            "source": self.source,
+            "estimator": self.estimator,
+        }
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = "seakr"
+        return params
+
+    def _generate(
+        self,
+        prompts: list[str],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> LLMResult:
+        scored = self.scored_generate(prompts, stop, **kwargs)
+        generations = [output_generations(o, u, self.model) for o, u in scored]
+        prompt_tokens = sum(len(o.prompt_token_ids) for o, _ in scored)
+        completion = sum(len(o.greedy.token_ids) + sum(len(s.token_ids) for s in o.samples) for o, _ in scored)
+        token_usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": prompt_tokens + completion,
+        }
+        return LLMResult(generations=generations, llm_output={"token_usage": token_usage, "model_name": self.model})
