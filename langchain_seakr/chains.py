@@ -155,7 +155,7 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
             self._batch, inputs, config, return_exceptions=return_exceptions, run_type="chain", **kwargs
         )
 
-    def _batch(self, inputs: list[Any], run_managers: list[CallbackManagerForChainRun]) -> list[Any]:
+    def _batch(self, inputs: list[Any], run_manager: list[CallbackManagerForChainRun]) -> list[Any]:
         outputs: list[Any] = [None] * len(inputs)
         valid: list[int] = []
         for i, value in enumerate(inputs):
@@ -166,7 +166,7 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
                 outputs[i] = exc
         if valid:
             questions = [question_of(inputs[i]) for i in valid]
-            for j, result, observer in self._answer(questions, [run_managers[i] for i in valid]):
+            for j, result, observer in self._answer(questions, [run_manager[i] for i in valid]):
                 outputs[valid[j]] = self._output(result, observer)
         return outputs
 

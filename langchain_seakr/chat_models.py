@@ -15,6 +15,7 @@ from langchain_core.language_models.base import LangSmithParams
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict
 
 from langchain_seakr._conversions import generation_info, usage
 from langchain_seakr._model import SelfAwareModelMixin
@@ -65,6 +66,8 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
     token; the last chunk (``chunk_position="last"``) carries the metadata and the usage.  Tool calling, structured
     output and non-text inputs are not supported (the standard capability flags say so).
     """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
     streaming: bool = False
     """Stream by default (``invoke`` aggregates the streamed chunks)."""

@@ -13,6 +13,7 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseLLM
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.outputs import LLMResult
+from pydantic import ConfigDict
 
 from langchain_seakr._conversions import output_generations
 from langchain_seakr._model import SelfAwareModelMixin
@@ -38,6 +39,8 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
     ``model_name``; each sample's holds its own ``logprobs``.  ``llm_output["token_usage"]`` counts every token
     generated, samples included.
     """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
     @property
     def _llm_type(self) -> str:
