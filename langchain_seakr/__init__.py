@@ -5,12 +5,14 @@ only translates types and wires callbacks."""
 from langchain_seakr.chains import SeaKRChain
 from langchain_seakr.chat_models import ChatSeaKR
 from langchain_seakr.compressors import SelfAwareReranker
+from langchain_seakr.embeddings import MiniLMEmbeddings
 from langchain_seakr.llms import SeaKRLLM
 from langchain_seakr.retrievers import GateDecision, PassageIndexRetriever, UncertaintyGatedRetriever
 
 __all__ = [
     "ChatSeaKR",
     "GateDecision",
+    "MiniLMEmbeddings",
     "PassageIndexRetriever",
     "SeaKRChain",
     "SeaKRLLM",
