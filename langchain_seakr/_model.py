@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.concurrent import concurrent_backend
 from seakr_integrations.backends.loading import BACKEND_KINDS, shared_backend
 from seakr_integrations.models import known_model_names
 from seakr_integrations.outputs import SelfAwareOutput
@@ -28,15 +29,16 @@ NOT_SELF_AWARE = (
 
 def resolve_backend(llm: Any) -> SelfAwareBackend:
     """The self-aware back-end behind ``llm`` (a back-end, ``SeaKRLLM``, ``ChatSeaKR``, or ``None`` for the
-    default model).
+    default model), behind the process-wide ``ConcurrentBackend`` of that model: async paths call it from worker
+    threads, and a back-end must not be entered twice at once (concurrent calls are batched instead).
 
     Raises:
         TypeError: ``llm`` cannot give hidden states (e.g. any other LangChain chat model).
     """
     if llm is None:
-        return shared_backend("hf", "smollm2-135m-instruct")
+        return concurrent_backend(shared_backend("hf", "smollm2-135m-instruct"))
     if isinstance(llm, SelfAwareBackend):
-        return llm
+        return concurrent_backend(llm)
     if isinstance(llm, SelfAwareModelMixin):
         return llm.self_aware_backend
     raise TypeError(NOT_SELF_AWARE.format(what=type(llm).__name__))
@@ -102,11 +104,10 @@ class SelfAwareModelMixin(BaseModel):
 
     @property
     def self_aware_backend(self) -> SelfAwareBackend:
-        """The back-end (loaded on first access when only a model name was given)."""
-        if self.backend is not None:
-            return self.backend
+        """The back-end (loaded on first access when only a model name was given), as its process-wide
+        ``ConcurrentBackend`` so that concurrent async calls take turns and share batches."""
         if self._backend is None:
-            self._backend = shared_backend(self.backend_kind, self.model)
+            self._backend = concurrent_backend(self.backend or shared_backend(self.backend_kind, self.model))
         return self._backend
 
     def sampling(self, stop: list[str] | None = None, **overrides: Any) -> SamplingConfig:

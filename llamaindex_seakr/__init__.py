@@ -11,7 +11,6 @@ logic, so the gate, the re-ranking and the loop decide exactly as ``SeaKR.answer
 * ``PassageRetriever`` (the embedded BM25 index as a LlamaIndex retriever), ``MiniLMEmbedding`` (offline embedder).
 """
 
-from llamaindex_seakr.backend import ConcurrentBackend, concurrent_backend
 from llamaindex_seakr.embedding import MiniLMEmbedding
 from llamaindex_seakr.events import (
     FinalAnswerEvent,
@@ -30,6 +29,7 @@ from llamaindex_seakr.query_engine import SeaKRQueryEngine
 from llamaindex_seakr.rerank import SelfAwareRerank
 from llamaindex_seakr.retriever import GateDecision, UncertaintyGatedRetriever, UncertaintyGateEvent
 from llamaindex_seakr.workflow import SeaKRWorkflow
+from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
 
 __all__ = [
     "ConcurrentBackend",

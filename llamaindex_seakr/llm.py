@@ -31,8 +31,8 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.custom import CustomLLM
 
-from llamaindex_seakr.backend import ConcurrentBackend, concurrent_backend
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.config import SeaKRConfig

@@ -320,3 +320,18 @@ def test_llm_and_chat_report_uncertainty_samples_and_logprobs():
         from langchain_core.messages import ToolMessage
 
         chat.invoke([ToolMessage("42", tool_call_id="1")])
+
+
+async def test_concurrent_ainvokes_take_turns_on_the_backend_and_share_batches():
+    def slow(prompt, config):
+        time.sleep(0.02)
+        return eiffel(prompt, config)
+
+    backend = ScriptedBackend(slow)
+    seakr_chain = chain(llm=backend)
+    questions = [f"Which country is the Eiffel Tower in, version {i}?" for i in range(4)]
+    answers = await asyncio.gather(*(seakr_chain.ainvoke(q) for q in questions))
+    assert answers == ["France"] * 4
+    # four questions, each needing several calls: threads never enter the back-end together, and calls that
+    # arrive while it is busy are merged into one batch
+    assert max(len({parse(p)[0] for p, _ in batch}) for batch in backend.batches) > 1

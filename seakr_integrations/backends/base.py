@@ -131,15 +131,8 @@ class SelfAwareBackend(ABC):
                 with mixed layers/sources, layer out of range, or a prompt that does not fit the model's context
                 together with ``max_tokens``.
         """
-        if isinstance(prompts, str):
-            raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
-        prompts = list(prompts)
-        if not prompts:
-            raise ValueError("prompts is empty: pass at least one prompt")
+        prompts = self._checked_prompts(prompts)
         configs = self._per_prompt_configs(config, len(prompts), overrides)
-        for i, p in enumerate(prompts):
-            if not isinstance(p, str) or not p.strip():
-                raise ValueError(f"prompt {i} is empty (or not a string): every prompt needs some text")
         layer = self.resolve_layer(configs[0].layer)
         prompt_ids = [self.tokenize(p) for p in prompts]
         for i, (ids, cfg) in enumerate(zip(prompt_ids, configs, strict=True)):
@@ -156,6 +149,19 @@ class SelfAwareBackend(ABC):
         outputs = self._generate(prompts, prompt_ids, configs, layer)
         self.last_timings["total_s"] = time.perf_counter() - started
         return outputs
+
+    @staticmethod
+    def _checked_prompts(prompts: Sequence[str]) -> list[str]:
+        """``prompts`` as a list, refused when it is a bare string, empty, or holds an empty prompt."""
+        if isinstance(prompts, str):
+            raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
+        prompts = list(prompts)
+        if not prompts:
+            raise ValueError("prompts is empty: pass at least one prompt")
+        for i, p in enumerate(prompts):
+            if not isinstance(p, str) or not p.strip():
+                raise ValueError(f"prompt {i} is empty (or not a string): every prompt needs some text")
+        return prompts
 
     @staticmethod
     def _per_prompt_configs(

@@ -1,11 +1,11 @@
 """One self-aware back-end shared safely by threads: concurrent ``generate`` calls are queued and run as one batch.
 
-LlamaIndex runs async code paths (``acomplete``, ``aquery``, workflows) by moving the blocking model calls into
-threads, so several SeaKR questions may reach the same back-end at once.  Neither back-end may be entered twice:
-the HF back-end hooks a decoder layer of the one shared model for the duration of a call, and vLLM's ``LLM`` is not
-thread-safe.  ``ConcurrentBackend`` lets one caller run at a time and gathers every call that arrives meanwhile into
-the next back-end batch, so concurrent questions share batches (what ``SeaKR.answer_many`` does for questions known
-up front) instead of merely waiting for each other.
+LangChain and LlamaIndex run async code paths (``ainvoke``, ``acomplete``, ``aquery``, workflows) by moving the
+blocking model calls into threads, so several SeaKR questions may reach the same back-end at once.  Neither
+back-end may be entered twice: the HF back-end hooks a decoder layer of the one shared model for the duration of a
+call, and vLLM's ``LLM`` is not thread-safe.  ``ConcurrentBackend`` lets one caller run at a time and gathers every
+call that arrives meanwhile into the next back-end batch, so concurrent questions share batches (what
+``SeaKR.answer_many`` does for questions known up front) instead of merely waiting for each other.
 """
 
 from __future__ import annotations
@@ -175,29 +175,8 @@ class ConcurrentBackend(SelfAwareBackend):
     def _normalise(request: _Request) -> tuple[list[str], list[SamplingConfig]]:
         """The request's prompts with one ``SamplingConfig`` each (overrides applied), validated as ``generate``
         would, so it can join a merged call."""
-        prompts = request.prompts
-        if isinstance(prompts, str):
-            raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
-        prompts = list(prompts)
-        if not prompts:
-            raise ValueError("prompts is empty: pass at least one prompt")
-        for i, p in enumerate(prompts):
-            if not isinstance(p, str) or not p.strip():
-                raise ValueError(f"prompt {i} is empty (or not a string): every prompt needs some text")
-        config = request.config
-        if config is None or isinstance(config, SamplingConfig):
-            configs = [config or SamplingConfig()] * len(prompts)
-        else:
-            configs = list(config)
-            if len(configs) != len(prompts) or not all(isinstance(c, SamplingConfig) for c in configs):
-                raise ValueError(
-                    f"config is a list of {len(configs)} item(s) for {len(prompts)} prompt(s): pass one "
-                    "SamplingConfig for all prompts or exactly one SamplingConfig per prompt"
-                )
-        if request.overrides:
-            configs = [c.with_(**request.overrides) for c in configs]
-        if len({(c.layer, c.source) for c in configs}) > 1:
-            raise ValueError("the prompts of one generate call must read the same layer and source")
+        prompts = SelfAwareBackend._checked_prompts(request.prompts)
+        configs = SelfAwareBackend._per_prompt_configs(request.config, len(prompts), request.overrides)
         return prompts, configs
 
     def _generate(
