@@ -110,6 +110,20 @@ class SelfAwareModelMixin(BaseModel):
             self._backend = concurrent_backend(self.backend or shared_backend(self.backend_kind, self.model))
         return self._backend
 
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "backend_kind": self.backend_kind if self.backend is None else type(self.backend).__name__,
+            **{n: getattr(self, n) for n in ("k", "temperature", "max_tokens", "layer", "source", "estimator")},
+        }
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        params = super()._get_ls_params(stop=stop, **kwargs)  # type: ignore[misc]  # BaseLLM / BaseChatModel's
+        params["ls_provider"] = "seakr"
+        params["ls_model_name"] = kwargs["model"] if isinstance(kwargs.get("model"), str) else self.model
+        return params
+
     def sampling(self, stop: list[str] | None = None, **overrides: Any) -> SamplingConfig:
         """The sampling parameters of a call: the fields, then ``stop`` and per-call ``overrides``."""
         stops = stop if stop is not None else self.stop

@@ -11,7 +11,6 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.base import LangSmithParams
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
@@ -75,24 +74,6 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "seakr-chat"
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "k": self.k,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "layer": self.layer,
-            "source": self.source,
-            "estimator": self.estimator,
-        }
-
-    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
-        params = super()._get_ls_params(stop=stop, **kwargs)
-        params["ls_provider"] = "seakr"
-        params["ls_model_name"] = kwargs["model"] if isinstance(kwargs.get("model"), str) else self.model
-        return params
 
     def render(self, messages: list[BaseMessage]) -> str:
         """The prompt text for ``messages``: the model's chat template with the assistant turn opened (a plain

@@ -11,7 +11,6 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseLLM
-from langchain_core.language_models.base import LangSmithParams
 from langchain_core.outputs import LLMResult
 from pydantic import ConfigDict
 
@@ -45,24 +44,6 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
     @property
     def _llm_type(self) -> str:
         return "seakr"
-
-    @property
-    def _identifying_params(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "backend_kind": self.backend_kind if self.backend is None else type(self.backend).__name__,
-            "k": self.k,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "layer": self.layer,
-            "source": self.source,
-            "estimator": self.estimator,
-        }
-
-    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
-        params = super()._get_ls_params(stop=stop, **kwargs)
-        params["ls_provider"] = "seakr"
-        return params
 
     def _generate(
         self,

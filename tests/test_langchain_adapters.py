@@ -20,6 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from pydantic import ValidationError
 from test_reasoner import CONFIG, final, is_step, parse
+from test_reasoner_components import eiffel
 
 from langchain_seakr import (
     ChatSeaKR,
@@ -52,19 +53,6 @@ class ListRetriever(BaseRetriever):
         if self.fail:
             raise ConnectionError("search service down")
         return self.docs[:k]
-
-
-def eiffel(prompt: str, config: Any) -> Reply:
-    """Uncertain first step; p2 gives the surest next step; then the answer."""
-    spreads = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
-    _, context, answer = parse(prompt)
-    if not is_step(config):
-        return final("So the answer is France")
-    if not context:
-        return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
-    if not answer:
-        return Reply("It is in France", spread=spreads[context[-1]])
-    return Reply("So the answer is France", spread=1.0)
 
 
 class Recorder(BaseCallbackHandler):
