@@ -18,7 +18,7 @@ from pydantic import ConfigDict
 
 from langchain_seakr._conversions import generation_info, usage
 from langchain_seakr._model import SelfAwareModelMixin
-from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.outputs import SelfAwareOutput, text_pieces
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 __all__ = ["ChatSeaKR"]
@@ -130,16 +130,7 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
         output, u = self._call(messages, stop, kwargs)
         info, used = self._metadata(output, u)
         tokenizer = self.self_aware_backend.tokenizer
-        final, shown, pieces = output.greedy.text, "", []
-        ids = list(output.greedy.token_ids)
-        for n in range(1, len(ids) + 1):  # decode growing prefixes so a multi-byte character is never split
-            text = tokenizer.decode(ids[:n], skip_special_tokens=True)
-            if len(text) > len(shown) and final.startswith(text):
-                pieces.append(text[len(shown) :])
-                shown = text
-        if len(final) > len(shown):  # what token-wise decoding could not place (e.g. text before a stop string)
-            pieces.append(final[len(shown) :])
-        pieces = pieces or [""]
+        pieces = text_pieces(output.greedy, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
         for i, piece in enumerate(pieces):
             last = i == len(pieces) - 1
             chunk = ChatGenerationChunk(

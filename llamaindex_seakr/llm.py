@@ -33,7 +33,7 @@ from llama_index.core.llms.custom import CustomLLM
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
-from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.outputs import SelfAwareOutput, text_pieces
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.uncertainty.estimate import ESTIMATORS, Uncertainty, estimate
@@ -190,19 +190,8 @@ class SeaKRLLM(CustomLLM):
         streaming interface (``streaming=True`` query engines, ``stream_chat``), not earlier first tokens.
         """
         extras = self._extras(output, uncertainty)
-        text = output.greedy.text
         decode = self._backend.tokenizer.decode
-        pieces, emitted = [], ""
-        ids = output.greedy.token_ids
-        for i in range(1, len(ids) + 1):
-            prefix = decode(ids[:i], skip_special_tokens=True)[: len(text)]
-            if len(prefix) > len(emitted) and prefix.startswith(emitted) and text.startswith(prefix):
-                pieces.append(prefix[len(emitted) :])
-                emitted = prefix
-        if emitted != text:  # whatever decoding by prefixes could not align (e.g. a stop string cut mid-token)
-            pieces.append(text[len(emitted) :])
-        if not pieces:
-            pieces = [""]
+        pieces = text_pieces(output.greedy, lambda ids: decode(ids, skip_special_tokens=True))
         chunks, so_far = [], ""
         for delta in pieces:
             so_far += delta

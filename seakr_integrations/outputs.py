@@ -8,12 +8,13 @@ back-end's native objects.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-__all__ = ["Continuation", "FinishReason", "SelfAwareOutput"]
+__all__ = ["Continuation", "FinishReason", "SelfAwareOutput", "text_pieces"]
 
 FinishReason = Literal["stop", "length"]
 """``"stop"``: the model emitted EOS or a stop string matched; ``"length"``: ``max_tokens`` was reached (vLLM's
@@ -72,3 +73,26 @@ class SelfAwareOutput:
         if any(v is None for v in vectors):
             raise ValueError("some samples carry no eos_vector; this output was not produced by a self-aware call")
         return np.stack(vectors).astype(np.float32, copy=False)  # type: ignore[arg-type]
+
+
+def text_pieces(continuation: Continuation, decode: Callable[[list[int]], str]) -> list[str]:
+    """``continuation.text`` cut into one piece per token, for replaying a finished generation as a stream.
+
+    Growing prefixes are decoded so that a multi-byte character split across tokens is never cut; whatever the
+    prefixes cannot place (e.g. text kept before a stop string that ended mid-token) becomes the last piece.  The
+    pieces always join to exactly ``continuation.text`` (one empty piece when the text is empty).
+
+    Args:
+        continuation: The finished continuation.
+        decode: Token ids to text with special tokens skipped
+            (e.g. ``lambda ids: tok.decode(ids, skip_special_tokens=True)``).
+    """
+    text, shown, pieces = continuation.text, "", []
+    for n in range(1, len(continuation.token_ids) + 1):
+        prefix = decode(continuation.token_ids[:n])
+        if len(prefix) > len(shown) and text.startswith(prefix):
+            pieces.append(prefix[len(shown) :])
+            shown = prefix
+    if len(text) > len(shown):
+        pieces.append(text[len(shown) :])
+    return pieces or [""]

@@ -119,3 +119,21 @@ def test_stops_and_config_validation():
     ]:
         with pytest.raises(ValueError, match=message):
             SeaKRConfig(**bad)
+
+
+def test_text_pieces_replay_a_generation_token_by_token_and_join_to_its_text():
+    from seakr_integrations.outputs import Continuation, text_pieces
+
+    vocab = {1: "Pa", 2: "ris", 4: " is", 5: "\u00e9"}
+
+    def decode(ids):  # like a byte-level tokenizer: an odd run of token 5 is an unfinished character, not shown yet
+        text = "".join(vocab[i] for i in ids)
+        return text[:-1] if ids.count(5) % 2 else text.replace("\u00e9\u00e9", "\u00e9")
+
+    cont = Continuation("Paris is", [1, 2, 4], [-0.1] * 3, "stop")
+    assert text_pieces(cont, decode) == ["Pa", "ris", " is"]
+    cut = Continuation("Par", [1, 2], [-0.1] * 2, "stop", stop_reason="is")  # text ends inside a token
+    assert "".join(text_pieces(cut, decode)) == "Par" and text_pieces(cut, decode) == ["Pa", "r"]
+    assert text_pieces(Continuation("", [], [], "stop"), decode) == [""]
+    split = Continuation("Pa\u00e9", [1, 5, 5], [-0.1] * 3, "stop")  # one character over two tokens
+    assert text_pieces(split, decode) == ["Pa", "\u00e9"]
