@@ -11,10 +11,11 @@ import hashlib
 from importlib.resources import files
 from pathlib import Path
 
+from seakr_integrations.evaluation.questions import Question, read_questions
 from seakr_integrations.models import cache_dir
 from seakr_integrations.retrieval.bm25 import MANIFEST_NAME, BM25Index
 
-__all__ = ["DEMO_QUESTION", "demo_corpus_path", "demo_index"]
+__all__ = ["DEMO_QUESTION", "demo_corpus_path", "demo_index", "demo_questions", "demo_questions_path"]
 
 DEMO_QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
 """SeaKR's running example (the demo corpus does not contain these two people: the model must decide how much to
@@ -34,3 +35,14 @@ def demo_index(*, progress: bool = True, root: Path | None = None) -> BM25Index:
     if not (path / MANIFEST_NAME).is_file():
         return BM25Index.build(corpus, path, progress=progress)
     return BM25Index.open(path)
+
+
+def demo_questions_path() -> Path:
+    """The bundled labelled questions: 10 HotpotQA and 10 2WikiMultihopQA dev questions whose paragraphs are in
+    the demo corpus (see ``data/README.md``)."""
+    return Path(str(files("seakr_integrations") / "data" / "demo_questions.jsonl.gz"))
+
+
+def demo_questions() -> list[Question]:
+    """The bundled labelled questions (HotpotQA first, then 2Wiki), for examples and notebooks."""
+    return read_questions(demo_questions_path()).questions
