@@ -1,12 +1,43 @@
-"""Retrieval: the passage record, the :class:`Retriever` protocol, corpus reading and the embedded BM25 index.
+"""Retrieval: the passage record, the :class:`Retriever` protocol, corpus reading, the embedded BM25 index and the
+Elasticsearch back-end.
 
 The reasoning loop depends only on :class:`Retriever` (``search(query, k) -> list[Passage]``); the tantivy-backed
 :class:`BM25Index` is the default implementation, built once from a JSONL corpus with :meth:`BM25Index.build` or
-``seakr index``.
+``seakr index``.  For large corpora, :class:`ElasticsearchRetriever` searches an Elasticsearch cluster (built with
+:func:`build_elasticsearch_index` or ``seakr index CORPUS --es URL --index NAME``); its modules import the
+``elasticsearch`` client only when used, so this package imports without it.
 """
 
 from seakr_integrations.retrieval.bm25 import BM25Index
 from seakr_integrations.retrieval.corpus import iter_passages, read_corpus, validate_passage
+from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
+from seakr_integrations.retrieval.es_connection import (
+    AuthenticationError,
+    ClusterUnreachableError,
+    ElasticsearchBackendError,
+    ElasticsearchConnection,
+    IncompleteIndexError,
+    IndexNotFoundError,
+    MappingError,
+)
+from seakr_integrations.retrieval.es_index import IndexBuild, build_elasticsearch_index
 from seakr_integrations.retrieval.passage import Passage, Retriever
 
-__all__ = ["BM25Index", "Passage", "Retriever", "iter_passages", "read_corpus", "validate_passage"]
+__all__ = [
+    "AuthenticationError",
+    "BM25Index",
+    "ClusterUnreachableError",
+    "ElasticsearchBackendError",
+    "ElasticsearchConnection",
+    "ElasticsearchRetriever",
+    "IncompleteIndexError",
+    "IndexBuild",
+    "IndexNotFoundError",
+    "MappingError",
+    "Passage",
+    "Retriever",
+    "build_elasticsearch_index",
+    "iter_passages",
+    "read_corpus",
+    "validate_passage",
+]

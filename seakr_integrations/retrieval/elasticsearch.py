@@ -1,0 +1,358 @@
+"""SeaKR's retriever over an Elasticsearch cluster: the authors' BM25 query on the ``wiki`` index, at any scale.
+
+The embedded tantivy index is right up to a few million passages on one machine; the paper's 21M Wikipedia
+passages, a corpus shared by many workers, or an index that already exists in a company's cluster call for
+Elasticsearch.  :class:`ElasticsearchRetriever` implements the core's ``Retriever`` protocol with the query SeaKR
+and DRAGIN send: ``multi_match`` of ``best_fields`` type over ``[title, txt]`` with ``tie_breaker`` 0.5 (a
+passage scores by its better field plus half the other), top ``k``, and only the passage text goes to the LM.
+
+Searches from the reasoning loop come one round at a time, one per question in flight; :meth:`search_many` runs
+such a round concurrently on an asyncio client (see :mod:`~seakr_integrations.retrieval.background_loop`), so
+``SeaKR.answer_many`` waits for one search round trip per round, not one per question.  Build the index with
+``seakr index CORPUS.jsonl --es URL --index NAME`` (:func:`~.es_index.build_elasticsearch_index`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+from seakr_integrations.retrieval.background_loop import BackgroundLoop
+from seakr_integrations.retrieval.es_connection import ElasticsearchBackendError, ElasticsearchConnection, Secret
+from seakr_integrations.retrieval.es_index import (
+    DEFAULT_INDEX,
+    DEFAULT_TEXT_FIELD,
+    DEFAULT_TITLE_FIELD,
+    IndexStatus,
+    index_status,
+    require_complete,
+)
+from seakr_integrations.retrieval.passage import Passage
+
+if TYPE_CHECKING:
+    from elasticsearch import AsyncElasticsearch, Elasticsearch
+
+__all__ = ["ElasticsearchRetriever"]
+
+SearchResult = list[Passage] | BaseException
+
+
+class ElasticsearchRetriever:
+    """BM25 search over an Elasticsearch index; a core ``Retriever`` with sync, async and concurrent batch search.
+
+    Construction connects and checks the index (``check=True``): the cluster answers, the credentials work, the
+    index exists, maps both fields as text, and is not a half-finished ``seakr index`` build.  Any problem is an
+    error right away, naming the URL (never a credential), the index or the fields, and saying how to fix it,
+    instead of surfacing in the middle of answering a question.
+
+    Connection settings come from the arguments or the environment (``ELASTICSEARCH_URL``,
+    ``ELASTICSEARCH_API_KEY`` or ``ELASTICSEARCH_USERNAME``/``ELASTICSEARCH_PASSWORD``,
+    ``ELASTICSEARCH_CA_CERTS``); see :class:`ElasticsearchConnection` for the timeout and retry policy.
+
+    The retriever holds a thread-safe synchronous client and, once :meth:`asearch` or :meth:`search_many` is
+    used, an asyncio client on a private daemon thread.  Close it (or use it as a context manager) to release
+    them; they are also released when it is garbage-collected.
+
+    Args:
+        index: Index, alias or pattern to search (default ``wiki``).
+        url: The cluster's URL (default ``$ELASTICSEARCH_URL``).
+        api_key: API key (default ``$ELASTICSEARCH_API_KEY``).
+        username: Basic-auth user (default ``$ELASTICSEARCH_USERNAME``).
+        password: Basic-auth password (default ``$ELASTICSEARCH_PASSWORD``).
+        title_field: The title field (matched, returned as ``Passage.title``).
+        text_field: The passage-text field (matched, returned as ``Passage.text``).
+        tie_breaker: ``multi_match`` tie breaker: how much the weaker field adds (SeaKR: 0.5).
+        request_timeout: Seconds per request.
+        max_retries: Retries per request (refused connections and 429/502/503/504; not timeouts).
+        connection: Ready-made settings (then ``url``, the credentials, ``request_timeout`` and ``max_retries``
+            must be left out).
+        check: Check the cluster and the index now (one request each for the mapping and the count).
+        allow_incomplete: Search an index whose ``seakr index`` build has not finished.
+
+    Raises:
+        ValueError: Bad settings (no URL, half a basic-auth pair, ...) or arguments.
+        ClusterUnreachableError: The cluster did not answer (within ``request_timeout``).
+        AuthenticationError: The credentials were rejected (HTTP 401) or lack a privilege (403).
+        IndexNotFoundError: The index does not exist; the message gives the ``seakr index`` command.
+        MappingError: The index lacks a configured field or maps it as non-text (named).
+        IncompleteIndexError: The index is a ``seakr index`` build that has not finished.
+
+    Example:
+        >>> retriever = ElasticsearchRetriever("wiki", url="http://localhost:9200")  # doctest: +SKIP
+        >>> retriever.search("Who lived longer, Alejandro Jodorowsky or Philip Saville?", k=3)  # doctest: +SKIP
+        >>> SeaKR(VLLMBackend("qwen"), retriever).answer_many(questions)  # searches of a round run concurrently
+    """
+
+    def __init__(
+        self,
+        index: str = DEFAULT_INDEX,
+        *,
+        url: str | None = None,
+        api_key: str | Secret | None = None,
+        username: str | None = None,
+        password: str | Secret | None = None,
+        title_field: str = DEFAULT_TITLE_FIELD,
+        text_field: str = DEFAULT_TEXT_FIELD,
+        tie_breaker: float = 0.5,
+        request_timeout: float = 10.0,
+        max_retries: int = 3,
+        connection: ElasticsearchConnection | None = None,
+        check: bool = True,
+        allow_incomplete: bool = False,
+    ) -> None:
+        if not isinstance(index, str) or not index.strip():
+            raise ValueError("index is empty: name the Elasticsearch index to search (SeaKR's default is 'wiki')")
+        for name, value in (("title_field", title_field), ("text_field", text_field)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name}={value!r}: must name a field of the index")
+        if title_field == text_field:
+            raise ValueError(f"title_field and text_field are both {title_field!r}: give two different fields")
+        if not isinstance(tie_breaker, (int, float)) or not 0.0 <= tie_breaker <= 1.0:
+            raise ValueError(f"tie_breaker={tie_breaker!r}: must be between 0 and 1 (SeaKR uses 0.5)")
+        if connection is None:
+            connection = ElasticsearchConnection.from_env(
+                url,
+                api_key=api_key,
+                username=username,
+                password=password,
+                request_timeout=request_timeout,
+                max_retries=max_retries,
+            )
+        elif any(v is not None for v in (url, api_key, username, password)) or (request_timeout, max_retries) != (
+            10.0,
+            3,
+        ):
+            raise ValueError("pass either connection= or url/credentials/request_timeout/max_retries, not both")
+        self.index = index
+        self.title_field = title_field
+        self.text_field = text_field
+        self.tie_breaker = float(tie_breaker)
+        self.connection = connection
+        self._client: Elasticsearch = connection.client()
+        self._async = _AsyncSide(connection)
+        self._finalizer = weakref.finalize(self, _release, self._client, self._async)
+        self.status: IndexStatus | None = None
+        """What the construction check found (indices, document count, seakr build state); ``None`` unchecked."""
+        if check:
+            try:
+                self.status = self.verify(allow_incomplete=allow_incomplete)
+            except BaseException:
+                self.close()
+                raise
+
+    # ------------------------------------------------------------------------------------------------ checks
+    def verify(self, *, allow_incomplete: bool = False) -> IndexStatus:
+        """Check the cluster, the credentials, the index and its mapping now; return what was found.
+
+        Raises:
+            The errors listed for the constructor.
+        """
+        status = index_status(self._client, self.connection, self.index, self.title_field, self.text_field)
+        if not allow_incomplete:
+            require_complete(status, self.connection.url)
+        return status
+
+    def count(self) -> int:
+        """Documents in the index now."""
+        with self.connection.errors("count documents", self.index):
+            return int(self._client.count(index=self.index)["count"])
+
+    # ------------------------------------------------------------------------------------------------ search
+    def query_body(self, query: str, k: int = 3) -> dict[str, Any]:
+        """The search request for ``query`` (``size``, ``query``, ``_source``, ``track_total_hits``).
+
+        ``track_total_hits: false`` because SeaKR never reads the total: counting every match of a query full of
+        common words costs more than finding the top k on a large index.
+
+        Raises:
+            TypeError: ``query`` is not a string.
+            ValueError: ``query`` is empty or whitespace (a caller bug, not a search), or ``k`` < 1.
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        if not query.strip():
+            raise ValueError("query is empty: pass the text to search for")
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ValueError(f"k={k!r}: must be an integer >= 1")
+        return {
+            "size": k,
+            "query": {
+                "multi_match": {
+                    "query": query,
+                    "type": "best_fields",
+                    "fields": [self.title_field, self.text_field],
+                    "tie_breaker": self.tie_breaker,
+                }
+            },
+            "_source": [self.title_field, self.text_field],
+            "track_total_hits": False,
+        }
+
+    def search(self, query: str, k: int = 3) -> list[Passage]:
+        """The ``k`` best passages for ``query`` by BM25 over title and text, best first.
+
+        ``query`` is plain text (``multi_match`` analyses it like the fields; query syntax is not interpreted).
+
+        Returns:
+            Up to ``k`` passages: ``id`` from ``_id``, ``title`` and ``text`` from the fields, ``score`` from
+            ``_score``; empty when nothing matches.
+
+        Raises:
+            TypeError, ValueError: A bad ``query`` or ``k`` (see :meth:`query_body`).
+            ElasticsearchBackendError: The search failed (subclasses: unreachable, authentication, missing index);
+                a hit without the text field (the message names the document and the field).
+        """
+        body = self.query_body(query, k)
+        with self.connection.errors("search", self.index):
+            response = self._client.search(index=self.index, **body)
+        return self._passages(response)
+
+    async def asearch(self, query: str, k: int = 3) -> list[Passage]:
+        """:meth:`search` on the asyncio client; await it from any event loop."""
+        body = self.query_body(query, k)
+        return await self._async.loop.call(self._async_search(body))
+
+    @overload
+    def search_many(
+        self, queries: Sequence[str], k: int = 3, *, return_exceptions: Literal[False] = False
+    ) -> list[list[Passage]]: ...
+
+    @overload
+    def search_many(
+        self, queries: Sequence[str], k: int = 3, *, return_exceptions: Literal[True]
+    ) -> list[SearchResult]: ...
+
+    def search_many(
+        self, queries: Sequence[str], k: int = 3, *, return_exceptions: bool = False
+    ) -> list[list[Passage]] | list[SearchResult]:
+        """:meth:`search` for every query, all at once on the asyncio client; results in order.
+
+        This is what SeaKR's driver calls with the searches of one round (one per question in flight), so they
+        cost one round trip instead of one per question.  It blocks the calling thread (any thread, including
+        one inside a running event loop: the searches run on the retriever's own loop).
+
+        Args:
+            queries: The queries.
+            k: Passages per query.
+            return_exceptions: Put a failed search's exception in its slot instead of raising the first one
+                (as ``asyncio.gather``); a bad query is then a ``ValueError`` in its slot.
+
+        Raises:
+            The errors of :meth:`search` (the first one, unless ``return_exceptions``).
+        """
+        queries = _query_list(queries)
+        if not queries:
+            return []
+        return self._async.loop.run(self._gather(queries, k, return_exceptions))
+
+    async def asearch_many(
+        self, queries: Sequence[str], k: int = 3, *, return_exceptions: bool = False
+    ) -> list[list[Passage]] | list[SearchResult]:
+        """:meth:`search_many` for async code: await it from any event loop."""
+        queries = _query_list(queries)
+        if not queries:
+            return []
+        return await self._async.loop.call(self._gather(queries, k, return_exceptions))
+
+    async def _gather(self, queries: list[str], k: int, return_exceptions: bool) -> list[Any]:
+        async def one(query: str) -> list[Passage]:
+            return await self._async_search(self.query_body(query, k))
+
+        return list(await asyncio.gather(*(one(q) for q in queries), return_exceptions=return_exceptions))
+
+    async def _async_search(self, body: dict[str, Any]) -> list[Passage]:
+        """Runs on the background loop, where the asyncio client lives."""
+        client = self._async.client()
+        with self.connection.errors("search", self.index):
+            response = await client.search(index=self.index, **body)
+        return self._passages(response)
+
+    def _passages(self, response: Any) -> list[Passage]:
+        passages = []
+        for hit in response["hits"]["hits"]:
+            source = hit.get("_source") or {}
+            text, title = source.get(self.text_field), source.get(self.title_field)
+            if isinstance(text, list):  # a multi-valued field: Elasticsearch matched all its values
+                text = "\n".join(str(t) for t in text)
+            if isinstance(title, list):
+                title = " ".join(str(t) for t in title)
+            if not isinstance(text, str) or not text.strip():
+                raise ElasticsearchBackendError(
+                    f"document {hit.get('_id')!r} of index {hit.get('_index', self.index)!r} at {self.connection.url} "
+                    f"has no text in field {self.text_field!r}; set text_field to the field that holds the passage "
+                    "text, or reindex the document",
+                    self.connection.url,
+                )
+            score = hit.get("_score")
+            passages.append(
+                Passage(
+                    id=str(hit["_id"]),
+                    title=title if isinstance(title, str) else "",
+                    text=text,
+                    score=float(score) if score is not None else 0.0,
+                )
+            )
+        return passages
+
+    # ------------------------------------------------------------------------------------------------ life cycle
+    def close(self) -> None:
+        """Close both clients and stop the background loop (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> ElasticsearchRetriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        """Documents in the index (one count request)."""
+        return self.count()
+
+    def __repr__(self) -> str:
+        return (
+            f"ElasticsearchRetriever(index={self.index!r}, url={self.connection.url!r}, "
+            f"auth={self.connection.auth!r}, fields=({self.title_field!r}, {self.text_field!r}), "
+            f"tie_breaker={self.tie_breaker:g})"
+        )
+
+
+class _AsyncSide:
+    """The asyncio client and the loop it lives on, created on first use (kept apart from the retriever so the
+    finaliser can close them without keeping the retriever alive)."""
+
+    def __init__(self, connection: ElasticsearchConnection) -> None:
+        self.connection = connection
+        self.loop = BackgroundLoop("seakr-elasticsearch")
+        self._client: AsyncElasticsearch | None = None
+        self._lock = threading.Lock()
+
+    def client(self) -> AsyncElasticsearch:
+        """The asyncio client; call on the background loop (its HTTP session is bound to the loop it is made on)."""
+        with self._lock:
+            if self._client is None:
+                self._client = self.connection.async_client()
+            return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def close(self) -> None:
+        self.loop.close(self.aclose)
+
+
+def _release(client: Elasticsearch, side: _AsyncSide) -> None:
+    try:
+        client.close()
+    finally:
+        side.close()
+
+
+def _query_list(queries: Sequence[str]) -> list[str]:
+    if isinstance(queries, str):
+        raise TypeError("queries must be a list of strings; use search() for one query")
+    return list(queries)

@@ -1,0 +1,492 @@
+"""Where an Elasticsearch cluster is and how to log in: settings, secrets that never print, and clear errors.
+
+The retriever and the bulk indexer talk to the same cluster with the same credentials, and both must turn the
+client's exceptions into messages a user can act on: which URL, what went wrong, what to change.  Those messages,
+every ``repr`` and every log line must stay free of the API key and the password, because they end up in CI logs,
+notebooks and bug reports.  So the credentials live in :class:`Secret` objects (whose ``repr`` and ``str`` are
+``'***'``) from the moment they are read, and every text that comes back from the server is scrubbed of them
+before it is shown.
+
+Settings come from arguments first, then from the environment, the variables the official tooling uses:
+``ELASTICSEARCH_URL``, ``ELASTICSEARCH_API_KEY``, or ``ELASTICSEARCH_USERNAME`` with ``ELASTICSEARCH_PASSWORD``,
+and ``ELASTICSEARCH_CA_CERTS`` for a private certificate authority.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from elasticsearch import AsyncElasticsearch, Elasticsearch
+
+__all__ = [
+    "ENV_API_KEY",
+    "ENV_CA_CERTS",
+    "ENV_PASSWORD",
+    "ENV_URL",
+    "ENV_USERNAME",
+    "AuthenticationError",
+    "ClusterUnreachableError",
+    "ElasticsearchBackendError",
+    "ElasticsearchConnection",
+    "IncompleteIndexError",
+    "IndexNotFoundError",
+    "MappingError",
+    "Secret",
+    "how_to_build",
+]
+
+ENV_URL = "ELASTICSEARCH_URL"
+ENV_API_KEY = "ELASTICSEARCH_API_KEY"
+ENV_USERNAME = "ELASTICSEARCH_USERNAME"
+ENV_PASSWORD = "ELASTICSEARCH_PASSWORD"
+ENV_CA_CERTS = "ELASTICSEARCH_CA_CERTS"
+
+_INSTALL = "pip install 'seakr-integrations[elasticsearch]'"
+
+
+# ---------------------------------------------------------------------------------------------------------- errors
+class ElasticsearchBackendError(RuntimeError):
+    """Base of every error the Elasticsearch back-end raises; ``url`` is the cluster's (without credentials)."""
+
+    def __init__(self, message: str, url: str = "") -> None:
+        super().__init__(message)
+        self.url = url
+
+
+class ClusterUnreachableError(ElasticsearchBackendError, ConnectionError):
+    """No answer from the cluster: refused, unknown host, TLS failure or timeout (the message names the URL)."""
+
+
+class AuthenticationError(ElasticsearchBackendError, PermissionError):
+    """The cluster rejected the credentials (HTTP 401) or they lack a privilege (HTTP 403)."""
+
+
+class IndexNotFoundError(ElasticsearchBackendError, LookupError):
+    """The index does not exist; the message says how to build it."""
+
+
+class MappingError(ElasticsearchBackendError, ValueError):
+    """The index exists but lacks the configured fields (or maps them as something other than text)."""
+
+
+class IncompleteIndexError(ElasticsearchBackendError):
+    """A ``seakr index`` build into the index was interrupted (or is still running); rerunning it completes it."""
+
+
+def how_to_build(url: str, index: str) -> str:
+    """The command that builds (or completes) ``index`` at ``url``, for error messages."""
+    return f"`seakr index CORPUS.jsonl --es {url} --index {index}`"
+
+
+# --------------------------------------------------------------------------------------------------------- secrets
+class Secret:
+    """A credential that does not show itself: ``repr``/``str``/f-strings give ``'***'``; :meth:`reveal` the value.
+
+    Wrapping the value where it is read (argument or environment) means no later ``print(settings)``, logging
+    call, exception message or debugger ``repr`` can leak it by accident; only the client constructor calls
+    :meth:`reveal`.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"a secret must be a string, got {type(value).__name__}")
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret itself; hand it only to the client."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise TypeError("a Secret is not pickled: pass the credential through the environment instead")
+
+
+def _secret(value: str | Secret | None) -> Secret | None:
+    if value is None or isinstance(value, Secret):
+        return value
+    return Secret(value)
+
+
+# -------------------------------------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class ElasticsearchConnection:
+    """How to reach one cluster: URL, credentials, TLS and the request policy.  Build it with :meth:`from_env`.
+
+    Request policy: every request is given ``request_timeout`` seconds; a refused or reset connection and HTTP
+    429/502/503/504 are retried at once up to ``max_retries`` times (with one node that is cheap: a refusal comes
+    back in microseconds), but a timeout is not retried unless ``retry_on_timeout`` (a cluster that did not answer
+    in time is down or overloaded, and retrying would multiply the wait).  So an unreachable cluster fails within
+    about ``request_timeout`` seconds, and the error says how long it waited.
+
+    Attributes:
+        url: The cluster's URL without user info, e.g. ``https://es.example.org:9200`` (safe to print).
+        api_key: An API key (the encoded ``id:key`` form Kibana shows, or ``id:key`` itself).
+        username: User name for basic auth (not secret; printed in messages).
+        password: Password for basic auth.
+        auth_source: Where the credentials came from, named in authentication errors (e.g.
+            ``"ELASTICSEARCH_API_KEY"``); ``""`` without credentials.
+        ca_certs: Path of a CA bundle for a cluster with a private certificate authority.
+        verify_certs: Check the server's TLS certificate (leave on outside throw-away test clusters).
+        request_timeout: Seconds one request may take.
+        max_retries: Retries of a failed request (connection errors, 429/502/503/504; timeouts only with
+            ``retry_on_timeout``).
+        retry_on_timeout: Also retry requests that timed out.
+    """
+
+    url: str
+    api_key: Secret | None = field(default=None, repr=False)
+    username: str | None = None
+    password: Secret | None = field(default=None, repr=False)
+    auth_source: str = ""
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    request_timeout: float = 10.0
+    max_retries: int = 3
+    retry_on_timeout: bool = False
+
+    @classmethod
+    def from_env(
+        cls,
+        url: str | None = None,
+        *,
+        api_key: str | Secret | None = None,
+        username: str | None = None,
+        password: str | Secret | None = None,
+        ca_certs: str | None = None,
+        verify_certs: bool = True,
+        request_timeout: float = 10.0,
+        max_retries: int = 3,
+        retry_on_timeout: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> ElasticsearchConnection:
+        """Settings from the arguments, falling back to the environment for what they leave out.
+
+        Credentials are taken as a whole from one place: if the arguments give any (``api_key``, or ``username``
+        and ``password``), the environment's are ignored; otherwise the environment's are used; otherwise user
+        info in the URL (``https://user:pass@host``), which is moved out of the URL so it is never printed.  In
+        one place, an API key and a password together are an error, since it would be unclear which one the
+        cluster checks.
+
+        Args:
+            url: The cluster, e.g. ``http://localhost:9200``; default ``$ELASTICSEARCH_URL``.
+            api_key: API key; default ``$ELASTICSEARCH_API_KEY``.
+            username: Basic-auth user; default ``$ELASTICSEARCH_USERNAME``.
+            password: Basic-auth password; default ``$ELASTICSEARCH_PASSWORD``.
+            ca_certs: CA bundle path; default ``$ELASTICSEARCH_CA_CERTS``.
+            verify_certs: Check TLS certificates.
+            request_timeout: Seconds per request (> 0).
+            max_retries: Retries per request (>= 0).
+            retry_on_timeout: Retry timed-out requests too.
+            environ: The environment to read (default ``os.environ``; tests pass a dict).
+
+        Raises:
+            ValueError: No URL anywhere, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair,
+                both an API key and a password, or a timeout/retry count out of range.  Messages never contain
+                a credential.
+        """
+        env = os.environ if environ is None else environ
+        raw_url = url if url is not None else env.get(ENV_URL, "")
+        if not isinstance(raw_url, str) or not raw_url.strip():
+            raise ValueError(
+                f"no Elasticsearch URL: pass url= (--es URL on the command line) or set {ENV_URL}, "
+                "e.g. http://localhost:9200"
+            )
+        clean_url, url_user, url_password = _split_url(raw_url.strip())
+        if api_key is not None or username is not None or password is not None:
+            key, user, pw, source = api_key, username, password, "the api_key/username/password arguments"
+        elif env.get(ENV_API_KEY) or env.get(ENV_USERNAME) or env.get(ENV_PASSWORD):
+            key, user, pw = env.get(ENV_API_KEY) or None, env.get(ENV_USERNAME) or None, env.get(ENV_PASSWORD) or None
+            source = ", ".join(n for n in (ENV_API_KEY, ENV_USERNAME, ENV_PASSWORD) if env.get(n))
+        elif url_user is not None:
+            key, user, pw, source = None, url_user, url_password, "the user info in the URL"
+        else:
+            key, user, pw, source = None, None, None, ""
+        if key is not None and (user is not None or pw is not None):
+            raise ValueError(
+                f"both an API key and a username/password are given (from {source}); use one of them: the API key, "
+                "or basic auth"
+            )
+        if (user is None) != (pw is None):
+            missing = "password" if pw is None else "username"
+            raise ValueError(
+                f"basic auth needs a username and a password, but the {missing} is missing (from {source}); set "
+                f"{ENV_USERNAME} and {ENV_PASSWORD} together, or use an API key ({ENV_API_KEY})"
+            )
+        if not isinstance(request_timeout, (int, float)) or not request_timeout > 0:
+            raise ValueError(f"request_timeout={request_timeout!r}: must be a number of seconds > 0")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries={max_retries!r}: must be an integer >= 0")
+        return cls(
+            url=clean_url,
+            api_key=_secret(key),
+            username=user,
+            password=_secret(pw),
+            auth_source=source,
+            ca_certs=ca_certs if ca_certs is not None else env.get(ENV_CA_CERTS) or None,
+            verify_certs=verify_certs,
+            request_timeout=float(request_timeout),
+            max_retries=max_retries,
+            retry_on_timeout=retry_on_timeout,
+        )
+
+    # -------------------------------------------------------------------------------------------- description
+    @property
+    def auth(self) -> str:
+        """``"api key"``, ``"basic (user NAME)"`` or ``"none"`` (what ``repr`` and messages show)."""
+        if self.api_key is not None:
+            return "api key"
+        if self.username is not None:
+            return f"basic (user {self.username})"
+        return "none"
+
+    def __repr__(self) -> str:
+        return (
+            f"ElasticsearchConnection(url={self.url!r}, auth={self.auth!r}, request_timeout={self.request_timeout:g}, "
+            f"max_retries={self.max_retries})"
+        )
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every form of the credentials replaced by ``***`` (for anything the server sent back).
+
+        Covers the API key as given, both halves of its ``id:key`` form (decoded from base64 when it is encoded;
+        the key half, not the id, is the secret, but neither is worth showing) and the password.
+        """
+        for secret in self._secret_forms():
+            text = text.replace(secret, "***")
+        return text
+
+    def _secret_forms(self) -> list[str]:
+        forms: list[str] = []
+        if self.password is not None:
+            forms.append(self.password.reveal())
+        if self.api_key is not None:
+            key = self.api_key.reveal()
+            forms.append(key)
+            try:
+                decoded = base64.b64decode(key, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                decoded = key
+            forms.append(decoded)
+            forms.extend(part for part in decoded.split(":", 1) if len(part) >= 4)
+        return sorted((f for f in forms if f), key=len, reverse=True)
+
+    # ------------------------------------------------------------------------------------------------ clients
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``Elasticsearch(...)`` / ``AsyncElasticsearch(...)`` (they hold the secrets)."""
+        options: dict[str, Any] = {
+            "hosts": [self.url],
+            "request_timeout": self.request_timeout,
+            "max_retries": self.max_retries,
+            "retry_on_timeout": self.retry_on_timeout,
+            "verify_certs": self.verify_certs,
+        }
+        if self.ca_certs:
+            options["ca_certs"] = self.ca_certs
+        if self.api_key is not None:
+            options["api_key"] = self.api_key.reveal()
+        elif self.username is not None and self.password is not None:
+            options["basic_auth"] = (self.username, self.password.reveal())
+        return options
+
+    def client(self) -> Elasticsearch:
+        """A new synchronous client (thread-safe; share it)."""
+        es = _import_client()
+        with self.errors("connect"):
+            return es.Elasticsearch(**self.client_options())
+
+    def async_client(self) -> AsyncElasticsearch:
+        """A new asyncio client; create it on the event loop that will use it (its HTTP session is bound there)."""
+        es = _import_client()
+        try:
+            import aiohttp  # noqa: F401  (the async client's HTTP layer)
+        except ImportError as err:
+            raise ImportError(f"concurrent Elasticsearch searches need aiohttp: {_INSTALL}") from err
+        with self.errors("connect"):
+            return es.AsyncElasticsearch(**self.client_options())
+
+    # ------------------------------------------------------------------------------------------------- errors
+    @contextmanager
+    def errors(self, action: str, index: str | None = None) -> Iterator[None]:
+        """Translate the client's exceptions raised inside the block into this module's errors.
+
+        Args:
+            action: What was being done, for the message (``"search"``, ``"create the index"``, ...).
+            index: The index concerned, if any (named in not-found and permission errors).
+        """
+        started = time.monotonic()
+        try:
+            yield
+        except ElasticsearchBackendError:
+            raise
+        except Exception as exc:
+            translated = self.translate(exc, action, index, time.monotonic() - started)
+            if translated is None:
+                raise
+            # Authentication failures drop the client's exception: it carries the server's full error body.
+            raise translated from (None if isinstance(translated, AuthenticationError) else exc)
+
+    def translate(
+        self, exc: BaseException, action: str, index: str | None = None, elapsed: float | None = None
+    ) -> ElasticsearchBackendError | None:
+        """This module's error for a client exception (``None`` for one that is not the client's)."""
+        try:
+            import elastic_transport
+            import elasticsearch
+        except ImportError:  # pragma: no cover - nothing could have raised a client error
+            return None
+        url, where = self.url, f" ({action}" + (f" on index {index!r})" if index else ")")
+        waited = f" after {elapsed:.1f} s" if elapsed is not None else ""
+        if isinstance(exc, elastic_transport.ConnectionTimeout):
+            return ClusterUnreachableError(
+                f"Elasticsearch at {url} did not answer within request_timeout={self.request_timeout:g} s{where}"
+                f"{waited}; check that the cluster is up and reachable from here, or raise request_timeout",
+                url,
+            )
+        if isinstance(exc, elastic_transport.TlsError):
+            return ClusterUnreachableError(
+                f"TLS to Elasticsearch at {url} failed{where}: {self.scrub(_reason(exc))}; if the cluster uses a "
+                f"private certificate authority, set {ENV_CA_CERTS} (ca_certs=) to its certificate",
+                url,
+            )
+        if isinstance(exc, elastic_transport.ConnectionError):
+            return ClusterUnreachableError(
+                f"cannot reach Elasticsearch at {url}{where}: {self.scrub(_reason(exc))}{waited} "
+                f"({self.max_retries} retries); check that the cluster is running and that the URL ({ENV_URL} or "
+                "--es) is right",
+                url,
+            )
+        if isinstance(exc, elasticsearch.AuthenticationException):
+            if self.auth == "none":
+                fix = f"the cluster needs credentials: set {ENV_API_KEY}, or {ENV_USERNAME} and {ENV_PASSWORD}"
+            else:
+                fix = f"check the {self.auth} credentials from {self.auth_source}"
+            return AuthenticationError(
+                f"authentication failed: Elasticsearch at {url} rejected the {self.auth} credentials{where} (HTTP "
+                f"401: {self.scrub(_api_reason(exc))}); {fix}",
+                url,
+            )
+        if isinstance(exc, elasticsearch.AuthorizationException):
+            return AuthenticationError(
+                f"permission denied: Elasticsearch at {url} accepted the {self.auth} credentials but they may not "
+                f"{action}{' on index ' + repr(index) if index else ''} (HTTP 403: {self.scrub(_api_reason(exc))}); "
+                "grant the user or API key that privilege",
+                url,
+            )
+        if isinstance(exc, elasticsearch.NotFoundError) and _api_type(exc) == "index_not_found_exception":
+            name = index or "?"
+            return IndexNotFoundError(
+                f"Elasticsearch index {name!r} does not exist at {url}; build it with {how_to_build(url, name)}",
+                url,
+            )
+        if isinstance(exc, elasticsearch.UnsupportedProductError):
+            return ElasticsearchBackendError(
+                f"the server at {url} is not Elasticsearch (or an unsupported distribution){where}: "
+                f"{self.scrub(str(exc))}",
+                url,
+            )
+        if isinstance(exc, elasticsearch.ApiError):
+            return ElasticsearchBackendError(
+                f"Elasticsearch at {url} refused to {action}{' on index ' + repr(index) if index else ''} (HTTP "
+                f"{exc.meta.status} {_api_type(exc)}: {self.scrub(_api_reason(exc))})",
+                url,
+            )
+        if isinstance(exc, elastic_transport.TransportError):
+            return ElasticsearchBackendError(
+                f"request to Elasticsearch at {url} failed{where}: {self.scrub(str(exc))}", url
+            )
+        return None
+
+
+def _import_client() -> Any:
+    try:
+        import elasticsearch
+    except ImportError as err:
+        raise ImportError(f"the Elasticsearch back-end needs the official client: {_INSTALL}") from err
+    return elasticsearch
+
+
+def _split_url(raw: str) -> tuple[str, str | None, str | None]:
+    """``(url without user info, user, password)``; checks the scheme and host.
+
+    A URL that fails the check is shown in the error only when it has no ``@``: one that does may hold a password.
+    """
+    shown = raw if "@" not in raw else "(not shown: it contains user info)"
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError as err:
+        raise ValueError(
+            f"Elasticsearch URL {shown} is malformed ({err}); expected e.g. http://localhost:9200"
+        ) from None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host:
+        raise ValueError(
+            f"Elasticsearch URL {shown} must look like http://HOST:PORT or https://HOST:PORT, e.g. "
+            "http://localhost:9200"
+        )
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+    user = unquote(parts.username) if parts.username else None
+    password = unquote(parts.password) if parts.password is not None else None
+    return clean, user, password
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost useful words of a connection error (``connection refused``, ``host not found``, ...)."""
+    text = str(exc)
+    for pattern, reason in (
+        (r"Connection refused", "connection refused"),
+        (
+            r"Name or service not known|nodename nor servname|getaddrinfo failed|No address associated",
+            "host name not found",
+        ),
+        (r"Connection reset", "connection reset by the server"),
+        (r"Network is unreachable", "network unreachable"),
+        (r"timed out", "timed out"),
+        (r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", "the server's certificate could not be verified"),
+        (r"WRONG_VERSION_NUMBER|wrong version number", "the server does not speak TLS (use http://)"),
+    ):
+        if re.search(pattern, text):
+            return reason
+    return re.sub(r"<[^>]* object at 0x[0-9a-f]+>", "connection", text)[:300]
+
+
+def _api_type(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("type", ""))
+    return str(getattr(exc, "message", "") or "")
+
+
+def _api_reason(exc: Any) -> str:
+    """The top-level ``reason`` of an API error (not its details, which can name credential ids)."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("reason", ""))[:300] or _api_type(exc)
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:300]
+    return str(getattr(exc, "message", "") or "no details")

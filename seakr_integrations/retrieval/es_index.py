@@ -1,0 +1,475 @@
+"""The Elasticsearch index SeaKR searches: its BM25 mapping, the check that an index fits, and a resumable bulk build.
+
+The layout is the one SeaKR and DRAGIN use for Wikipedia: index ``wiki``, a ``title`` and a ``txt`` text field
+(standard analyzer, BM25), the passage id as the document ``_id``.  Using the passage id as ``_id`` is what makes
+a build resumable: documents are sent as ``create`` operations, so a passage that is already in the index is
+answered with a version conflict (counted as "already indexed", nothing is rewritten) and a rerun after an
+interruption adds exactly the passages that are missing, without duplicates.
+
+An index that seakr creates carries its build state in the mapping's ``_meta`` (``_meta.seakr.complete``), the
+counterpart of the embedded index's manifest: it is ``false`` from creation until the build has indexed every
+passage, refreshed and counted them, so a retriever can refuse a half-built index instead of silently returning
+partial results.  Indices created by other tools are searched as they are, as long as their mapping has the
+configured fields as text.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping, Sized
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
+from seakr_integrations.retrieval.es_connection import (
+    ElasticsearchBackendError,
+    ElasticsearchConnection,
+    IncompleteIndexError,
+    IndexNotFoundError,
+    MappingError,
+    how_to_build,
+)
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
+
+__all__ = [
+    "DEFAULT_INDEX",
+    "DEFAULT_TEXT_FIELD",
+    "DEFAULT_TITLE_FIELD",
+    "META_KEY",
+    "IndexBuild",
+    "IndexStatus",
+    "build_elasticsearch_index",
+    "check_index_name",
+    "index_status",
+    "mapping_body",
+    "require_complete",
+]
+
+DEFAULT_INDEX = "wiki"
+DEFAULT_TITLE_FIELD = "title"
+DEFAULT_TEXT_FIELD = "txt"
+META_KEY = "seakr"
+"""Key under the mapping's ``_meta`` where seakr keeps an index's build state."""
+FORMAT_VERSION = 1
+
+_BULK_TIMEOUT = 120.0  # seconds for one bulk request: a busy cluster can take far longer than for a search
+_MAX_CHUNK_BYTES = 20 * 1024 * 1024  # Elastic's guidance: bulk requests of a few MB to a few tens of MB
+_INVALID_NAME_CHARS = set('\\/*?"<>| ,#:')
+
+
+@dataclass(frozen=True)
+class IndexStatus:
+    """What :func:`index_status` found: the concrete indices behind the name, their size and seakr's build state.
+
+    Attributes:
+        name: The name asked for (an index, an alias, or a pattern).
+        indices: The concrete indices it resolves to.
+        num_docs: Documents in them (as of the last refresh).
+        seakr: The ``_meta.seakr`` build state when seakr built the index, else ``None``.
+    """
+
+    name: str
+    indices: tuple[str, ...]
+    num_docs: int
+    seakr: Mapping[str, Any] | None
+
+    @property
+    def complete(self) -> bool:
+        """False only for a seakr build that has not finished (interrupted or still running)."""
+        return self.seakr is None or bool(self.seakr.get("complete"))
+
+
+@dataclass(frozen=True)
+class IndexBuild:
+    """The outcome of :func:`build_elasticsearch_index`.
+
+    Attributes:
+        index: The index name.
+        url: The cluster (no credentials).
+        added: Passages written by this run (new, or replaced with ``overwrite``).
+        already_indexed: Passages that were in the index already and were left as they were (a resumed build).
+        num_docs: Documents in the index at the end (all corpora it holds).
+        seconds: Wall-clock time of the run.
+        created: Whether this run created the index.
+    """
+
+    index: str
+    url: str
+    added: int
+    already_indexed: int
+    num_docs: int
+    seconds: float
+    created: bool
+
+    @property
+    def passages(self) -> int:
+        """Passages of the corpus this run went through."""
+        return self.added + self.already_indexed
+
+
+def mapping_body(
+    title_field: str = DEFAULT_TITLE_FIELD, text_field: str = DEFAULT_TEXT_FIELD, *, shards: int = 1
+) -> dict[str, Any]:
+    """The settings and mappings of a new index (``indices.create`` keyword arguments).
+
+    Both fields are ``text`` with the standard analyzer and BM25 similarity, stated explicitly rather than left
+    to defaults so the index scores the same whatever the cluster's default similarity.  ``dynamic: strict``
+    makes a document with any other field an error instead of a silently grown mapping.  The index starts with
+    no replicas and no periodic refresh (the fastest way to bulk-load; :func:`build_elasticsearch_index` restores
+    both at the end) and ``_meta.seakr.complete = false``.
+    """
+    text = {"type": "text", "analyzer": "standard", "similarity": "BM25"}
+    return {
+        "settings": {"index": {"number_of_shards": shards, "number_of_replicas": 0, "refresh_interval": "-1"}},
+        "mappings": {
+            "dynamic": "strict",
+            "_meta": {
+                META_KEY: {
+                    "format_version": FORMAT_VERSION,
+                    "complete": False,
+                    "title_field": title_field,
+                    "text_field": text_field,
+                }
+            },
+            "properties": {title_field: dict(text), text_field: dict(text)},
+        },
+    }
+
+
+def check_index_name(name: str) -> str:
+    """Check ``name`` against Elasticsearch's rules for a new index (lower case, no ``/ * ? " < > | , # :`` or
+    spaces, not starting with ``-``, ``_`` or ``+``, not ``.``/``..``, at most 255 bytes); return it.
+
+    Raises:
+        ValueError: The name breaks a rule (the message says which).
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("the index name is empty: pass --index NAME (SeaKR's default is 'wiki')")
+    problem = None
+    if name != name.lower():
+        problem = "must be lower case"
+    elif name[0] in "-_+":
+        problem = "must not start with '-', '_' or '+'"
+    elif name in (".", ".."):
+        problem = "must not be '.' or '..'"
+    elif bad := sorted(_INVALID_NAME_CHARS.intersection(name)):
+        problem = f"must not contain {' '.join(repr(c) for c in bad)}"
+    elif len(name.encode("utf-8")) > 255:
+        problem = "must be at most 255 bytes long"
+    if problem:
+        raise ValueError(f"index name {name!r} {problem} (Elasticsearch's rules for index names)")
+    return name
+
+
+def _field_types(properties: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """``{dotted path: type}`` of a mapping's fields, objects walked into (``{"a": {"properties": {"b": ...}}}``
+    gives ``a.b``; object fields have type ``object``)."""
+    types: dict[str, str] = {}
+    for name, spec in properties.items():
+        if not isinstance(spec, Mapping):
+            continue
+        path = prefix + name
+        types[path] = str(spec.get("type", "object"))
+        if isinstance(spec.get("properties"), Mapping):
+            types.update(_field_types(spec["properties"], path + "."))
+    return types
+
+
+def _check_fields(index: str, mappings: Mapping[str, Any], fields: dict[str, str], url: str) -> None:
+    """Raise :class:`MappingError` naming every configured field the index lacks or maps as non-text."""
+    types = _field_types(mappings.get("properties") or {})
+    missing = [f"{role} field {name!r}" for role, name in fields.items() if name not in types]
+    wrong = [
+        f"{role} field {name!r} is mapped as {types[name]!r}"
+        for role, name in fields.items()
+        if name in types and types[name] != "text"
+    ]
+    if not missing and not wrong:
+        return
+    has = ", ".join(sorted(t for t in types if types[t] != "object")) or "no fields"
+    problems = []
+    if missing:
+        problems.append(f"lacks the {' and the '.join(missing)}")
+    if wrong:
+        problems.append("; ".join(wrong) + " (SeaKR's BM25 search needs type 'text')")
+    raise MappingError(
+        f"Elasticsearch index {index!r} at {url} {'; '.join(problems)} (its fields: {has}); point title_field/"
+        f"text_field (--title-field/--text-field) at its text fields, or build a new index with "
+        f"{how_to_build(url, 'NEW_NAME')}",
+        url,
+    )
+
+
+def index_status(
+    client: Elasticsearch, connection: ElasticsearchConnection, name: str, title_field: str, text_field: str
+) -> IndexStatus:
+    """Check that ``name`` exists and every index behind it maps both fields as text; count its documents.
+
+    Raises:
+        IndexNotFoundError: No such index (the message says how to build it).
+        MappingError: A field is missing or not text (named in the message).
+        ClusterUnreachableError, AuthenticationError: See :class:`ElasticsearchConnection`.
+    """
+    with connection.errors("read the mapping", name):
+        mappings = client.indices.get_mapping(index=name).body
+    if not mappings:  # a pattern that matches nothing
+        raise IndexNotFoundError(
+            f"no Elasticsearch index matches {name!r} at {connection.url}; build one with "
+            f"{how_to_build(connection.url, name)}",
+            connection.url,
+        )
+    fields = {"title": title_field, "text": text_field}
+    seakr: Mapping[str, Any] | None = None
+    for concrete, body in sorted(mappings.items()):
+        mapping = body.get("mappings") or {}
+        _check_fields(concrete, mapping, fields, connection.url)
+        meta = (mapping.get("_meta") or {}).get(META_KEY)
+        if isinstance(meta, Mapping) and (seakr is None or not meta.get("complete")):
+            seakr = meta
+    with connection.errors("count documents", name):
+        num_docs = int(client.count(index=name)["count"])
+    return IndexStatus(name, tuple(sorted(mappings)), num_docs, seakr)
+
+
+def require_complete(status: IndexStatus, url: str) -> None:
+    """Raise :class:`IncompleteIndexError` for a seakr build that has not finished."""
+    if status.complete:
+        return
+    raise IncompleteIndexError(
+        f"Elasticsearch index {status.name!r} at {url} is incomplete: a `seakr index` build into it was interrupted "
+        f"or is still running ({status.num_docs} passages so far); run {how_to_build(url, status.name)} again with "
+        "the same corpus to complete it (passages already indexed are skipped), or pass allow_incomplete=True to "
+        "search it as it is",
+        url,
+    )
+
+
+def build_elasticsearch_index(
+    documents: CorpusSource,
+    index: str = DEFAULT_INDEX,
+    *,
+    connection: ElasticsearchConnection | None = None,
+    url: str | None = None,
+    title_field: str = DEFAULT_TITLE_FIELD,
+    text_field: str = DEFAULT_TEXT_FIELD,
+    shards: int = 1,
+    replicas: int = 1,
+    batch_size: int = 1000,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> IndexBuild:
+    """Bulk-index a corpus into an Elasticsearch index, creating it with the BM25 mapping if needed; resumable.
+
+    Every passage is sent with its id as ``_id``.  By default as a ``create``: one the index already holds is left
+    as it is and counted in ``already_indexed``, so running the same command again after an interruption (Ctrl-C,
+    a lost connection, a bad corpus line fixed) completes the index without duplicates and without rewriting what
+    is there.  With ``overwrite`` passages are sent as ``index`` operations and replace same-id documents (for an
+    updated corpus).
+
+    For an index it creates, or one it created before, the build switches periodic refresh and replicas off
+    while loading (restored at the end, and on failure, so what was indexed is searchable), then refreshes,
+    counts, and marks the index complete in ``_meta.seakr``.  An existing index seakr did not create is only
+    added to; its settings are left alone.
+
+    Args:
+        documents: Path of a JSONL corpus (``{"id", "title", "text"}`` per line, gzip or not) or an iterable of
+            dicts / :class:`Passage` objects; ids must be unique (the corpus reader checks).
+        index: The index name (rules: :func:`check_index_name`).
+        connection: Cluster settings; default ``ElasticsearchConnection.from_env(url)``.
+        url: The cluster's URL when ``connection`` is not given (default ``$ELASTICSEARCH_URL``).
+        title_field: Field for passage titles.
+        text_field: Field for passage texts.
+        shards: Primary shards of a new index (see docs/scaling.md: one per ~10-50 GB).
+        replicas: Replicas once the build is done (a new or seakr-built index).
+        batch_size: Passages per bulk request.
+        overwrite: Replace passages already in the index instead of skipping them.
+        progress: Show a tqdm progress bar on stderr.
+
+    Returns:
+        What the run did (:class:`IndexBuild`).
+
+    Raises:
+        FileNotFoundError: The corpus file does not exist (checked before contacting the cluster).
+        ValueError: A bad corpus record (its line), a bad index name or argument.  The passages sent before it
+            stay indexed; fix the corpus and rerun to complete.
+        MappingError: The index exists but lacks the fields (named).
+        ElasticsearchBackendError: A passage was rejected (its id and the reason), the final count is short, or
+            another cluster error (subclasses say unreachable or authentication failed).
+    """
+    started = time.perf_counter()
+    for name, value, low in (("shards", shards, 1), ("replicas", replicas, 0), ("batch_size", batch_size, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name}={value!r}: must be an integer >= {low}")
+    if not title_field or not text_field or title_field == text_field:
+        raise ValueError(f"title_field={title_field!r}, text_field={text_field!r}: give two different field names")
+    check_index_name(index)
+    records = _iter_records(documents)  # checks the argument's type
+    is_path = isinstance(documents, (str, os.PathLike))
+    if is_path and not Path(documents).is_file():
+        raise FileNotFoundError(f"corpus {os.fspath(documents)} does not exist (expected a JSONL file)")
+    total = len(documents) if isinstance(documents, Sized) and not is_path else None
+    source = str(Path(documents).resolve()) if is_path else f"<{type(documents).__name__}>"
+    conn = connection or ElasticsearchConnection.from_env(url)
+    client = conn.client().options(request_timeout=max(conn.request_timeout, _BULK_TIMEOUT), retry_on_timeout=True)
+    try:
+        with conn.errors("check whether the index exists", index):
+            exists = bool(client.indices.exists(index=index))
+        created = False
+        if exists:
+            status = index_status(client, conn, index, title_field, text_field)
+            ours = status.seakr is not None
+        else:
+            body = mapping_body(title_field, text_field, shards=shards)
+            body["mappings"]["_meta"][META_KEY].update(source=source, created=_now())
+            with conn.errors("create the index", index):
+                client.indices.create(index=index, **body)
+            created = ours = True
+        if ours:
+            _set_loading(client, conn, index, loading=True)
+            _set_meta(client, conn, index, complete=False, source=source)
+        try:
+            added, existing = _bulk(
+                client,
+                conn,
+                index,
+                records,
+                title_field=title_field,
+                text_field=text_field,
+                batch_size=batch_size,
+                overwrite=overwrite,
+                bar=tqdm(
+                    total=total,
+                    desc=f"indexing {Path(source).name if is_path else source} into {index}",
+                    unit=" passages",
+                    disable=not progress,
+                    dynamic_ncols=True,
+                ),
+            )
+        finally:
+            if ours:  # also on failure: what was indexed becomes searchable (the index stays marked incomplete)
+                _set_loading(client, conn, index, loading=False, replicas=replicas, quiet=True)
+        with conn.errors("refresh the index", index):
+            client.indices.refresh(index=index)
+        with conn.errors("count documents", index):
+            num_docs = int(client.count(index=index)["count"])
+        if num_docs < added + existing:
+            raise ElasticsearchBackendError(
+                f"Elasticsearch index {index!r} at {conn.url} holds {num_docs} documents after the build, but the "
+                f"corpus has {added + existing} passages (all acknowledged); run {how_to_build(conn.url, index)} "
+                "again to complete it",
+                conn.url,
+            )
+        if ours:
+            _set_meta(client, conn, index, complete=True, source=source, num_docs=num_docs, completed=_now())
+    finally:
+        client.close()
+    return IndexBuild(index, conn.url, added, existing, num_docs, time.perf_counter() - started, created)
+
+
+def _bulk(
+    client: Elasticsearch,
+    conn: ElasticsearchConnection,
+    index: str,
+    records: Iterator[tuple[str, str, str]],
+    *,
+    title_field: str,
+    text_field: str,
+    batch_size: int,
+    overwrite: bool,
+    bar: tqdm,
+) -> tuple[int, int]:
+    """Send the records; ``(written, already indexed)``.  Stops at the first passage the cluster rejects."""
+    from elasticsearch import helpers
+
+    op = "index" if overwrite else "create"
+    actions = (
+        {"_op_type": op, "_index": index, "_id": pid, "_source": {title_field: title, text_field: text}}
+        for pid, title, text in records
+    )
+    added = existing = 0
+    with bar, conn.errors("bulk-index passages", index):
+        for ok, item in helpers.streaming_bulk(
+            client,
+            actions,
+            chunk_size=batch_size,
+            max_chunk_bytes=_MAX_CHUNK_BYTES,
+            raise_on_error=False,
+            max_retries=3,  # per-document 429 (queue full) rejections, with exponential backoff from 2 s
+            initial_backoff=2,
+        ):
+            result = item.get(op, {})
+            if ok:
+                added += 1
+            elif result.get("status") == 409 or _error_type(result) == "version_conflict_engine_exception":
+                existing += 1
+            else:
+                raise ElasticsearchBackendError(
+                    f"Elasticsearch index {index!r} at {conn.url} rejected passage {result.get('_id')!r} (HTTP "
+                    f"{result.get('status')} {_error_type(result)}: {conn.scrub(_error_reason(result))}); "
+                    f"{added + existing} passages were indexed before it; fix the cause and run "
+                    f"{how_to_build(conn.url, index)} again to complete the index",
+                    conn.url,
+                )
+            bar.update(1)
+    return added, existing
+
+
+def _error_type(result: Mapping[str, Any]) -> str:
+    error = result.get("error")
+    return str(error.get("type", "")) if isinstance(error, Mapping) else str(error or "")
+
+
+def _error_reason(result: Mapping[str, Any]) -> str:
+    error = result.get("error")
+    return str(error.get("reason", ""))[:300] if isinstance(error, Mapping) else str(error or "")[:300]
+
+
+def _set_loading(
+    client: Elasticsearch,
+    conn: ElasticsearchConnection,
+    index: str,
+    *,
+    loading: bool,
+    replicas: int = 0,
+    quiet: bool = False,
+) -> None:
+    """Switch a seakr index between bulk loading (no refresh, no replicas) and serving (default refresh, replicas).
+
+    ``quiet`` swallows failures: used while another error propagates, which must not be hidden.
+    """
+    settings = (
+        {"refresh_interval": "-1", "number_of_replicas": 0}
+        if loading
+        else {
+            "refresh_interval": None,  # back to the cluster's default (1 s)
+            "number_of_replicas": replicas,
+        }
+    )
+    try:
+        with conn.errors("change the index settings", index):
+            client.indices.put_settings(index=index, settings={"index": settings})
+    except ElasticsearchBackendError:
+        if not quiet:
+            raise
+
+
+def _set_meta(client: Elasticsearch, conn: ElasticsearchConnection, index: str, **state: Any) -> None:
+    """Merge ``state`` into the index's ``_meta.seakr`` (the mapping's ``_meta`` is replaced as a whole)."""
+    with conn.errors("read the mapping", index):
+        (body,) = client.indices.get_mapping(index=index).body.values()  # ``index`` is one concrete index
+    mapping = body["mappings"]
+    meta = dict(mapping.get("_meta") or {})
+    meta[META_KEY] = {**(meta.get(META_KEY) or {}), **state}
+    with conn.errors("update the index metadata", index):
+        client.indices.put_mapping(index=index, meta=meta)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
