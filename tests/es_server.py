@@ -183,7 +183,10 @@ class StubServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        class _Server(ThreadingHTTPServer):
+            request_queue_size = 128  # the default 5 drops connections of concurrent clients (SYN retried after 1 s)
+
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="es-stub", daemon=True)

@@ -1,15 +1,18 @@
 """SeaKR's reasoning loop (SPEC sections 5-7): when to retrieve, which passage to keep, how to answer.
 
-Each question runs as a generator that yields the LM calls it needs next and receives their scored outputs.  One
-driver then serves any number of questions: it gathers the pending calls of every question in flight into a single
-back-end batch, so ``answer_many`` shares engine batches across questions while each question's logic stays a plain
-sequential reading of the paper's algorithm.
+Each question runs as a generator that yields the LM calls it needs next and receives their scored outputs, or a
+search it needs and receives the passages.  One driver then serves any number of questions: it gathers the pending
+calls of every question in flight into a single back-end batch, and the searches of a round into one
+``search_many`` call when the retriever offers it (an Elasticsearch cluster answers them concurrently), so
+``answer_many`` shares engine batches and search round trips across questions while each question's logic stays a
+plain sequential reading of the paper's algorithm.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
@@ -39,7 +42,18 @@ __all__ = ["RetrievalError", "SeaKR"]
 
 Call = tuple[str, SamplingConfig]
 Scored = tuple[SelfAwareOutput, Uncertainty]
-Program = Generator[list[Call], list[Scored], SeaKRResult]
+
+
+@dataclass(frozen=True)
+class _Search:
+    """A program's request for a search; the driver sends back the passages (or throws the search's error in)."""
+
+    query: str
+    k: int
+
+
+Request = list[Call] | _Search
+Program = Generator[Request, Any, SeaKRResult]
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -78,7 +92,10 @@ class SeaKR:
 
     Args:
         backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
-        retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).
+        retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).  A retriever that
+            also has ``search_many(queries, k, return_exceptions=True)`` (e.g. ``ElasticsearchRetriever``) gets
+            the searches of each round of ``answer_many`` in one call, to run them concurrently; it returns one
+            passage list or exception per query, in order.
         config: SeaKR's settings; the authors' defaults when omitted.
 
     Example:
@@ -276,21 +293,25 @@ class SeaKR:
             raise ValueError(f"max_in_flight={max_in_flight!r}: must be an integer >= 1")
         waiting = iter(programs)
         active: dict[int, tuple[_Question, Generator, list[Call]]] = {}
+        searching: dict[int, tuple[_Question, Generator, _Search]] = {}
         out: list[SeaKREvent | tuple[_Question, Any]] = []
 
-        def advance(state: _Question, program: Generator, value: list[Scored] | None) -> None:
+        def advance(state: _Question, program: Generator, value: Any, error: Exception | None = None) -> None:
             state.outbox = out
             try:
-                calls = program.send(value)
+                request = program.send(value) if error is None else program.throw(error)
             except StopIteration as done:
                 out.append((state, done.value))
                 return
-            active[state.index] = (state, program, calls)
+            if isinstance(request, _Search):
+                searching[state.index] = (state, program, request)
+            else:
+                active[state.index] = (state, program, request)
 
         try:
             exhausted = False
             while True:
-                while not exhausted and len(active) < max_in_flight:
+                while not exhausted and len(active) + len(searching) < max_in_flight:
                     nxt = next(waiting, None)
                     if nxt is None:
                         exhausted = True
@@ -298,6 +319,18 @@ class SeaKR:
                     advance(nxt[0], nxt[1], None)
                     yield from out
                     out.clear()
+                if searching:  # the searches of this round, together; their programs then go on to LM calls
+                    pending = list(searching.values())
+                    searching.clear()
+                    found = self._search_all([(state, request) for state, _, request in pending])
+                    for (state, program, _), result in zip(pending, found, strict=True):
+                        if isinstance(result, Exception):
+                            advance(state, program, None, result)
+                        else:
+                            advance(state, program, result)
+                        yield from out
+                        out.clear()
+                    continue
                 if not active:
                     if exhausted:
                         return
@@ -322,8 +355,42 @@ class SeaKR:
                     yield from out
                     out.clear()
         finally:
-            for _, program, _ in active.values():
+            for _, program, _ in [*active.values(), *searching.values()]:
                 program.close()
+
+    def _search_all(self, requests: list[tuple[_Question, _Search]]) -> list[list[Passage] | Exception]:
+        """Run a round's searches: each question's passages, or the exception its search raised.
+
+        Questions whose observer searches itself (an adapter routing the search through its framework's
+        callbacks) are searched one by one through it.  The others go to the retriever together: in one
+        ``search_many`` call when it has one, else one ``search`` each.
+        """
+        retriever = self.retriever
+        results: list[Any] = [None] * len(requests)
+        plain: list[int] = []
+        for i, (state, request) in enumerate(requests):
+            if type(state.observer).search is Observer.search:
+                plain.append(i)
+            else:
+                results[i] = _attempt(state.observer.search, retriever, request.query, request.k)
+        search_many = getattr(retriever, "search_many", None)
+        if len(plain) < 2 or not callable(search_many):
+            for i in plain:
+                results[i] = _attempt(retriever.search, requests[i][1].query, requests[i][1].k)  # type: ignore[union-attr]
+            return results
+        queries = [requests[i][1].query for i in plain]
+        many = _attempt(search_many, queries, self.config.n_candidates, return_exceptions=True)
+        if not isinstance(many, Exception) and (not isinstance(many, list) or len(many) != len(plain)):
+            many = TypeError(
+                f"{type(retriever).__name__}.search_many returned {type(many).__name__}"
+                f"{f' of {len(many)} results' if isinstance(many, list) else ''} for {len(plain)} queries; it must "
+                "return one passage list (or exception) per query, in order"
+            )
+        for i, result in zip(plain, [many] * len(plain) if isinstance(many, Exception) else many, strict=True):
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result  # e.g. a cancellation: not a search failure to record
+            results[i] = result
+        return results
 
     # ------------------------------------------------------------------------------------------------ LM calls
     def _run(self, calls: list[Call]) -> list[Scored]:
@@ -385,10 +452,13 @@ class SeaKR:
         text = out.greedy.text.strip()
         return Assessment(state.question, text, u, self._uncertain(text, u), has_answer(text), out)
 
-    def _search(self, state: _Question, step: StepTrace, query: str) -> list[Passage] | None:
-        """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``)."""
+    def _search(self, state: _Question, step: StepTrace, query: str) -> Generator[_Search, Any, list[Passage] | None]:
+        """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``).
+
+        The driver runs the search (see :meth:`_search_all`) and sends the results back, or throws the search's
+        exception in at the ``yield``, so it is handled here either way."""
         try:
-            results = state.observer.search(self.retriever, query, self.config.n_candidates)  # type: ignore[arg-type]
+            results = yield _Search(query, self.config.n_candidates)
             bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
             if bad:
                 raise TypeError(f"the retriever returned {bad[0]} objects; search() must return Passage objects")
@@ -467,7 +537,7 @@ class SeaKR:
         step.accepted = winner.generation.strip()
         state.emit(PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen))
 
-    def _round(self, state: _Question, searched: set[str]) -> Generator[list[Call], list[Scored], StepTrace]:
+    def _round(self, state: _Question, searched: set[str]) -> Generator[Request, Any, StepTrace]:
         """One round of the multi-hop loop; sets ``step.stop`` when the loop must end."""
         cfg = self.config
         ((out, u),) = yield [self._call(state, state.steps, state.docs, sentence=True)]
@@ -501,7 +571,7 @@ class SeaKR:
                 step.stop = "repeated query"
                 return step
             searched.add(query.text)
-            found = self._search(state, step, query.text)
+            found = yield from self._search(state, step, query.text)
             if found is None:
                 return step
             yield from self._rerank(state, step, found)
@@ -590,7 +660,7 @@ class SeaKR:
         if self._uncertain(out.greedy.text, direct.uncertainty):
             step.decision, step.query = "retrieve", state.question
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-            found = self._search(state, step, state.question)
+            found = yield from self._search(state, step, state.question)
             stop_reason = step.stop or "answered from passages"
             if found:
                 scored = yield from self._score_candidates(state, found)
@@ -624,6 +694,14 @@ class SeaKR:
             lm_calls=state.lm_calls,
             config=self.config.to_dict(),
         )
+
+
+def _attempt(search: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``search(*args, **kwargs)``, or the exception it raised (for the program to handle at its ``yield``)."""
+    try:
+        return search(*args, **kwargs)
+    except Exception as exc:
+        return exc
 
 
 def _choose(rationales: FinalTrace, knowledge: FinalTrace) -> FinalTrace:

@@ -61,13 +61,21 @@ class BackgroundLoop:
                 self._loop = loop
             return self._loop
 
+    def _ensure_for(self, coro: Coroutine[Any, Any, Any]) -> asyncio.AbstractEventLoop:
+        """The loop, or close ``coro`` (it will never run) and raise."""
+        try:
+            return self._ensure()
+        except BaseException:
+            coro.close()
+            raise
+
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and wait for its result (blocking the calling thread).
 
         Raises:
             RuntimeError: Called from the loop's own thread (it would wait for itself forever).
         """
-        loop = self._ensure()
+        loop = self._ensure_for(coro)
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError(f"{self.name}: run() was called from its own thread; await call() instead")
@@ -80,7 +88,7 @@ class BackgroundLoop:
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` run on the loop, from any event loop (cancelling the caller cancels it there too)."""
-        loop = self._ensure()
+        loop = self._ensure_for(coro)
         if asyncio.get_running_loop() is loop:
             return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))

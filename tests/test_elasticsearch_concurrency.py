@@ -1,0 +1,208 @@
+"""Searches of one round run together: ``SeaKR.answer_many`` hands a retriever that has ``search_many`` all the
+searches of a round at once, and ``ElasticsearchRetriever.search_many`` runs them concurrently on its asyncio client.
+
+The loop's side is tested with the scripted back-end of ``fakes.py``; the retriever's side against a local stub
+that answers like Elasticsearch after a delay and records how many requests it served at once (the emulator would
+do, but concurrency must be shown the same way against any server).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import pytest
+from es_server import StubServer
+from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+from test_reasoner import CONFIG, final, is_step, parse
+
+from seakr_integrations.reasoning import Observer, RetrievalError, SeaKR
+from seakr_integrations.retrieval import ElasticsearchRetriever, Passage
+
+QUESTIONS = ["Alpha question?", "Beta question?", "Gamma question?"]
+
+
+def respond(prompt, config):
+    """Every question is unsure at first, retrieves once, then answers from its passage."""
+    question, context, _ = parse(prompt)
+    if not is_step(config):
+        return final(f"So the answer is {question[:5]}")
+    if not context:
+        return Reply(f"Unsure about {question}", spread=1.0)
+    return Reply(f"So the answer is {question[:5]}", spread=0.2)
+
+
+def by_last_word(query: str) -> list[Passage]:
+    return [passage(query.split()[-1])]
+
+
+class BatchRetriever(FakeRetriever):
+    """A FakeRetriever that also has ``search_many``; records each batch.  ``failing`` queries get an error."""
+
+    def __init__(self, *args, failing: Sequence[str] = (), broken: Exception | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.batches: list[list[str]] = []
+        self.failing = set(failing)
+        self.broken = broken
+
+    def search_many(self, queries, k=3, *, return_exceptions=False):
+        self.batches.append(list(queries))
+        if self.broken is not None:
+            raise self.broken
+        out: list = []
+        for q in queries:
+            if any(word in q for word in self.failing):
+                out.append(ConnectionError(f"shard failed for {q!r}"))
+            else:
+                out.append(self.search(q, k))
+        return out
+
+
+def test_a_rounds_searches_go_to_search_many_in_one_call_and_change_nothing_else():
+    batched = BatchRetriever(default=by_last_word)
+    together = SeaKR(ScriptedBackend(respond), batched, CONFIG).answer_many(QUESTIONS)
+    assert len(batched.batches) == 1 and sorted(batched.batches[0]) == sorted(q for q, _ in batched.queries)
+    assert len(batched.batches[0]) == 3
+    plain = FakeRetriever(default=by_last_word)
+    expected = SeaKR(ScriptedBackend(respond), plain, CONFIG).answer_many(QUESTIONS)
+    assert [r.to_dict() for r in together] == [r.to_dict() for r in expected]
+    assert [r.passages[0].id for r in together] == ["question", "question", "question"]
+
+
+def test_one_question_searches_plainly():
+    batched = BatchRetriever(default=by_last_word)
+    SeaKR(ScriptedBackend(respond), batched, CONFIG).answer(QUESTIONS[0])
+    assert batched.batches == [] and len(batched.queries) == 1
+
+
+def test_events_of_each_question_keep_their_order():
+    batched = BatchRetriever(default=by_last_word)
+    seakr = SeaKR(ScriptedBackend(respond), batched, CONFIG)
+    events = list(seakr.iter_events(QUESTIONS))
+    alone = [
+        e.kind
+        for e in SeaKR(ScriptedBackend(respond), FakeRetriever(default=by_last_word), CONFIG).iter_events(QUESTIONS[:1])
+    ]
+    for i in range(3):
+        assert [e.kind for e in events if e.question_index == i] == alone
+
+
+def test_a_failed_search_in_the_batch_affects_only_its_question():
+    batched = BatchRetriever(default=by_last_word, failing=["Beta"])
+    config = CONFIG.with_(on_retrieval_error="answer_without")
+    results = SeaKR(ScriptedBackend(respond), batched, config).answer_many(QUESTIONS)
+    assert [r.stop_reason for r in results][1] == "retrieval error"
+    assert results[1].steps[0].error.startswith("ConnectionError: shard failed for ")
+    assert [bool(r.passages) for r in results] == [True, False, True]
+    with pytest.raises(RetrievalError, match=r"'Beta question\?'.*ConnectionError: shard failed"):
+        SeaKR(ScriptedBackend(respond), BatchRetriever(default=by_last_word, failing=["Beta"]), CONFIG).answer_many(
+            QUESTIONS
+        )
+
+
+def test_a_search_many_that_raises_or_miscounts_fails_every_search_of_the_round():
+    config = CONFIG.with_(on_retrieval_error="answer_without")
+    broken = BatchRetriever(default=by_last_word, broken=TimeoutError("cluster busy"))
+    results = SeaKR(ScriptedBackend(respond), broken, config).answer_many(QUESTIONS)
+    assert [r.steps[0].error for r in results] == ["TimeoutError: cluster busy"] * 3
+
+    class Miscounting(BatchRetriever):
+        def search_many(self, queries, k=3, *, return_exceptions=False):
+            return super().search_many(queries, k)[:-1]
+
+    results = SeaKR(ScriptedBackend(respond), Miscounting(default=by_last_word), config).answer_many(QUESTIONS)
+    assert all("search_many returned list of 2 results for 3 queries" in r.steps[0].error for r in results)
+
+
+def test_observers_that_search_themselves_are_searched_one_by_one():
+    class Routing(Observer):
+        def __init__(self) -> None:
+            self.searched: list[str] = []
+
+        def search(self, retriever, query, k):
+            self.searched.append(query)
+            return retriever.search(query, k)
+
+    batched = BatchRetriever(default=by_last_word)
+    observers = [Routing(), None, None]
+    events = list(SeaKR(ScriptedBackend(respond), batched, CONFIG).iter_events(QUESTIONS, observers=observers))
+    assert len(observers[0].searched) == 1  # through the adapter's hook
+    assert [len(b) for b in batched.batches] == [2]  # the other two together
+    assert sum(e.kind == "answered" for e in events) == 3
+
+
+# ---------------------------------------------------------------------------------------------- the real retriever
+class SlowCluster:
+    """Answers every ``_search`` like Elasticsearch after ``delay`` seconds; counts requests served at once."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.in_flight = 0
+        self.most = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, method, path, headers, body):
+        with self.lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        try:
+            time.sleep(self.delay)
+            query = json.loads(body)["query"]["multi_match"]["query"]
+            word = query.split()[-1]
+            hit = {"_index": "wiki", "_id": word, "_score": 1.5, "_source": {"title": word, "txt": f"text of {word}"}}
+            return 200, {"took": 1, "timed_out": False, "hits": {"hits": [hit]}}, {}
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+@pytest.fixture
+def slow_cluster() -> Iterator[tuple[SlowCluster, str]]:
+    cluster = SlowCluster(delay=0.4)
+    with StubServer(cluster) as server:
+        yield cluster, server.url
+
+
+def test_search_many_runs_the_searches_concurrently(slow_cluster):
+    cluster, url = slow_cluster
+    with ElasticsearchRetriever(url=url, check=False) as retriever:
+        queries = [f"query {i}" for i in range(8)]
+        started = time.monotonic()
+        results = retriever.search_many(queries, k=1)
+        elapsed = time.monotonic() - started
+    assert [r[0].id for r in results] == [str(i) for i in range(8)]  # in order
+    assert results[0][0] == Passage("0", "0", "text of 0", 1.5)
+    assert cluster.most == 8 and elapsed < 8 * cluster.delay / 2, f"{elapsed:.2f} s, at most {cluster.most} at once"
+
+
+def test_answer_many_over_elasticsearch_searches_concurrently(slow_cluster):
+    cluster, url = slow_cluster
+    with ElasticsearchRetriever(url=url, check=False) as retriever:
+        results = SeaKR(ScriptedBackend(respond), retriever, CONFIG).answer_many(QUESTIONS)
+    assert cluster.most == 3  # the three questions' searches were in flight together
+    assert [r.passages[0].id for r in results] == ["question", "question", "question"]
+    assert [r.answer for r in results] == ["Alpha", "Beta", "Gamma"]
+
+
+async def test_async_searches_from_a_running_event_loop(slow_cluster):
+    cluster, url = slow_cluster
+    with ElasticsearchRetriever(url=url, check=False) as retriever:
+        one = await retriever.asearch("about x", k=1)
+        many = await retriever.asearch_many(["a", "b", "c"], k=1)
+        blocking = retriever.search_many(["d"], k=1)  # a sync call inside a running loop still works (it blocks)
+    assert [p.id for p in one] == ["x"] and [r[0].id for r in many] == ["a", "b", "c"] and blocking[0][0].id == "d"
+    assert cluster.most == 3
+
+
+def test_close_stops_the_background_thread(slow_cluster):
+    _, url = slow_cluster
+    retriever = ElasticsearchRetriever(url=url, check=False)
+    retriever.search_many(["a", "b"], k=1)
+    assert any(t.name == "seakr-elasticsearch" for t in threading.enumerate())
+    retriever.close()
+    retriever.close()  # idempotent
+    assert not any(t.name == "seakr-elasticsearch" and t.is_alive() for t in threading.enumerate())
+    with pytest.raises(RuntimeError, match="is closed"):
+        retriever.search_many(["a", "b"])
