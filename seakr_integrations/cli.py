@@ -130,9 +130,11 @@ def _ask(args: argparse.Namespace) -> int:
 def _index(args: argparse.Namespace) -> int:
     if args.es is not None:
         return _index_es(args)
-    for option in ("title_field", "text_field", "shards", "replicas", "batch_size", "replace_existing"):
-        if getattr(args, option) != _ES_INDEX_DEFAULTS[option]:
-            raise ValueError(f"--{option.replace('_', '-')} applies to Elasticsearch indexes (--es) only")
+    given = [option for option, _, _ in _ES_INDEX_OPTIONS if getattr(args, option) is not None]
+    if args.replace_existing:
+        given.append("replace_existing")
+    if given:
+        raise ValueError(f"--{given[0].replace('_', '-')} applies to Elasticsearch indexes (--es) only")
     from seakr_integrations.retrieval.bm25 import BM25Index
 
     started = time.perf_counter()
@@ -144,23 +146,21 @@ def _index(args: argparse.Namespace) -> int:
 def _index_es(args: argparse.Namespace) -> int:
     from seakr_integrations.retrieval.es_index import build_elasticsearch_index
 
+    options = {
+        name: default if getattr(args, name) is None else getattr(args, name) for name, default, _ in _ES_INDEX_OPTIONS
+    }
     try:
         build = build_elasticsearch_index(
             args.corpus,
-            args.index,
             url=args.es or None,
-            title_field=args.title_field,
-            text_field=args.text_field,
-            shards=args.shards,
-            replicas=args.replicas,
-            batch_size=args.batch_size,
             overwrite=args.replace_existing,
             progress=not args.quiet,
+            **options,
         )
     except KeyboardInterrupt:
         print(
-            f"seakr: interrupted; the passages sent so far stay in index {args.index!r}: run the same command again "
-            "to complete it (passages already indexed are skipped)",
+            f"seakr: interrupted; the passages sent so far stay in index {options['index']!r}: run the same command "
+            "again to complete it (passages already indexed are skipped)",
             file=sys.stderr,
         )
         return 130
@@ -191,7 +191,6 @@ _ES_INDEX_OPTIONS = (
     ("replicas", 1, "replicas once the build is done (default 1)"),
     ("batch_size", 1000, "passages per bulk request (default 1000)"),
 )
-_ES_INDEX_DEFAULTS = {option: default for option, default, _ in _ES_INDEX_OPTIONS} | {"replace_existing": False}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -266,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     es = index.add_argument_group("Elasticsearch (with --es)")
     for option, default, text in _ES_INDEX_OPTIONS:
-        es.add_argument(f"--{option.replace('_', '-')}", type=type(default), default=default, help=text)
+        es.add_argument(f"--{option.replace('_', '-')}", type=type(default), default=None, help=text)
     es.add_argument(
         "--replace-existing",
         action="store_true",
