@@ -15,6 +15,7 @@ from seakr_integrations.reasoning.events import (
 from seakr_integrations.reasoning.exemplars import EXEMPLAR_SETS, Exemplar, exemplars
 from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
+from seakr_integrations.reasoning.tables import candidate_rows, final_rows, step_rows
 from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
 
 __all__ = [
@@ -38,8 +39,11 @@ __all__ = [
     "SeaKRResult",
     "StepTrace",
     "build_query",
+    "candidate_rows",
     "exemplars",
     "extract_answer",
+    "final_rows",
     "has_answer",
     "is_unknown",
+    "step_rows",
 ]

@@ -1,0 +1,57 @@
+"""The trace as flat rows: the same rows from a live result, its JSON form and a chain's returned trace."""
+
+import json
+
+import pytest
+from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+from test_reasoner import CONFIG, final, is_step, parse
+
+from seakr_integrations.reasoning import SeaKR, candidate_rows, final_rows, step_rows
+
+
+def _result():
+    spreads = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
+
+    def respond(prompt, config):
+        _, context, answer = parse(prompt)
+        if not is_step(config):
+            return final("So the answer is France")
+        if not context:
+            return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
+        if not answer:
+            return Reply("It is in France", spread=spreads[context[-1]])
+        return Reply("", spread=1.0)  # an empty step: infinite uncertainty
+
+    retriever = FakeRetriever(default=[passage("p1"), passage("p2"), passage("p3")])
+    return SeaKR(ScriptedBackend(respond), retriever, CONFIG).answer("Which country is the Eiffel Tower in?")
+
+
+def test_rows_follow_the_trace():
+    result = _result()
+    steps = step_rows(result)
+    assert steps[0]["step"] == 1 and steps[0]["decision"] == "retrieve"
+    assert steps[0]["uncertainty"] == pytest.approx(result.steps[0].uncertainty.value)
+    assert steps[0]["query"] == "Eiffel Tower stands" and steps[0]["masked_words"] == "Germany"
+    assert (steps[0]["candidates"], steps[0]["chosen_id"], steps[0]["accepted"]) == (3, "p2", "It is in France")
+    assert steps[0]["chosen_title"] == result.steps[0].candidates[1].passage.title
+    assert steps[1]["uncertainty"] is None  # the empty step: inf in the trace, None in its JSON form
+    cands = candidate_rows(result)
+    assert [(c["step"], c["search_rank"], c["id"], c["chosen"]) for c in cands][:3] == [
+        (1, 1, "p1", False),
+        (1, 2, "p2", True),
+        (1, 3, "p3", False),
+    ]
+    assert cands[1]["uncertainty"] < cands[0]["uncertainty"] < cands[2]["uncertainty"]
+    finals = final_rows(result)
+    assert {f["strategy"] for f in finals} == {"rationales", "knowledge"}
+    assert [f["strategy"] for f in finals if f["won"]] == [result.strategy]
+    assert all(f["answer"] == "France" for f in finals)
+
+
+def test_same_rows_from_the_json_form_and_a_clear_error_otherwise():
+    result = _result()
+    plain = json.loads(result.to_json())
+    for rows in (step_rows, candidate_rows, final_rows):
+        assert rows(plain) == rows(result)
+    with pytest.raises(TypeError, match="SeaKRResult or its to_dict"):
+        step_rows({"answer": "France"})
