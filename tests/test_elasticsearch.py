@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 from es_server import EMULATOR_ENV, emulator_name, server_label, start_emulator
-from fakes import Reply, ScriptedBackend
-from test_reasoner import CONFIG, final, is_step, parse
+from fakes import ScriptedBackend
+from test_reasoner import CONFIG
+from test_reasoner_components import eiffel as core_eiffel
 
 from seakr_integrations.cli import main
 from seakr_integrations.reasoning import SeaKR
@@ -39,67 +40,35 @@ pytest.importorskip(
 )
 
 CORPUS = [
-    ("p01", "Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France."),
-    ("p02", "Louvre", "The Louvre is the world's most-visited art museum, a historic landmark in Paris."),
-    ("p03", "Mount Everest", "Mount Everest is Earth's highest mountain above sea level, in the Himalayas."),
-    ("p04", "Amazon River", "The Amazon River in South America is the largest river by discharge volume of water."),
-    (
-        "p05",
-        "Alan Turing",
-        "Alan Turing was an English mathematician who formalised computation with the Turing machine.",
-    ),
-    ("p06", "Ada Lovelace", "Ada Lovelace was an English mathematician known for her work on the Analytical Engine."),
-    (
-        "p07",
-        "Great Barrier Reef",
-        "The Great Barrier Reef is the largest coral reef system, off Queensland, Australia.",
-    ),
-    (
-        "p08",
-        "Photosynthesis",
-        "Photosynthesis is the process by which plants turn sunlight, water and carbon dioxide into sugar.",
-    ),
-    (
-        "p09",
-        "Marie Curie",
-        "Marie Curie was a Polish physicist and chemist who conducted pioneering research on radioactivity.",
-    ),
-    ("p10", "Python", "Python is a high-level programming language whose design emphasises code readability."),
-    ("p11", "Tokyo Tower", "Tokyo Tower is a communications tower in Minato, Tokyo, inspired by the Eiffel Tower."),
-    (
-        "p12",
-        "Blackpool Tower",
-        "Blackpool Tower is a tourist attraction in Blackpool, England, inspired by the Eiffel Tower.",
-    ),
-    ("p13", "Sahara", "The Sahara is a desert in North Africa, the largest hot desert in the world."),
-    (
-        "p14",
-        "Penicillin",
-        "Penicillin was discovered in 1928 by Alexander Fleming, a Scottish physician and microbiologist.",
-    ),
-    ("p15", "Hamlet", "Hamlet is a tragedy written by William Shakespeare, set in Denmark."),
-    (
-        "p16",
-        "Moon landing",
-        "Apollo 11 landed the first humans on the Moon in July 1969; Neil Armstrong stepped out first.",
-    ),
-    (
-        "p17",
-        "Great Wall of China",
-        "The Great Wall of China is a series of fortifications built across northern China.",
-    ),
-    ("p18", "Mozart", "Wolfgang Amadeus Mozart was a prolific composer of the Classical period, born in Salzburg."),
-    ("p19", "Titanic", "RMS Titanic sank in the North Atlantic Ocean in April 1912 after striking an iceberg."),
-    (
-        "p20",
-        "Mitochondrion",
-        "The mitochondrion is an organelle that generates most of the chemical energy of the cell.",
-    ),
-    ("p21", "Berlin Wall", "The Berlin Wall divided Berlin from 1961 until it fell in November 1989."),
-    ("p22", "Nile", "The Nile is a major north-flowing river in northeastern Africa, flowing into the Mediterranean."),
-    ("p23", "Mona Lisa", "The Mona Lisa is a portrait painting by Leonardo da Vinci, kept in the Louvre in Paris."),
-    ("p24", "Jupiter", "Jupiter is the fifth planet from the Sun and the largest in the Solar System, a gas giant."),
+    tuple(row.split(" | "))  # id | title | text
+    for row in """
+p01 | Eiffel Tower | The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France.
+p02 | Louvre | The Louvre is the world's most-visited art museum, a historic landmark in Paris.
+p03 | Mount Everest | Mount Everest is Earth's highest mountain above sea level, in the Himalayas.
+p04 | Amazon River | The Amazon River in South America is the largest river by discharge volume of water.
+p05 | Alan Turing | Alan Turing was an English mathematician who formalised computation with the Turing machine.
+p06 | Ada Lovelace | Ada Lovelace was an English mathematician known for her work on the Analytical Engine.
+p07 | Great Barrier Reef | The Great Barrier Reef is the largest coral reef system, off Queensland, Australia.
+p08 | Photosynthesis | Photosynthesis is the process by which plants turn sunlight, water and carbon dioxide into sugar.
+p09 | Marie Curie | Marie Curie was a Polish physicist and chemist who conducted pioneering research on radioactivity.
+p10 | Python | Python is a high-level programming language whose design emphasises code readability.
+p11 | Tokyo Tower | Tokyo Tower is a communications tower in Minato, Tokyo, inspired by the Eiffel Tower.
+p12 | Blackpool Tower | Blackpool Tower is a tourist attraction in Blackpool, England, inspired by the Eiffel Tower.
+p13 | Sahara | The Sahara is a desert in North Africa, the largest hot desert in the world.
+p14 | Penicillin | Penicillin was discovered in 1928 by Alexander Fleming, a Scottish physician and microbiologist.
+p15 | Hamlet | Hamlet is a tragedy written by William Shakespeare, set in Denmark.
+p16 | Moon landing | Apollo 11 landed the first humans on the Moon in July 1969; Neil Armstrong stepped out first.
+p17 | Great Wall of China | The Great Wall of China is a series of fortifications built across northern China.
+p18 | Mozart | Wolfgang Amadeus Mozart was a prolific composer of the Classical period, born in Salzburg.
+p19 | Titanic | RMS Titanic sank in the North Atlantic Ocean in April 1912 after striking an iceberg.
+p20 | Mitochondrion | The mitochondrion is an organelle that generates most of the chemical energy of the cell.
+p21 | Berlin Wall | The Berlin Wall divided Berlin from 1961 until it fell in November 1989.
+p22 | Nile | The Nile is a major north-flowing river in northeastern Africa, flowing into the Mediterranean.
+p23 | Mona Lisa | The Mona Lisa is a portrait painting by Leonardo da Vinci, kept in the Louvre in Paris.
+p24 | Jupiter | Jupiter is the fifth planet from the Sun and the largest in the Solar System, a gas giant.
+""".strip().splitlines()
 ]
+TEXTS = {pid: text for pid, _, text in CORPUS}
 EIFFEL_QUESTION = "Which country is the Eiffel Tower in?"
 pytestmark = pytest.mark.elasticsearch
 LABEL = server_label()
@@ -401,15 +370,12 @@ def test_cli_ask_searches_elasticsearch(es_url, wiki, capsys, monkeypatch):
 
 # ----------------------------------------------------------------------------------------------------- adapters
 def eiffel(prompt, config):
-    """Unsure of its first step; the passage with the Champ de Mars makes the next step surest; then answers."""
-    _, context, answer = parse(prompt)
-    if not is_step(config):
-        return final("So the answer is France")
-    if not context:
-        return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
-    if not answer:
-        return Reply("It is in France", spread=0.2 if "Champ de Mars" in context[-1] else 0.8)
-    return Reply("So the answer is France", spread=1.0)
+    """The core tests' scripted scenario (``test_reasoner_components.eiffel``) over this corpus: a search for "Eiffel
+    Tower stands" finds the three passages that mention it, and the one on the Champ de Mars (p01) plays the
+    scenario's best passage, the one that leaves the model surest of its next step."""
+    for pid, role in (("p01", "text of p2"), ("p11", "text of p1"), ("p12", "text of p3")):
+        prompt = prompt.replace(TEXTS[pid], role)
+    return core_eiffel(prompt, config)
 
 
 def test_seakr_chain_takes_the_core_retriever_directly(retriever):
