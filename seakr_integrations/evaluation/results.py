@@ -1,0 +1,158 @@
+"""Results files: one JSON line per answered question, appended as it finishes, so an interrupted run resumes.
+
+An evaluation over hundreds of questions runs for hours on a CPU; a crash, a kill or a full disk must not cost the
+questions already answered, and resuming must not mix results of two different set-ups in one file.  So:
+
+* the first line is a header with the run's configuration and its fingerprint; a run resumes into a file only when
+  its fingerprint is the same, otherwise the error names the settings that differ;
+* each result is written as one line, flushed and fsync'ed before the next question starts;
+* a last line cut short by a crash (no newline at the end) is removed when the file is opened again, and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["ResultsFile", "config_fingerprint", "read_results"]
+
+FORMAT = "seakr-eval-results/1"
+
+
+def config_fingerprint(config: Mapping[str, Any]) -> str:
+    """A short stable hash of a JSON-able configuration (key order does not matter)."""
+    text = json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "<missing>"), new.get(key, "<missing>")
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: file has {a!r}, this run has {b!r}")
+    return out
+
+
+def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """(header, results, bytes of a cut-short last line) of an existing file; raises on anything else wrong."""
+    data = path.read_bytes()
+    cut = 0
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        cut, data = len(data) - keep, data[:keep]
+    lines = data.splitlines()
+    if not lines:
+        raise ValueError(f"{path}: empty results file (no header); delete it to start the run afresh")
+    records = []
+    for lineno, raw in enumerate(lines, 1):
+        try:
+            records.append(json.loads(raw))
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"{path}, line {lineno}: not a JSON record ({err.msg}); the file was edited or corrupted: repair or "
+                "move that line, or write the run to a new file"
+            ) from None
+    header = records[0]
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a seakr results file (the first line is not a {FORMAT} header)")
+    return header, records[1:], cut
+
+
+@dataclass
+class ResultsFile:
+    """An append-only results file for one configuration.
+
+    Use :meth:`open`, then :meth:`append` each finished question; :attr:`done` holds the ids already in the file.
+
+    Attributes:
+        path: The file.
+        config: The configuration of the run that writes it.
+        done: Ids of the questions already answered (read from the file when resuming).
+        cut_short: Bytes of an incomplete last line removed when the file was opened (0 normally).
+    """
+
+    path: Path
+    config: dict[str, Any]
+    done: set[str] = field(default_factory=set)
+    cut_short: int = 0
+    _handle: IO[str] | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], config: Mapping[str, Any], *, resume: bool = True) -> ResultsFile:
+        """Create ``path`` with a header, or reopen it to resume.
+
+        Args:
+            path: The results file (its directory is created).
+            config: Everything that determines the results (method, model, dataset, seeds...), JSON-able.
+            resume: Continue a file with the same configuration.  ``False`` refuses an existing file instead.
+
+        Raises:
+            FileExistsError: The file exists and ``resume`` is false.
+            ValueError: The file was written by a different configuration (the differing settings are named),
+                or it is not a results file, or one of its lines is corrupt.
+        """
+        path = Path(path)
+        config = json.loads(json.dumps(dict(config), allow_nan=False))  # JSON-able, and compared as stored
+        fingerprint = config_fingerprint(config)
+        results = cls(path, config)
+        if path.exists() and path.stat().st_size > 0:
+            if not resume:
+                raise FileExistsError(f"{path} exists; resume into it, or choose another output file")
+            header, records, results.cut_short = _load(path)
+            if header.get("fingerprint") != fingerprint:
+                diff = _differences(header.get("config", {}), config) or ["(the configuration hash differs)"]
+                raise ValueError(
+                    f"{path} holds results of a different configuration, so this run will not resume into it: "
+                    + "; ".join(diff)
+                    + ". Write to a new file (or delete this one to start over)."
+                )
+            if results.cut_short:
+                with open(path, "r+b") as f:
+                    f.truncate(path.stat().st_size - results.cut_short)
+            results.done = {str(r["id"]) for r in records if isinstance(r, dict) and "id" in r}
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            header = {"format": FORMAT, "fingerprint": fingerprint, "config": config}
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(json.dumps(header, ensure_ascii=False) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        results._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        return results
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Write one question's result (must hold its ``id``) durably before returning."""
+        if self._handle is None:
+            raise ValueError(f"{self.path} is closed")
+        qid = str(record["id"])
+        if qid in self.done:
+            raise ValueError(f"{self.path} already holds a result for question {qid!r}")
+        self._handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self.done.add(qid)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> ResultsFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """The header's configuration and the result records of a results file (a cut-short last line is ignored)."""
+    header, records, _ = _load(Path(path))
+    return header["config"], iter(records)

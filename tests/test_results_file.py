@@ -1,0 +1,61 @@
+"""Results files resume where a run stopped, refuse another configuration, and survive a cut-short last line."""
+
+import json
+
+import pytest
+
+from seakr_integrations.evaluation.results import ResultsFile, config_fingerprint, read_results
+
+CONFIG = {"method": "seakr", "model": "qwen", "seakr": {"k": 10, "delta": -6.0}}
+
+
+def test_append_then_resume_skips_what_is_done(tmp_path):
+    path = tmp_path / "runs" / "r.jsonl"
+    with ResultsFile.open(path, CONFIG) as out:
+        assert out.done == set()
+        out.append({"id": "q1", "f1": 1.0})
+        out.append({"id": "q2", "f1": 0.5})
+        with pytest.raises(ValueError, match="already holds a result for question 'q1'"):
+            out.append({"id": "q1", "f1": 0.0})
+    with ResultsFile.open(path, dict(reversed(list(CONFIG.items())))) as out:  # key order does not matter
+        assert out.done == {"q1", "q2"}
+        out.append({"id": "q3", "f1": 0.0})
+    config, records = read_results(path)
+    assert config == CONFIG and [r["id"] for r in records] == ["q1", "q2", "q3"]
+
+
+def test_a_different_configuration_is_refused_naming_the_settings(tmp_path):
+    path = tmp_path / "r.jsonl"
+    ResultsFile.open(path, CONFIG).close()
+    other = {**CONFIG, "seakr": {"k": 20, "delta": -6.0}}
+    with pytest.raises(ValueError, match=r"seakr\.k: file has 10, this run has 20.*new file"):
+        ResultsFile.open(path, other)
+    with pytest.raises(FileExistsError, match="exists"):
+        ResultsFile.open(path, CONFIG, resume=False)
+    assert config_fingerprint(CONFIG) != config_fingerprint(other)
+
+
+def test_a_line_cut_short_by_a_crash_is_removed_and_the_question_redone(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsFile.open(path, CONFIG) as out:
+        out.append({"id": "q1"})
+    with open(path, "a") as f:
+        f.write('{"id": "q2", "pred')  # the process died mid-write
+    with ResultsFile.open(path, CONFIG) as out:
+        assert out.cut_short == len('{"id": "q2", "pred') and out.done == {"q1"}
+        out.append({"id": "q2"})
+    assert [json.loads(line)["id"] for line in path.read_text().splitlines()[1:]] == ["q1", "q2"]
+
+
+def test_corrupt_or_foreign_files_are_refused(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsFile.open(path, CONFIG) as out:
+        out.append({"id": "q1"})
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\nnot json\n")
+    with pytest.raises(ValueError, match="line 2: not a JSON record"):
+        ResultsFile.open(path, CONFIG)
+    foreign = tmp_path / "questions.jsonl"
+    foreign.write_text('{"id": "q1", "question": "?"}\n')
+    with pytest.raises(ValueError, match="not a seakr results file"):
+        ResultsFile.open(foreign, CONFIG)
