@@ -42,6 +42,7 @@ def test_rows_follow_the_trace():
         (1, 3, "p3", False),
     ]
     assert cands[1]["uncertainty"] < cands[0]["uncertainty"] < cands[2]["uncertainty"]
+    assert [c["rank_value"] for c in cands[:3]] == [c["uncertainty"] for c in cands[:3]]
     finals = final_rows(result)
     assert {f["strategy"] for f in finals} == {"rationales", "knowledge"}
     assert [f["strategy"] for f in finals if f["won"]] == [result.strategy]

@@ -66,7 +66,9 @@ def candidate_rows(trace: TraceLike) -> list[dict[str, Any]]:
     """One row per passage tried in a re-ranking round: its search rank against the model's uncertainty.
 
     Columns: ``step`` (1-based), ``search_rank``, ``search_score``, ``title``, ``id``, ``uncertainty``,
-    ``chosen``, ``generation`` (the step the model wrote with the passage in context).
+    ``rank_value`` (what the re-ranking compared: the uncertainty, or ``None`` (infinite) when the model wrote an
+    empty step after reading the passage), ``chosen``, ``generation`` (the step written with the passage in
+    context).
     """
     return [
         {
@@ -76,6 +78,7 @@ def candidate_rows(trace: TraceLike) -> list[dict[str, Any]]:
             "title": c["title"],
             "id": c["id"],
             "uncertainty": _value(c["uncertainty"]),
+            "rank_value": c["rank_value"],
             "chosen": c["chosen"],
             "generation": c["generation"].strip(),
         }
