@@ -17,6 +17,8 @@ __all__ = ["SeaKRConfig"]
 Mode = Literal["multi_hop", "single_hop"]
 ContentFilter = Literal["stopwords", "spacy"]
 RetrievalErrorPolicy = Literal["raise", "answer_without"]
+RetrievePolicy = Literal["uncertain", "always", "never"]
+FinalStrategy = Literal["choose", "rationales", "knowledge"]
 _STYLES = ("2wiki", "hotpotqa", "simple")
 
 
@@ -54,6 +56,13 @@ class SeaKRConfig:
         chat_template: Wrap prompts in the model's chat template; ``None`` does so when the tokenizer has one.
         on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
             was gathered so far and record the failure in the trace).
+        retrieve: When a step retrieves: ``"uncertain"`` (SeaKR's self-aware gate, U > delta), ``"always"`` (the
+            paper's "w/o self-aware retrieval" ablation) or ``"never"`` (reason from the model's own knowledge).
+        rerank: Re-rank the N search results by the model's uncertainty (SeaKR).  ``False`` keeps the search
+            engine's first new passage (the paper's "w/o self-aware re-ranking" ablation).
+        final_strategy: Multi-hop final answer: ``"choose"`` the less uncertain of the rationales-based and the
+            knowledge-based answer (SeaKR), or always use ``"rationales"`` or ``"knowledge"`` (the paper's Table 3
+            ablations; only that answer is generated).
     """
 
     mode: Mode = "multi_hop"
@@ -81,6 +90,9 @@ class SeaKRConfig:
     num_exemplars: int = 10
     chat_template: bool | None = None
     on_retrieval_error: RetrievalErrorPolicy = "raise"
+    retrieve: RetrievePolicy = "uncertain"
+    rerank: bool = True
+    final_strategy: FinalStrategy = "choose"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_stops", tuple(self.base_stops))
@@ -102,6 +114,14 @@ class SeaKRConfig:
             raise ValueError(f"exemplar_style={self.exemplar_style!r}: choose one of {', '.join(_STYLES)} or None")
         if self.on_retrieval_error not in ("raise", "answer_without"):
             raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
+        if self.retrieve not in ("uncertain", "always", "never"):
+            raise ValueError(f"retrieve={self.retrieve!r}: choose 'uncertain' (SeaKR), 'always' or 'never'")
+        if not isinstance(self.rerank, bool):
+            raise ValueError(f"rerank={self.rerank!r}: must be True (SeaKR) or False (keep the search engine's first)")
+        if self.final_strategy not in ("choose", "rationales", "knowledge"):
+            raise ValueError(
+                f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
+            )
         self.sampling()  # validates k, temperature, top_k, top_p, max_tokens, stops, layer and source
 
     @property

@@ -439,7 +439,9 @@ class SeaKR:
 
     def _uncertain(self, text: str, u: Uncertainty) -> bool:
         """The self-aware retrieval gate (SPEC section 5): an empty step, or an uncertainty above delta (single-hop:
-        not below it), calls for retrieval."""
+        not below it), calls for retrieval; ``config.retrieve`` can replace the gate by always or never."""
+        if self.config.retrieve != "uncertain":
+            return self.config.retrieve == "always"
         if not text.strip():
             return True
         if self.config.mode == "single_hop":
@@ -520,6 +522,8 @@ class SeaKR:
         """Try each new passage in the prompt; keep the one whose step is least uncertain (SPEC section 5)."""
         chosen = {d.id for d in state.docs}
         new = [p for p in found if p.id not in chosen]
+        if not self.config.rerank:
+            new = new[:1]  # ablation: the search engine's first new passage, no self-aware choice
         if not new:
             step.stop = "no new passages"
             return
@@ -593,32 +597,31 @@ class SeaKR:
             state.emit(StepFinished(state.index, state.question, snapshot(step)))
             if step.stop:
                 break
-        rationales, knowledge = yield from self._final_multi_hop(state)
-        winner = _choose(rationales, knowledge)
-        finals = {"rationales": rationales, "knowledge": knowledge}
+        finals = yield from self._final_multi_hop(state)
+        if self.config.final_strategy == "choose":
+            winner = _choose(finals["rationales"], finals["knowledge"])
+        else:
+            winner = finals[self.config.final_strategy]
         return self._result(state, winner, finals, state.trace[-1].stop or "step limit")
 
-    def _final_multi_hop(self, state: _Question) -> Generator[list[Call], list[Scored], list[FinalTrace]]:
-        """(a) reason from the rationales, (b) reason from the chosen passages; both scored in one batch."""
+    def _final_multi_hop(self, state: _Question) -> Generator[list[Call], list[Scored], dict[str, FinalTrace]]:
+        """(a) reason from the rationales, (b) reason from the chosen passages; both scored in one batch (only the
+        one ``config.final_strategy`` names, when it names one)."""
         rationale = list(state.steps)
         if rationale and has_answer(rationale[-1]):
             kept = [s for s in _SENTENCES.split(rationale[-1]) if not has_answer(s)]
             rationale[-1] = " ".join(kept)
         rationale = [s for s in rationale if s.strip()]
         as_passages = [Passage(f"step {i}", "", s) for i, s in enumerate(rationale, 1)]
-        calls = [
-            self._call(state, [], as_passages, sentence=False),
-            self._call(state, [], state.docs, sentence=False),
-        ]
+        contexts = {"rationales": as_passages, "knowledge": state.docs}
+        wanted = [s for s in contexts if self.config.final_strategy in ("choose", s)]
+        calls = [self._call(state, [], contexts[s], sentence=False) for s in wanted]
         scored = yield calls
         finals = yield from self._finalise(
             state,
-            [
-                (calls[0][0], scored[0], "rationales", [p.id for p in as_passages]),
-                (calls[1][0], scored[1], "knowledge", [d.id for d in state.docs]),
-            ],
+            [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)],
         )
-        return finals
+        return {f.strategy: f for f in finals}
 
     def _finalise(
         self, state: _Question, items: list[tuple[str, Scored, str, list[str]]]

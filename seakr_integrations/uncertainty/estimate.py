@@ -98,6 +98,4 @@ def estimate(output: SelfAwareOutput, estimator: str = "eigenscore", alpha: floa
         note = f"non-finite hidden state in {len(bad)} kept sample(s) (indices {bad[:5]}); score set to inf"
     elif math.isinf(value):
         note = "the regularised Gram matrix was not positive definite; score set to inf"
-    return Uncertainty(
-        value, num_samples=len(kept), layer=output.layer, source=output.source, note=note, **common
-    )
+    return Uncertainty(value, num_samples=len(kept), layer=output.layer, source=output.source, note=note, **common)

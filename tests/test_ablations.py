@@ -1,0 +1,80 @@
+"""The paper's Table 3 ablations as settings of the one loop: always / never retrieve, no re-ranking, one final."""
+
+import pytest
+from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+from test_reasoner import CONFIG, final, is_step, parse
+
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+
+DOCS = [passage("p1"), passage("p2"), passage("p3")]
+SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
+
+
+def respond(first_spread: float):
+    """A first step with the given spread; with a passage, one sentence whose spread depends on the passage."""
+
+    def reply(prompt, config):
+        _, context, answer = parse(prompt)
+        if not is_step(config):
+            return final("From the context. So the answer is France" if context else "So the answer is Germany")
+        if not answer and not context:
+            return Reply("The Eiffel Tower stands in Germany", spread=first_spread, low=("Germany",))
+        if not answer:
+            return Reply("It is in France", spread=SPREADS[context[-1]])
+        return Reply("So the answer is France", spread=1.0)
+
+    return reply
+
+
+def run(first_spread: float, **changes):
+    backend, retriever = ScriptedBackend(respond(first_spread)), FakeRetriever(default=DOCS)
+    result = SeaKR(backend, retriever, CONFIG.with_(**changes)).answer("Which country is the Eiffel Tower in?")
+    return result, backend, retriever
+
+
+def test_the_default_gate_accepts_a_certain_step_and_always_retrieves_anyway():
+    result, _, retriever = run(0.0)
+    assert result.steps[0].decision == "accept" and retriever.queries == []
+    result, _, retriever = run(0.0, retrieve="always")
+    assert result.steps[0].decision == "retrieve" and len(retriever.queries) == 1
+    assert result.steps[0].chosen == "p2"
+
+
+def test_never_retrieve_accepts_an_uncertain_step():
+    result, _, retriever = run(1.0, retrieve="never")
+    assert result.steps[0].decision == "accept" and result.steps[0].uncertainty.value > CONFIG.delta
+    assert retriever.queries == [] and result.passages == []
+
+
+def test_without_reranking_the_search_engines_first_passage_is_kept_after_one_call():
+    result, backend, _ = run(1.0)
+    assert result.steps[0].chosen == "p2"  # SeaKR: the least uncertain
+    result, backend, _ = run(1.0, rerank=False)
+    step = result.steps[0]
+    assert [(c.passage.id, c.rank, c.chosen) for c in step.candidates] == [("p1", 1, True)]
+    assert step.chosen == "p1" and step.accepted == "It is in France"
+    assert len(backend.batches[1]) == 1  # one generation with the first passage, not N
+
+
+@pytest.mark.parametrize("strategy", ["rationales", "knowledge"])
+def test_one_final_strategy_generates_only_that_answer(strategy):
+    chosen, backend, _ = run(1.0)
+    assert set(chosen.finals) == {"rationales", "knowledge"}
+    result, backend, _ = run(1.0, final_strategy=strategy)
+    assert set(result.finals) == {strategy} and result.strategy == strategy
+    assert result.answer == result.finals[strategy].answer
+    assert len(backend.batches[-1]) == 1
+    assert result.config["final_strategy"] == strategy
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"retrieve": "sometimes"}, "retrieve='sometimes'"),
+        ({"rerank": "no"}, "rerank='no'"),
+        ({"final_strategy": "both"}, "final_strategy='both'"),
+    ],
+)
+def test_bad_ablation_settings_say_what_to_choose(changes, message):
+    with pytest.raises(ValueError, match=message):
+        SeaKRConfig(**changes)
