@@ -67,6 +67,10 @@ class SelfAwareOutput:
     layer: int
     source: str
 
+    def generated_tokens(self) -> int:
+        """Tokens generated for this prompt: the greedy continuation and every sample (the cost of the call)."""
+        return len(self.greedy.token_ids) + sum(len(s.token_ids) for s in self.samples)
+
     def eos_vectors(self) -> np.ndarray:
         """The samples' EOS vectors stacked as a ``(k, hidden_size)`` float32 array."""
         vectors = [s.eos_vector for s in self.samples]

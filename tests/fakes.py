@@ -63,6 +63,7 @@ class ScriptedBackend(SelfAwareBackend):
         self.eos_token_id = EOS
         self.tokenizer = CharTokenizer()
         self.batches: list[list[tuple[str, SamplingConfig]]] = []
+        self.outputs: list[SelfAwareOutput] = []
 
     @property
     def prompts(self) -> list[str]:
@@ -89,6 +90,7 @@ class ScriptedBackend(SelfAwareBackend):
             for i, s in enumerate(samples):
                 s.eos_vector = (_NOISE[i] * reply.spread).astype(np.float32)
             outputs.append(SelfAwareOutput(prompt, ids, greedy, samples, layer, config.source))
+        self.outputs.extend(outputs)
         return outputs
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: str) -> np.ndarray:

@@ -78,3 +78,12 @@ def test_one_final_strategy_generates_only_that_answer(strategy):
 def test_bad_ablation_settings_say_what_to_choose(changes, message):
     with pytest.raises(ValueError, match=message):
         SeaKRConfig(**changes)
+
+
+def test_results_count_searches_and_generated_tokens():
+    result, backend, retriever = run(1.0)
+    assert result.searches == len(retriever.queries) == 1
+    assert result.generated_tokens == sum(o.generated_tokens() for o in backend.outputs)
+    assert result.generated_tokens > 0 and result.to_dict()["generated_tokens"] == result.generated_tokens
+    result, _, retriever = run(1.0, retrieve="never")
+    assert result.searches == 0

@@ -74,6 +74,8 @@ class _Question:
         self.trace: list[StepTrace] = []
         self.notes: list[str] = []
         self.lm_calls = 0
+        self.generated_tokens = 0
+        self.searches = 0
         self.outbox: list[Any] = []
 
     def note(self, text: str) -> None:
@@ -350,6 +352,7 @@ class SeaKR:
                     part = scored[at : at + len(mine)]
                     at += len(mine)
                     del active[state.index]
+                    state.generated_tokens += sum(o.generated_tokens() for o, _ in part)
                     state.observer.on_lm_end([o for o, _ in part], [u for _, u in part])
                     advance(state, program, part)
                     yield from out
@@ -459,6 +462,7 @@ class SeaKR:
 
         The driver runs the search (see :meth:`_search_all`) and sends the results back, or throws the search's
         exception in at the ``yield``, so it is handled here either way."""
+        state.searches += 1
         try:
             results = yield _Search(query, self.config.n_candidates)
             bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
@@ -695,6 +699,8 @@ class SeaKR:
             stop_reason=stop,
             notes=state.notes,
             lm_calls=state.lm_calls,
+            generated_tokens=state.generated_tokens,
+            searches=state.searches,
             config=self.config.to_dict(),
         )
 

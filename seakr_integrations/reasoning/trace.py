@@ -201,6 +201,8 @@ class SeaKRResult:
         notes: Other events worth knowing (passages dropped to fit the context, tolerated retrieval errors).
         lm_calls: Number of prompts this question asked for (identical prompts in one batch, e.g. from two
             questions alike, are generated once).
+        generated_tokens: Tokens generated for this question's prompts: greedy continuations and all k samples.
+        searches: Searches run (retrievals), failed ones included.
         config: The settings used.
     """
 
@@ -213,6 +215,8 @@ class SeaKRResult:
     stop_reason: str
     notes: list[str] = field(default_factory=list)
     lm_calls: int = 0
+    generated_tokens: int = 0
+    searches: int = 0
     config: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -228,6 +232,8 @@ class SeaKRResult:
                 "stop_reason": self.stop_reason,
                 "notes": list(self.notes),
                 "lm_calls": self.lm_calls,
+                "generated_tokens": self.generated_tokens,
+                "searches": self.searches,
                 "config": self.config,
             }
         )
