@@ -19,6 +19,7 @@ def test_append_then_resume_skips_what_is_done(tmp_path):
             out.append({"id": "q1", "f1": 0.0})
     with ResultsFile.open(path, dict(reversed(list(CONFIG.items())))) as out:  # key order does not matter
         assert out.done == {"q1", "q2"}
+        assert [r["f1"] for r in out.records] == [1.0, 0.5]
         out.append({"id": "q3", "f1": 0.0})
     config, records = read_results(path)
     assert config == CONFIG and [r["id"] for r in records] == ["q1", "q2", "q3"]

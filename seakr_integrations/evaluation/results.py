@@ -76,12 +76,14 @@ class ResultsFile:
         path: The file.
         config: The configuration of the run that writes it.
         done: Ids of the questions already answered (read from the file when resuming).
+        records: Every result record in the file, resumed ones first, in file order.
         cut_short: Bytes of an incomplete last line removed when the file was opened (0 normally).
     """
 
     path: Path
     config: dict[str, Any]
     done: set[str] = field(default_factory=set)
+    records: list[dict[str, Any]] = field(default_factory=list)
     cut_short: int = 0
     _handle: IO[str] | None = field(default=None, repr=False)
 
@@ -117,7 +119,8 @@ class ResultsFile:
             if results.cut_short:
                 with open(path, "r+b") as f:
                     f.truncate(path.stat().st_size - results.cut_short)
-            results.done = {str(r["id"]) for r in records if isinstance(r, dict) and "id" in r}
+            results.records = [r for r in records if isinstance(r, dict) and "id" in r]
+            results.done = {str(r["id"]) for r in results.records}
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             header = {"format": FORMAT, "fingerprint": fingerprint, "config": config}
@@ -139,6 +142,7 @@ class ResultsFile:
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self.done.add(qid)
+        self.records.append(dict(record))
 
     def close(self) -> None:
         if self._handle is not None:

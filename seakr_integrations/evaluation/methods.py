@@ -1,0 +1,117 @@
+"""Evaluation methods: SeaKR, its ablations, and baselines, behind one small interface.
+
+Every method answers a batch of questions on the same back-end, prompts and retriever, and reports what it cost,
+so ``seakr eval`` can compare them row by row.  SeaKR's ablations (the paper's Table 3) are settings of the one
+loop (:class:`SeaKRConfig`), not copies of it: a method here is a name, a configuration and the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.reasoner import SeaKR
+from seakr_integrations.reasoning.trace import SeaKRResult
+from seakr_integrations.uncertainty.estimate import ESTIMATORS
+
+__all__ = ["METHODS", "Method", "MethodAnswer", "SeaKRMethod", "known_methods", "make_method"]
+
+
+@dataclass(frozen=True)
+class MethodAnswer:
+    """One question's answer and what it cost.
+
+    Attributes:
+        prediction: The final answer text ("" when the method gave none).
+        retrievals: Searches run.
+        lm_calls: Prompts generated.
+        generated_tokens: Tokens generated (greedy continuations and samples).
+        trace: The method's decision trace, JSON-ready.
+    """
+
+    prediction: str
+    retrievals: int
+    lm_calls: int
+    generated_tokens: int
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Method(Protocol):
+    """A way of answering questions that ``seakr eval`` can run."""
+
+    name: str
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that determines its answers (JSON-ready): results files are keyed by it."""
+        ...
+
+    def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
+        """Answers in question order (questions answered together may share back-end batches)."""
+        ...
+
+
+class SeaKRMethod:
+    """SeaKR (or one of its ablations) as an evaluation method."""
+
+    def __init__(self, name: str, seakr: SeaKR) -> None:
+        self.name = name
+        self.seakr = seakr
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "seakr": self.seakr.config.to_dict()}
+
+    def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
+        return [_answer(r) for r in self.seakr.answer_many(list(questions))]
+
+
+def _answer(result: SeaKRResult) -> MethodAnswer:
+    return MethodAnswer(result.answer, result.searches, result.lm_calls, result.generated_tokens, result.to_dict())
+
+
+_SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
+    "seakr": ({}, "SeaKR: self-aware retrieval, re-ranking and reasoning"),
+    "seakr-always-retrieve": ({"retrieve": "always"}, "ablation: no self-aware retrieval (retrieve at every step)"),
+    "seakr-no-rerank": ({"rerank": False}, "ablation: no self-aware re-ranking (the search engine's first)"),
+    "seakr-rationales-only": ({"final_strategy": "rationales"}, "ablation: final answer from the rationales only"),
+    "seakr-knowledge-only": ({"final_strategy": "knowledge"}, "ablation: final answer from the passages only"),
+    **{
+        f"seakr-{name.replace('_', '-')}": ({"estimator": name}, f"ablation: {name} in place of EigenScore")
+        for name in ESTIMATORS
+        if name != "eigenscore"
+    },
+}
+
+MethodFactory = Callable[[Any, Any, SeaKRConfig], Method]
+
+
+def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
+    def factory(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
+        return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
+
+    return factory
+
+
+METHODS: dict[str, tuple[MethodFactory, str]] = {
+    name: (_seakr_variant(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()
+}
+"""Method name -> (factory(backend, retriever, base_config), one-line description)."""
+
+
+def known_methods() -> list[str]:
+    """The method names ``seakr eval --method`` accepts."""
+    return list(METHODS)
+
+
+def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None) -> Method:
+    """Build the method ``name`` on the given back-end, retriever and base configuration.
+
+    Raises:
+        ValueError: Unknown method (the message lists the known ones).
+    """
+    if name not in METHODS:
+        listing = "\n".join(f"  {n}: {d}" for n, (_, d) in METHODS.items())
+        raise ValueError(f"unknown method {name!r}; the known methods are:\n{listing}")
+    return METHODS[name][0](backend, retriever, config or SeaKRConfig())

@@ -1,0 +1,97 @@
+"""seakr eval's runner: scored records per question, durable and resumable; methods by name."""
+
+import pytest
+from fakes import FakeRetriever, ScriptedBackend
+from test_ablations import DOCS, respond
+from test_reasoner import CONFIG
+
+from seakr_integrations.evaluation.methods import MethodAnswer, known_methods, make_method
+from seakr_integrations.evaluation.questions import Question
+from seakr_integrations.evaluation.results import ResultsFile, read_results
+from seakr_integrations.evaluation.runner import evaluate, summarize
+from seakr_integrations.reasoning import SeaKRConfig
+
+QUESTIONS = [Question(f"q{i}", f"Question {i}?", (f"answer {i}",)) for i in range(5)]
+
+
+class Crash(Exception):
+    pass
+
+
+class ListMethod:
+    """Answers "answer i" to question i, except the ones in ``wrong``; raises on ``crash_on``."""
+
+    name = "list"
+
+    def __init__(self, wrong=(), crash_on=None):
+        self.wrong, self.crash_on, self.asked = set(wrong), crash_on, []
+
+    def describe(self):
+        return {"method": self.name}
+
+    def answer_many(self, questions):
+        self.asked.append(list(questions))
+        if self.crash_on in questions:
+            raise Crash(self.crash_on)
+        return [
+            MethodAnswer("nope" if q in self.wrong else q.replace("Question", "answer").rstrip("?"), 1, 2, 30, {"q": q})
+            for q in questions
+        ]
+
+
+def test_records_are_scored_and_a_crashed_run_resumes_where_it_stopped(tmp_path):
+    path = tmp_path / "r.jsonl"
+    method = ListMethod(wrong={"Question 1?"}, crash_on="Question 3?")
+    with ResultsFile.open(path, method.describe()) as out, pytest.raises(Crash):
+        evaluate(method, QUESTIONS, out, batch_size=2, progress=False)
+    _, records = read_results(path)
+    assert [r["id"] for r in records] == ["q0", "q1"]  # the batch in flight (q2, q3) is lost, nothing else
+
+    method = ListMethod(wrong={"Question 1?"})
+    with ResultsFile.open(path, method.describe()) as out:
+        summary = evaluate(method, QUESTIONS, out, batch_size=2, progress=True)
+    assert method.asked == [["Question 2?", "Question 3?"], ["Question 4?"]]
+    _, records = read_results(path)
+    records = list(records)
+    assert [r["id"] for r in records] == ["q0", "q1", "q2", "q3", "q4"]
+    assert [r["em"] for r in records] == [1.0, 0.0, 1.0, 1.0, 1.0]
+    assert records[0]["golds"] == ["answer 0"] and records[0]["trace"] == {"q": "Question 0?"}
+    assert summary.questions == 5 and summary.em == pytest.approx(0.8) and summary.retrievals == 1.0
+    assert summary.generated_tokens == 30.0 and summary.seconds >= 0.0
+    assert summarize(records) == summary
+
+
+def test_a_summary_needs_records():
+    with pytest.raises(ValueError, match="no results"):
+        summarize([])
+
+
+def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
+    names = known_methods()
+    for expected in (
+        "seakr",
+        "seakr-always-retrieve",
+        "seakr-no-rerank",
+        "seakr-rationales-only",
+        "seakr-knowledge-only",
+        "seakr-perplexity",
+        "seakr-ln-entropy",
+        "seakr-energy",
+    ):
+        assert expected in names
+    with pytest.raises(ValueError, match=r"unknown method 'flare2'.*\n  seakr: SeaKR"):
+        make_method("flare2", None, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "setting"), [("seakr-no-rerank", ("rerank", False)), ("seakr-ln-entropy", ("estimator", "ln_entropy"))]
+)
+def test_seakr_methods_run_the_loop_with_their_setting(tmp_path, name, setting):
+    backend, retriever = ScriptedBackend(respond(1.0)), FakeRetriever(default=DOCS)
+    method = make_method(name, backend, retriever, CONFIG)
+    assert method.describe()["seakr"][setting[0]] == setting[1]
+    assert method.describe()["seakr"]["k"] == CONFIG.k  # the base configuration is kept
+    [answer] = method.answer_many(["Which country is the Eiffel Tower in?"])
+    assert answer.prediction == "France" and answer.retrievals == 1 and answer.lm_calls > 0
+    assert answer.trace["config"][setting[0]] == setting[1]
+    assert make_method("seakr", backend, retriever).describe()["seakr"] == SeaKRConfig().to_dict()
