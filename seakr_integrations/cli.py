@@ -1,6 +1,7 @@
 """The ``seakr`` command line.
 
-``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise);
+``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise); ``seakr eval
+--dataset FILE`` scores SeaKR, its ablations and baselines on labelled questions (resumable results files);
 ``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it, ``seakr index CORPUS.jsonl --es URL --index NAME``
 an Elasticsearch index (resumable: rerun it after an interruption); ``seakr score QUESTION`` answers closed-book and
 says how uncertain the model is (the signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that
@@ -74,12 +75,10 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ask(args: argparse.Namespace) -> int:
-    from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+def _seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRConfig
+    from seakr_integrations.reasoning import SeaKRConfig
 
-    if not args.question.strip():
-        raise ValueError('the question is empty: pass the question to answer, e.g. seakr ask "Who wrote Hamlet?"')
-    config = SeaKRConfig(
+    return SeaKRConfig(
         mode=args.mode,
         k=args.k,
         max_tokens=args.max_tokens,
@@ -92,20 +91,36 @@ def _ask(args: argparse.Namespace) -> int:
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
     )
+
+
+def _retriever(args: argparse.Namespace, progress: bool):  # noqa: ANN202 - returns (Retriever, description)
+    """The retriever the options name, and a JSON-ready description of it (for results files)."""
+    corpus = getattr(args, "corpus", None)
+    named = {"--index": args.index, "--es": args.es, "--corpus": corpus}
+    given = [name for name, value in named.items() if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"{' and '.join(given)} exclude each other: search one index (see seakr {args.command} -h)")
     if args.es is not None:
-        if args.index:
-            raise ValueError("--index (a BM25 directory) and --es (an Elasticsearch cluster) exclude each other")
         from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
 
-        index = ElasticsearchRetriever(args.es_index, url=args.es or None)
-    elif args.index:
+        return ElasticsearchRetriever(args.es_index, url=args.es or None), {"elasticsearch_index": args.es_index}
+    if args.index:
         from seakr_integrations.retrieval.bm25 import BM25Index
 
-        index = BM25Index.open(args.index)
-    else:
-        from seakr_integrations.demo import demo_index
+        return BM25Index.open(args.index), {"bm25_index": os.path.abspath(args.index)}
+    from seakr_integrations.demo import cached_index, demo_corpus_path
 
-        index = demo_index(progress=not args.json)
+    path = corpus or demo_corpus_path()
+    return cached_index(path, progress=progress), {"bm25_corpus": os.path.basename(path)}
+
+
+def _ask(args: argparse.Namespace) -> int:
+    from seakr_integrations.reasoning import SeaKR
+
+    if not args.question.strip():
+        raise ValueError('the question is empty: pass the question to answer, e.g. seakr ask "Who wrote Hamlet?"')
+    config = _seakr_config(args)
+    index, _ = _retriever(args, progress=not args.json)
     started = time.perf_counter()
     with _build_backend(args) as backend:
         result = SeaKR(backend, index, config).answer(args.question)
@@ -173,6 +188,79 @@ def _index_es(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from seakr_integrations.evaluation import ResultsFile, evaluate, index_coverage, make_method, read_questions
+    from seakr_integrations.evaluation.methods import METHODS, check_method
+
+    if args.list_methods:
+        for name, (_, description) in METHODS.items():
+            print(f"{name}: {description}")
+        return 0
+    if not args.dataset:
+        raise ValueError("--dataset FILE is required: a question file, one JSON object per line (see the README)")
+    if args.start < 0 or (args.limit is not None and args.limit < 1):
+        raise ValueError(f"--start {args.start} / --limit {args.limit}: start must be >= 0 and limit >= 1")
+    methods = args.method or ["seakr"]
+    for name in methods:
+        check_method(name)  # an unknown name fails now (listing the known ones), before any loading
+    loaded = read_questions(args.dataset, skip_bad=args.skip_bad)
+    if loaded.skipped:
+        print(f"seakr: skipped {len(loaded.skipped)} bad line(s) of {args.dataset}:", file=sys.stderr)
+        for message in loaded.skipped:
+            print(f"  {message}", file=sys.stderr)
+    questions = loaded.questions[args.start :][: args.limit]
+    if not questions:
+        raise ValueError(f"--start {args.start}: {args.dataset} holds only {len(loaded.questions)} questions")
+    config = _seakr_config(args)
+    retriever, where = _retriever(args, progress=not args.quiet)
+    if not args.no_coverage_check:
+        cover = index_coverage(questions, retriever)
+        if cover.fraction < 0.5:
+            raise ValueError(
+                f"the index does not match {args.dataset}: of {cover.titles} supporting titles of its questions, a "
+                f"search found {cover.found} ({cover.fraction:.0%}; missing e.g. {', '.join(cover.missing)}). "
+                "Search the dataset's own corpus (--corpus CORPUS, or seakr index CORPUS --out DIR then --index "
+                "DIR), or pass --no-coverage-check"
+            )
+    dataset = os.path.splitext(os.path.basename(args.dataset))[0]
+    summaries = {}
+    with _build_backend(args) as backend:
+        for name in methods:
+            method = make_method(name, backend, retriever, config)
+            setup = {
+                **method.describe(),
+                "dataset": os.path.basename(args.dataset),
+                "retriever": where,
+                "model": args.model,
+                "backend": args.backend,
+                "dtype": args.dtype,
+            }
+            out = os.path.join("runs", dataset, f"{name}.jsonl")
+            if args.out:
+                out = args.out if len(methods) == 1 else f"{os.path.splitext(args.out)[0]}.{name}.jsonl"
+            with ResultsFile.open(out, setup) as results:
+                if results.cut_short:
+                    print(f"seakr: {out}: removed a last line cut short by an earlier crash", file=sys.stderr)
+                summary = evaluate(
+                    method,
+                    questions,
+                    results,
+                    batch_size=args.batch_size,
+                    progress=not args.quiet,
+                    keep_trace=not args.no_trace,
+                )
+            summaries[name] = {"results": out, **summary.to_dict()}
+            if not args.json:
+                print(
+                    f"{name}: EM {summary.em:.3f}  F1 {summary.f1:.3f}  ({summary.questions} questions; per question "
+                    f"{summary.retrievals:.2f} retrievals, {summary.lm_calls:.1f} LM calls, "
+                    f"{summary.generated_tokens:.0f} tokens, {summary.seconds:.1f} s) -> {out}"
+                )
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+    return 0
+
+
 def _models(_args: argparse.Namespace) -> int:
     from seakr_integrations.models import PACKAGED_MODELS, cache_dir
 
@@ -191,6 +279,35 @@ _ES_INDEX_OPTIONS = (
     ("replicas", 1, "replicas once the build is done (default 1)"),
     ("batch_size", 1000, "passages per bulk request (default 1000)"),
 )
+
+
+def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
+    p.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
+    p.add_argument(
+        "--es",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="search an Elasticsearch cluster instead (URL default: $ELASTICSEARCH_URL; credentials from "
+        "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD)",
+    )
+    p.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
+    p.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
+    p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    p.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
+    p.add_argument("--mode", choices=["multi_hop", "single_hop"], default="multi_hop")
+    p.add_argument("-k", type=int, default=20, help="samples per LM call (default 20)")
+    p.add_argument("--delta", type=float, default=-6.0, help="retrieve when uncertainty > delta (default -6.0)")
+    p.add_argument("--candidates", type=int, default=3, help="passages re-ranked per retrieval (default 3)")
+    p.add_argument("--max-tokens", type=int, default=100)
+    p.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
+    p.add_argument("--source", choices=["mlp", "residual"], default="mlp")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
+    p.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
+    p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,34 +334,30 @@ def build_parser() -> argparse.ArgumentParser:
     score.set_defaults(func=_score)
     ask = sub.add_parser("ask", help="answer a question with SeaKR (self-aware retrieval, re-ranking, reasoning)")
     ask.add_argument("question")
-    ask.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
-    ask.add_argument(
-        "--es",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="URL",
-        help="search an Elasticsearch cluster instead (URL default: $ELASTICSEARCH_URL; credentials from "
-        "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD)",
-    )
-    ask.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
-    ask.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
-    ask.add_argument("--backend", choices=["hf", "vllm"], default="hf")
-    ask.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
-    ask.add_argument("--mode", choices=["multi_hop", "single_hop"], default="multi_hop")
-    ask.add_argument("-k", type=int, default=20, help="samples per LM call (default 20)")
-    ask.add_argument("--delta", type=float, default=-6.0, help="retrieve when uncertainty > delta (default -6.0)")
-    ask.add_argument("--candidates", type=int, default=3, help="passages re-ranked per retrieval (default 3)")
-    ask.add_argument("--max-tokens", type=int, default=100)
-    ask.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
-    ask.add_argument("--source", choices=["mlp", "residual"], default="mlp")
-    ask.add_argument("--seed", type=int, default=42)
-    ask.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
-    ask.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
-    ask.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
+    _add_seakr_arguments(ask)
     ask.add_argument("--trace", action="store_true", help="print every step, query, candidate and score")
     ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
     ask.set_defaults(func=_ask)
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate SeaKR, its ablations or baselines on a question file: EM/F1 and costs, one JSONL record per "
+        "question (rerun the same command to resume)",
+    )
+    ev.add_argument("--dataset", help="question file (JSONL: id, question, answers; see the README)")
+    ev.add_argument("--corpus", default=None, help="JSONL corpus to search (indexed once into the cache)")
+    ev.add_argument("--method", action="append", default=None, help="method name, repeatable (default: seakr)")
+    ev.add_argument("--list-methods", action="store_true", help="list the methods and exit")
+    ev.add_argument("--start", type=int, default=0, help="0-based index of the first question (default 0)")
+    ev.add_argument("--limit", type=int, default=None, help="number of questions (default: all)")
+    ev.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
+    ev.add_argument("--out", default=None, help="results file (default runs/DATASET/METHOD.jsonl)")
+    ev.add_argument("--batch-size", type=int, default=8, help="questions answered together (default 8)")
+    ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
+    ev.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
+    ev.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    _add_seakr_arguments(ev)
+    ev.set_defaults(func=_eval)
     index = sub.add_parser(
         "index",
         help="build a BM25 index from a JSONL corpus ({id, title, text} per line): a directory, or an Elasticsearch "

@@ -8,6 +8,7 @@ see ``BM25Index.build``) is simply redone on the next call.
 from __future__ import annotations
 
 import hashlib
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from seakr_integrations.evaluation.questions import Question, read_questions
 from seakr_integrations.models import cache_dir
 from seakr_integrations.retrieval.bm25 import MANIFEST_NAME, BM25Index
 
-__all__ = ["DEMO_QUESTION", "demo_corpus_path", "demo_index", "demo_questions", "demo_questions_path"]
+__all__ = ["DEMO_QUESTION", "cached_index", "demo_corpus_path", "demo_index", "demo_questions", "demo_questions_path"]
 
 DEMO_QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
 """SeaKR's running example (the demo corpus does not contain these two people: the model must decide how much to
@@ -29,9 +30,23 @@ def demo_corpus_path() -> Path:
 
 def demo_index(*, progress: bool = True, root: Path | None = None) -> BM25Index:
     """The demo corpus's BM25 index, built under ``<cache>/indexes/`` the first time it is asked for."""
-    corpus = demo_corpus_path()
+    return cached_index(demo_corpus_path(), progress=progress, root=root, name="demo")
+
+
+def cached_index(
+    corpus: str | os.PathLike[str], *, progress: bool = True, root: Path | None = None, name: str | None = None
+) -> BM25Index:
+    """The BM25 index of a corpus file, built under ``<cache>/indexes/`` the first time it is asked for.
+
+    The directory is named after the file's content hash, so an edited corpus gets a new index and an index can
+    never be paired with a corpus it was not built from.
+    """
+    corpus = Path(corpus)
+    if not corpus.is_file():
+        raise FileNotFoundError(f"corpus {corpus} does not exist (expected a JSONL file of passages)")
     digest = hashlib.sha256(corpus.read_bytes()).hexdigest()[:16]
-    path = (root or cache_dir() / "indexes") / f"demo-{digest}"
+    stem = name or corpus.name.split(".")[0]
+    path = (root or cache_dir() / "indexes") / f"{stem}-{digest}"
     if not (path / MANIFEST_NAME).is_file():
         return BM25Index.build(corpus, path, progress=progress)
     return BM25Index.open(path)

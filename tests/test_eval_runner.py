@@ -5,7 +5,7 @@ from fakes import FakeRetriever, ScriptedBackend
 from test_ablations import DOCS, respond
 from test_reasoner import CONFIG
 
-from seakr_integrations.evaluation.methods import MethodAnswer, known_methods, make_method
+from seakr_integrations.evaluation.methods import MethodAnswer, check_method, known_methods, make_method
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile, read_results
 from seakr_integrations.evaluation.runner import evaluate, summarize
@@ -80,7 +80,7 @@ def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
     ):
         assert expected in names
     with pytest.raises(ValueError, match=r"unknown method 'flare2'.*\n  seakr: SeaKR"):
-        make_method("flare2", None, None)
+        check_method("flare2")
 
 
 @pytest.mark.parametrize(

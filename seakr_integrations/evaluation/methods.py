@@ -16,7 +16,7 @@ from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.estimate import ESTIMATORS
 
-__all__ = ["METHODS", "Method", "MethodAnswer", "SeaKRMethod", "known_methods", "make_method"]
+__all__ = ["METHODS", "Method", "MethodAnswer", "SeaKRMethod", "check_method", "known_methods", "make_method"]
 
 
 @dataclass(frozen=True)
@@ -105,13 +105,18 @@ def known_methods() -> list[str]:
     return list(METHODS)
 
 
+def check_method(name: str) -> None:
+    """Raise ``ValueError`` listing the known methods when ``name`` is not one (before anything is loaded)."""
+    if name not in METHODS:
+        listing = "\n".join(f"  {n}: {d}" for n, (_, d) in METHODS.items())
+        raise ValueError(f"unknown method {name!r}; the known methods are:\n{listing}")
+
+
 def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None) -> Method:
     """Build the method ``name`` on the given back-end, retriever and base configuration.
 
     Raises:
         ValueError: Unknown method (the message lists the known ones).
     """
-    if name not in METHODS:
-        listing = "\n".join(f"  {n}: {d}" for n, (_, d) in METHODS.items())
-        raise ValueError(f"unknown method {name!r}; the known methods are:\n{listing}")
+    check_method(name)
     return METHODS[name][0](backend, retriever, config or SeaKRConfig())

@@ -1,0 +1,75 @@
+"""`seakr eval` as a user runs it: bad input fails fast with a clear message; a real run writes resumable results."""
+
+import json
+
+import pytest
+from test_cli import _seakr
+
+from seakr_integrations.demo import demo_questions_path
+
+DATASET = str(demo_questions_path())
+SMALL = ("-k", "3", "--max-tokens", "24", "--exemplars", "2", "--limit", "2", "--batch-size", "2")
+
+
+def _fails(*args, env_cache=None):
+    done = _seakr("eval", *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr
+
+
+def test_unknown_method_lists_the_known_ones_before_loading_anything():
+    err = _fails("--dataset", DATASET, "--method", "flare9")
+    assert "unknown method 'flare9'" in err and "seakr-no-rerank:" in err
+
+
+def test_question_file_problems_name_the_line(tmp_path):
+    assert "--dataset FILE is required" in _fails()
+    bad = tmp_path / "q.jsonl"
+    bad.write_text('{"id": "1", "question": "Who?", "answers": ["x"]}\n{"id": "2", "question": "Who?"}\n')
+    err = _fails("--dataset", str(bad))
+    assert "line 2" in err and '"answers"' in err and "--skip-bad" in err
+    assert "holds only 1 questions" in _fails("--dataset", str(bad), "--skip-bad", "--start", "5")
+
+
+def test_an_index_that_does_not_hold_the_datasets_passages_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = tmp_path / "other.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": str(i), "title": f"Topic {i}", "text": f"Text {i}."}) + "\n" for i in range(20))
+    )
+    err = _fails("--dataset", DATASET, "--corpus", str(corpus))
+    assert "the index does not match" in err and "found 0 (0%" in err and "--no-coverage-check" in err
+    assert "exclude each other" in _fails("--dataset", DATASET, "--corpus", str(corpus), "--index", str(tmp_path))
+
+
+@pytest.mark.slow
+def test_a_real_run_writes_scored_records_and_resumes_without_redoing_them(tmp_path):
+    out = tmp_path / "run.jsonl"
+    done = _seakr("eval", "--dataset", DATASET, *SMALL, "--out", str(out), "--json", "-q")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)["seakr"]
+    lines = out.read_text().splitlines()
+    header, records = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    assert header["config"]["seakr"]["k"] == 3 and header["config"]["model"] == "smollm2-135m-instruct"
+    assert [r["id"] for r in records] == [q["id"] for q in map(json.loads, _first_lines(2))]
+    for r in records:
+        assert 0.0 <= r["f1"] <= 1.0 and r["em"] in (0.0, 1.0) and r["lm_calls"] >= 3
+        assert r["generated_tokens"] > 0 and r["trace"]["steps"] and r["seconds"] > 0
+        assert r["retrievals"] == r["trace"]["searches"]
+    assert summary["questions"] == 2 and summary["f1"] == pytest.approx(sum(r["f1"] for r in records) / 2)
+
+    again = _seakr("eval", "--dataset", DATASET, *SMALL, "--out", str(out), "--json", "-q")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(again.stdout)["seakr"] == summary  # nothing redone: the same records
+    assert out.read_text().splitlines() == lines
+
+    other = _seakr("eval", "--dataset", DATASET, *SMALL[2:], "-k", "4", "--out", str(out), "-q")
+    assert other.returncode == 2 and "seakr.k: file has 3, this run has 4" in other.stderr
+
+
+def _first_lines(n):
+    import gzip
+
+    with gzip.open(DATASET, "rt") as f:
+        return [f.readline() for _ in range(n)]
