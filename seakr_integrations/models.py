@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PACKAGED_MODELS", "PackagedModel", "cache_dir", "known_model_names", "resolve_model"]
+__all__ = ["PACKAGED_MODELS", "PackagedModel", "cache_dir", "known_model_names", "packaged_model", "resolve_model"]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,11 @@ def cache_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")).expanduser() / "seakr"
+
+
+def packaged_model(name: str) -> PackagedModel | None:
+    """The packaged model ``name`` (or one of its aliases) refers to, or ``None`` (e.g. a model directory)."""
+    return _lookup(name)
 
 
 def _lookup(name: str) -> PackagedModel | None:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.proxy import ProxyBackend
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
@@ -42,7 +43,7 @@ class _Request:
         return self.outputs  # type: ignore[return-value]
 
 
-class ConcurrentBackend(SelfAwareBackend):
+class ConcurrentBackend(ProxyBackend):
     """A thread-safe view of ``inner``: the same model, one back-end call at a time, concurrent calls batched.
 
     Every attribute not defined here (``model_name``, ``tokenizer``, ``max_context``...) is the inner back-end's.
@@ -53,9 +54,7 @@ class ConcurrentBackend(SelfAwareBackend):
     """
 
     def __init__(self, inner: SelfAwareBackend) -> None:
-        if not isinstance(inner, SelfAwareBackend):
-            raise TypeError(f"ConcurrentBackend wraps a SelfAwareBackend, got {type(inner).__name__}")
-        self.inner = inner
+        super().__init__(inner)
         self._cond = threading.Condition()
         self._queue: list[_Request] = []
         self._busy = False
@@ -63,26 +62,6 @@ class ConcurrentBackend(SelfAwareBackend):
         """``generate`` calls received so far."""
         self.batches_run = 0
         """Back-end calls made so far (fewer than ``calls_received`` when concurrent calls were merged)."""
-
-    def __getattr__(self, name: str) -> Any:
-        # Only reached for names not found on the proxy: the model's own attributes.
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @property
-    def supports_logits(self) -> bool:  # type: ignore[override]
-        return self.inner.supports_logits
-
-    @property
-    def last_timings(self) -> dict[str, float]:  # type: ignore[override]
-        return self.inner.last_timings
-
-    def tokenize(self, text: str) -> list[int]:
-        return self.inner.tokenize(text)
-
-    def chat_prompt(self, user_message: str) -> str:
-        return self.inner.chat_prompt(user_message)
 
     def generate(
         self,
@@ -179,11 +158,6 @@ class ConcurrentBackend(SelfAwareBackend):
         configs = SelfAwareBackend._per_prompt_configs(request.config, len(prompts), request.overrides)
         return prompts, configs
 
-    def _generate(
-        self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
-    ) -> list[SelfAwareOutput]:  # pragma: no cover - generate is overridden and never reaches this
-        return self.generate(prompts, configs, layer=layer)
-
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
         with self._cond:
             while self._busy:
@@ -199,9 +173,6 @@ class ConcurrentBackend(SelfAwareBackend):
     def close(self) -> None:
         """Close the inner back-end (it is shared: only do this when every user is done)."""
         self.inner.close()
-
-    def __repr__(self) -> str:
-        return f"ConcurrentBackend({self.inner!r})"
 
 
 _proxies: weakref.WeakValueDictionary[int, ConcurrentBackend] = weakref.WeakValueDictionary()

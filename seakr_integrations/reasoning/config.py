@@ -154,6 +154,32 @@ class SeaKRConfig:
             stops.append(self.sentence_stop)
         return tuple(dict.fromkeys(stops))
 
+    @classmethod
+    def calibrated(cls, backend: Any, *, root: Any = None, **settings: Any) -> SeaKRConfig:
+        """A config whose delta is the one ``seakr calibrate`` saved for this back-end's model and these settings.
+
+        Args:
+            backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).
+            root: Directory of the profiles (default ``<cache>/calibration``).
+            **settings: Other fields (``layer``, ``source``, ``estimator`` and ``k`` also choose the profile).
+
+        Raises:
+            LookupError: No profile exists for these settings; the message says how to make one.
+        """
+        from seakr_integrations.calibration import load_profile, profile_path
+
+        base = cls(**settings)
+        layer = backend.resolve_layer(base.layer)
+        profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
+        if profile is None:
+            where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
+            raise LookupError(
+                f"no calibrated delta for {backend.model_name} (layer {layer}, {base.source}, {base.estimator}, "
+                f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
+                "settings first"
+            )
+        return base.with_(delta=profile.delta)
+
     def with_(self, **changes: Any) -> SeaKRConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)

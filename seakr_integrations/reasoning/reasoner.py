@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.calibration import check_calibrated
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer, has_answer, is_unknown
@@ -122,6 +123,8 @@ class SeaKR:
         self.retriever = retriever
         self.config = config or SeaKRConfig()
         cfg = self.config
+        self.profile = check_calibrated(backend.model_name, backend.resolve_layer(cfg.layer), cfg)
+        """The calibrated-delta profile for this model and these settings (``None``: none saved, a warning said so)."""
         tokenizer = backend.tokenizer
         use_chat = cfg.chat_template
         has_template = bool(getattr(tokenizer, "chat_template", None))

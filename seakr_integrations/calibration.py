@@ -1,0 +1,152 @@
+"""Calibrated retrieval thresholds (delta), stored per model, layer, hidden-state source, estimator and k.
+
+SeaKR retrieves when the uncertainty of a step exceeds delta, and the uncertainty's scale depends on the model, the
+layer and source read, the estimator and the number of samples: the authors' -6.0 was set for Llama-2-7B's MLP
+output and means "always retrieve" for SmolLM2.  ``seakr calibrate`` chooses delta on labelled questions and saves
+it here as a profile; ``SeaKRConfig.calibrated`` loads it; ``SeaKR`` warns once when it runs a model for which no
+profile exists, so an uncalibrated threshold is never silent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seakr_integrations.models import cache_dir, packaged_model
+
+__all__ = [
+    "DeltaProfile",
+    "UncalibratedDeltaWarning",
+    "canonical_model_name",
+    "check_calibrated",
+    "load_profile",
+    "profile_key",
+    "profile_path",
+    "save_profile",
+]
+
+
+class UncalibratedDeltaWarning(UserWarning):
+    """SeaKR runs with a delta that was not calibrated for this model, layer, source, estimator and k."""
+
+
+def canonical_model_name(name: str) -> str:
+    """The packaged model's short name for any of its aliases; a model directory's last path component otherwise."""
+    packaged = packaged_model(name)
+    if packaged is not None:
+        return packaged.name
+    return Path(name.rstrip("/\\")).name or name
+
+
+@dataclass(frozen=True)
+class DeltaProfile:
+    """A calibrated delta and how it was chosen.
+
+    Attributes:
+        model: Canonical model name (see :func:`canonical_model_name`).
+        layer: Decoder layer the hidden states were read from (resolved, 0-based).
+        source: ``"mlp"`` or ``"residual"``.
+        estimator: The uncertainty estimator.
+        k: Samples per call.
+        delta: The threshold chosen.
+        objective: ``"f1"`` (maximise F1 on the calibration questions) or ``"rate"`` (reach a retrieval rate).
+        target_rate: The retrieval rate asked for (objective ``"rate"``).
+        dataset: The calibration question file's name.
+        questions: How many questions were used.
+        sweep: The candidates tried: one dict per delta with the scores measured there.
+    """
+
+    model: str
+    layer: int
+    source: str
+    estimator: str
+    k: int
+    delta: float
+    objective: str
+    target_rate: float | None = None
+    dataset: str = ""
+    questions: int = 0
+    sweep: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return profile_key(self.model, self.layer, self.source, self.estimator, self.k)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def profile_key(model: str, layer: int, source: str, estimator: str, k: int) -> str:
+    """The file stem of a profile: one per (model, layer, source, estimator, k)."""
+    return f"{canonical_model_name(model)}__layer{layer}__{source}__{estimator}__k{k}"
+
+
+def profile_path(model: str, layer: int, source: str, estimator: str, k: int, root: Path | None = None) -> Path:
+    """Where the profile for these settings lives: ``<cache>/calibration/<key>.json`` by default."""
+    return (root or cache_dir() / "calibration") / f"{profile_key(model, layer, source, estimator, k)}.json"
+
+
+def save_profile(profile: DeltaProfile, root: Path | None = None) -> Path:
+    """Write the profile atomically (a crash never leaves half a file) and return its path."""
+    path = profile_path(profile.model, profile.layer, profile.source, profile.estimator, profile.k, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(profile.to_dict(), f, indent=2, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_profile(
+    model: str, layer: int, source: str, estimator: str, k: int, root: Path | None = None
+) -> DeltaProfile | None:
+    """The saved profile for these settings, or ``None`` when there is none.
+
+    Raises:
+        ValueError: The profile file exists but is not a valid profile (it names the file to fix or delete).
+    """
+    path = profile_path(model, layer, source, estimator, k, root)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return DeltaProfile(**data)
+    except (json.JSONDecodeError, TypeError) as err:
+        raise ValueError(f"{path}: not a valid delta profile ({err}); run seakr calibrate again or delete it") from None
+
+
+_warned: set[str] = set()
+
+
+def check_calibrated(model: str, layer: int, config: Any) -> DeltaProfile | None:
+    """The profile for a SeaKR run's settings; warn (once per settings, per process) when there is none.
+
+    ``config`` is the run's ``SeaKRConfig``.  Runs whose gate does not read delta (``retrieve="always"`` or
+    ``"never"``) are not checked.
+    """
+    if config.retrieve != "uncertain":
+        return None
+    profile = load_profile(model, layer, config.source, config.estimator, config.k)
+    key = profile_key(model, layer, config.source, config.estimator, config.k)
+    if profile is None and key not in _warned:
+        _warned.add(key)
+        import warnings
+
+        warnings.warn(
+            f"delta={config.delta} is uncalibrated for {canonical_model_name(model)} (layer {layer}, "
+            f"{config.source}, {config.estimator}, k={config.k}): the uncertainty's scale depends on all of these and "
+            "the default -6.0 was set for Llama-2-7B, so retrieval may happen always or never. Calibrate with "
+            "`seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` and use SeaKRConfig.calibrated(backend).",
+            UncalibratedDeltaWarning,
+            stacklevel=3,
+        )
+    return profile

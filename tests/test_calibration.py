@@ -1,0 +1,114 @@
+"""Delta calibration: a sweep that maximises F1 or hits a retrieval rate, saved as a profile SeaKRConfig loads."""
+
+import warnings
+
+import pytest
+from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+from test_reasoner import CONFIG, is_step, parse
+
+from seakr_integrations import calibration
+from seakr_integrations.backends.cached import CachedBackend
+from seakr_integrations.calibration import (
+    UncalibratedDeltaWarning,
+    canonical_model_name,
+    check_calibrated,
+    load_profile,
+    save_profile,
+)
+from seakr_integrations.evaluation.calibrate import calibrate_delta, threshold_grid
+from seakr_integrations.evaluation.questions import Question
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+
+# Question i's closed-book first step has spread i/10 (more uncertain as i grows) and a wrong answer; with the
+# passage the model answers right.  Retrieving helps every question, so the best F1 is at the lowest threshold.
+QUESTIONS = [Question(f"q{i}", f"Where is landmark {i}?", ("France",)) for i in range(1, 7)]
+
+
+def respond(prompt, config):
+    question, context, answer = parse(prompt)
+    i = int(question.split()[-1].rstrip("?"))
+    if not is_step(config):
+        return Reply("So the answer is France" if context else "So the answer is Spain", spread=0.5)
+    if not answer and not context:
+        return Reply(f"Landmark {i} is in Spain", spread=i / 10, low=("Spain",))
+    if not answer:
+        return Reply(f"Landmark {i} is in France", spread=0.1)
+    return Reply("So the answer is France", spread=0.1)
+
+
+def setup():
+    return ScriptedBackend(respond), FakeRetriever(default=[passage("p1"), passage("p2")])
+
+
+def test_threshold_grid_spans_always_to_never():
+    grid = threshold_grid([1.0, 2.0, float("inf"), 3.0], points=3)
+    assert grid[0] < 1.0 and grid[1:4] == [1.0, 2.0, 3.0] and grid[-1] > 3.0
+    with pytest.raises(ValueError, match="every first step was empty"):
+        threshold_grid([float("inf")])
+
+
+def test_f1_objective_picks_the_best_threshold_and_shares_calls_across_the_sweep(monkeypatch):
+    backend, retriever = setup()
+    calls = []
+    real = CachedBackend.generate
+
+    def spy(self, prompts, config=None, **kw):
+        out = real(self, prompts, config, **kw)
+        calls.append((self.hits, self.misses))
+        return out
+
+    monkeypatch.setattr(CachedBackend, "generate", spy)
+    profile = calibrate_delta(backend, retriever, QUESTIONS, CONFIG, points=4, dataset="toy.jsonl", progress=False)
+    rows = profile.sweep
+    assert [r["delta"] for r in rows] == sorted(r["delta"] for r in rows) and len(rows) == 6
+    assert rows[0]["f1"] == 1.0 and rows[0]["first_step_retrieval_rate"] == 1.0  # below every U: always retrieve
+    assert rows[-1]["f1"] == 0.0 and rows[-1]["retrievals_per_question"] == 0.0  # above every U: never
+    chosen = [r for r in rows if r.get("chosen")]
+    assert len(chosen) == 1 and chosen[0]["f1"] == 1.0 and profile.delta == chosen[0]["delta"]
+    assert max(r["delta"] for r in rows if r["f1"] == 1.0) == profile.delta  # ties: fewer retrievals
+    hits, misses = calls[-1]
+    assert hits > misses  # the sweep's runs share most of their calls
+    assert (profile.model, profile.k, profile.objective, profile.questions) == ("scripted", CONFIG.k, "f1", 6)
+
+
+def test_rate_objective_hits_the_target_on_first_steps():
+    backend, retriever = setup()
+    profile = calibrate_delta(backend, retriever, QUESTIONS, CONFIG, objective="rate", target_rate=0.5)
+    first = [r for r in profile.sweep if r.get("chosen")][0]
+    assert first["first_step_retrieval_rate"] == 0.5 and profile.target_rate == 0.5
+    assert calibrate_delta(backend, retriever, QUESTIONS, CONFIG, objective="rate", target_rate=1.0).delta < 0
+    with pytest.raises(ValueError, match="target_rate=1.5"):
+        calibrate_delta(backend, retriever, QUESTIONS, CONFIG, objective="rate", target_rate=1.5)
+    with pytest.raises(ValueError, match="objective='auc'"):
+        calibrate_delta(backend, retriever, QUESTIONS, CONFIG, objective="auc")
+
+
+def test_profiles_save_load_and_silence_the_uncalibrated_warning(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(calibration, "_warned", set())  # the warning is once per process and settings
+    backend, retriever = setup()
+    config = CONFIG.with_(layer=1)
+    with pytest.warns(UncalibratedDeltaWarning, match="uncalibrated for scripted .*seakr calibrate"):
+        SeaKR(backend, retriever, config)
+    with pytest.raises(LookupError, match="no calibrated delta for scripted"):
+        SeaKRConfig.calibrated(backend, **config.to_dict())
+    profile = calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False)
+    path = save_profile(profile)
+    assert (
+        path.parent == tmp_path / "calibration"
+        and load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k) == profile
+    )
+    loaded = SeaKRConfig.calibrated(backend, **config.to_dict())
+    assert loaded.delta == profile.delta and loaded.k == CONFIG.k
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert SeaKR(backend, retriever, loaded).profile == profile
+        assert check_calibrated("scripted", 1, config.with_(retrieve="always")) is None  # the gate is not used
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not a valid delta profile"):
+        load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k)
+
+
+def test_model_names_are_canonical():
+    assert canonical_model_name("smollm2") == canonical_model_name("SmolLM2-135M-Instruct".lower())
+    assert canonical_model_name("/models/my-llama/") == "my-llama"
