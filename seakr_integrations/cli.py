@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -123,7 +124,7 @@ def _ask(args: argparse.Namespace) -> int:
     index, _ = _retriever(args, progress=not args.json)
     started = time.perf_counter()
     with _build_backend(args) as backend:
-        result = SeaKR(backend, index, config).answer(args.question)
+        result = SeaKR(backend, index, _calibrated(args, backend, config)).answer(args.question)
     elapsed = time.perf_counter() - started
     if args.json:
         print(json.dumps({**result.to_dict(), "model": args.model, "backend": args.backend, "seconds": elapsed}))
@@ -188,21 +189,14 @@ def _index_es(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval(args: argparse.Namespace) -> int:
-    from seakr_integrations.evaluation import ResultsFile, evaluate, index_coverage, make_method, read_questions
-    from seakr_integrations.evaluation.methods import METHODS, check_method
+def _questions(args: argparse.Namespace):  # noqa: ANN202 - returns list[Question]
+    """The questions ``--dataset``, ``--start``, ``--limit`` and ``--skip-bad`` select (skipped lines reported)."""
+    from seakr_integrations.evaluation import read_questions
 
-    if args.list_methods:
-        for name, (_, description) in METHODS.items():
-            print(f"{name}: {description}")
-        return 0
     if not args.dataset:
         raise ValueError("--dataset FILE is required: a question file, one JSON object per line (see the README)")
     if args.start < 0 or (args.limit is not None and args.limit < 1):
         raise ValueError(f"--start {args.start} / --limit {args.limit}: start must be >= 0 and limit >= 1")
-    methods = args.method or ["seakr"]
-    for name in methods:
-        check_method(name)  # an unknown name fails now (listing the known ones), before any loading
     loaded = read_questions(args.dataset, skip_bad=args.skip_bad)
     if loaded.skipped:
         print(f"seakr: skipped {len(loaded.skipped)} bad line(s) of {args.dataset}:", file=sys.stderr)
@@ -211,7 +205,13 @@ def _eval(args: argparse.Namespace) -> int:
     questions = loaded.questions[args.start :][: args.limit]
     if not questions:
         raise ValueError(f"--start {args.start}: {args.dataset} holds only {len(loaded.questions)} questions")
-    config = _seakr_config(args)
+    return questions
+
+
+def _checked_retriever(args: argparse.Namespace, questions: list):  # noqa: ANN202 - (Retriever, description)
+    """The retriever, refused when it does not hold the questions' supporting passages (unless told not to check)."""
+    from seakr_integrations.evaluation import index_coverage
+
     retriever, where = _retriever(args, progress=not args.quiet)
     if not args.no_coverage_check:
         cover = index_coverage(questions, retriever)
@@ -222,9 +222,74 @@ def _eval(args: argparse.Namespace) -> int:
                 "Search the dataset's own corpus (--corpus CORPUS, or seakr index CORPUS --out DIR then --index "
                 "DIR), or pass --no-coverage-check"
             )
+    return retriever, where
+
+
+def _calibrated(args: argparse.Namespace, backend, config):  # noqa: ANN001, ANN202 - SeaKRConfig in and out
+    """``config`` with the saved calibrated delta when ``--calibrated`` was given."""
+    if not getattr(args, "calibrated", False):
+        return config
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    return SeaKRConfig.calibrated(backend, root=args.profile_dir, **config.to_dict())
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from seakr_integrations.calibration import save_profile
+    from seakr_integrations.evaluation.calibrate import calibrate_delta
+
+    if args.objective == "rate" and args.target_rate is None:
+        raise ValueError("--objective rate needs --target-rate R (the fraction of steps that should retrieve)")
+    questions = _questions(args)
+    config = _seakr_config(args)
+    retriever, _ = _checked_retriever(args, questions)
+    with _build_backend(args) as backend:
+        profile = calibrate_delta(
+            backend,
+            retriever,
+            questions,
+            config,
+            objective=args.objective,
+            target_rate=args.target_rate,
+            points=args.points,
+            dataset=os.path.basename(args.dataset),
+            progress=not args.quiet,
+        )
+    path = save_profile(profile, args.profile_dir)
+    if args.json:
+        print(json.dumps({"profile": str(path), **profile.to_dict()}, indent=2))
+        return 0
+    for row in profile.sweep:
+        cells = [f"delta {row['delta']:9.4f}", f"first-step retrieval rate {row['first_step_retrieval_rate']:.2f}"]
+        if "f1" in row:
+            cells += [f"F1 {row['f1']:.3f}", f"EM {row['em']:.3f}", f"{row['retrievals_per_question']:.2f} retrievals"]
+        print("  ".join(cells) + ("   <- chosen" if row.get("chosen") else ""))
+    print(
+        f"delta = {profile.delta:.4f} for {profile.model} (layer {profile.layer}, {profile.source}, "
+        f"{profile.estimator}, k={profile.k}) on {profile.questions} questions of {profile.dataset}; saved to {path}. "
+        "Use it with --calibrated, or SeaKRConfig.calibrated(backend) in Python."
+    )
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
+    from seakr_integrations.evaluation.methods import METHODS, check_method
+
+    if args.list_methods:
+        for name, (_, description) in METHODS.items():
+            print(f"{name}: {description}")
+        return 0
+    methods = args.method or ["seakr"]
+    for name in methods:
+        check_method(name)  # an unknown name fails now (listing the known ones), before any loading
+    questions = _questions(args)
+    config = _seakr_config(args)
+    retriever, where = _checked_retriever(args, questions)
     dataset = os.path.splitext(os.path.basename(args.dataset))[0]
     summaries = {}
     with _build_backend(args) as backend:
+        config = _calibrated(args, backend, config)
         for name in methods:
             method = make_method(name, backend, retriever, config)
             setup = {
@@ -308,6 +373,10 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
     p.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
     p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
+    p.add_argument(
+        "--calibrated", action="store_true", help="use the delta seakr calibrate saved for this model and settings"
+    )
+    p.add_argument("--profile-dir", type=Path, default=None, help="calibration profiles (default <cache>/calibration)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -358,6 +427,24 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
     _add_seakr_arguments(ev)
     ev.set_defaults(func=_eval)
+    cal = sub.add_parser(
+        "calibrate",
+        help="choose delta for a model on labelled questions (max F1 over a sweep, or a target retrieval rate) and "
+        "save it as a profile",
+    )
+    cal.add_argument("--dataset", help="labelled question file (not the questions you evaluate on)")
+    cal.add_argument("--corpus", default=None, help="JSONL corpus to search (indexed once into the cache)")
+    cal.add_argument("--start", type=int, default=0, help="0-based index of the first question (default 0)")
+    cal.add_argument("--limit", type=int, default=None, help="number of questions (default: all)")
+    cal.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
+    cal.add_argument("--objective", choices=["f1", "rate"], default="f1", help="maximise F1, or reach --target-rate")
+    cal.add_argument("--target-rate", type=float, default=None, help="fraction of first steps that should retrieve")
+    cal.add_argument("--points", type=int, default=11, help="thresholds in the F1 sweep, plus always/never (11)")
+    cal.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
+    cal.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    cal.add_argument("--json", action="store_true", help="print the profile as JSON")
+    _add_seakr_arguments(cal)
+    cal.set_defaults(func=_calibrate)
     index = sub.add_parser(
         "index",
         help="build a BM25 index from a JSONL corpus ({id, title, text} per line): a directory, or an Elasticsearch "
@@ -396,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
     try:
         return int(args.func(args))
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+    except (ValueError, FileNotFoundError, LookupError, RuntimeError) as exc:
         print(f"seakr: error: {exc}", file=sys.stderr)
         return 2
 

@@ -73,3 +73,36 @@ def _first_lines(n):
 
     with gzip.open(DATASET, "rt") as f:
         return [f.readline() for _ in range(n)]
+
+
+def test_calibrate_needs_a_target_for_the_rate_objective():
+    done = _seakr("calibrate", "--dataset", DATASET, "--objective", "rate")
+    assert done.returncode == 2 and "--target-rate" in done.stderr
+
+
+@pytest.mark.slow
+def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
+    small = ("-k", "3", "--max-tokens", "24", "--exemplars", "2", "--profile-dir", str(tmp_path))
+    done = _seakr(
+        "calibrate",
+        "--dataset",
+        DATASET,
+        "--limit",
+        "4",
+        "--objective",
+        "rate",
+        "--target-rate",
+        "0.5",
+        *small,
+        "--json",
+        "-q",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    profile = json.loads(done.stdout)
+    assert profile["model"] == "smollm2-135m-instruct" and profile["k"] == 3 and profile["questions"] == 4
+    assert [r["first_step_retrieval_rate"] for r in profile["sweep"] if r.get("chosen")] == [0.5]
+    done = _seakr("ask", "Which genus has more species, Bactris and Epigaea?", *small, "--calibrated", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["config"]["delta"] == profile["delta"]
+    done = _seakr("ask", "Which genus?", *small[2:], "-k", "4", "--calibrated")
+    assert done.returncode == 2 and "no calibrated delta" in done.stderr and "k=4" in done.stderr
