@@ -7,16 +7,27 @@ loop (:class:`SeaKRConfig`), not copies of it: a method here is a name, a config
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from seakr_integrations.reasoning.answer import extract_answer
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
-from seakr_integrations.uncertainty.estimate import ESTIMATORS
+from seakr_integrations.uncertainty.estimate import ESTIMATORS, estimate
 
-__all__ = ["METHODS", "Method", "MethodAnswer", "SeaKRMethod", "check_method", "known_methods", "make_method"]
+__all__ = [
+    "METHODS",
+    "ClosedBookMethod",
+    "Method",
+    "MethodAnswer",
+    "SeaKRMethod",
+    "check_method",
+    "known_methods",
+    "make_method",
+]
 
 
 @dataclass(frozen=True)
@@ -67,6 +78,38 @@ class SeaKRMethod:
         return [_answer(r) for r in self.seakr.answer_many(list(questions))]
 
 
+class ClosedBookMethod:
+    """The model's direct answer without retrieval, with every estimator's uncertainty of it (for AUROC).
+
+    One self-aware call per question in SeaKR's single-hop prompt; the answer is read from it (" So the answer is"
+    when stated, else the whole first line).  The trace holds each estimator's score (``energy`` only on back-ends
+    that return raw logits), so one run measures how well each predicts a wrong answer.
+    """
+
+    name = "closed-book"
+
+    def __init__(self, seakr: SeaKR) -> None:
+        self.seakr = seakr
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "seakr": self.seakr.config.to_dict()}
+
+    def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
+        cfg = self.seakr.config
+        answers = []
+        for a in self.seakr.assess_many(list(questions)):
+            scores = {}
+            for estimator in ESTIMATORS:
+                if estimator == "energy" and a.output.samples and a.output.samples[0].logit_lse is None:
+                    continue  # the back-end returns normalised logprobs only
+                value = estimate(a.output, estimator, cfg.alpha).value
+                scores[estimator] = value if math.isfinite(value) else None
+            prediction = extract_answer(a.generation) or a.generation.strip().split("\n")[0]
+            trace = {"generation": a.generation, "uncertainty": scores, "samples": [s.text for s in a.output.samples]}
+            answers.append(MethodAnswer(prediction, 0, 1, a.output.generated_tokens(), trace))
+        return answers
+
+
 def _answer(result: SeaKRResult) -> MethodAnswer:
     return MethodAnswer(result.answer, result.searches, result.lm_calls, result.generated_tokens, result.to_dict())
 
@@ -87,6 +130,12 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
 MethodFactory = Callable[[Any, Any, SeaKRConfig], Method]
 
 
+def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
+    return ClosedBookMethod(
+        SeaKR(backend, retriever, config.with_(mode="single_hop", exemplar_style="simple", retrieve="never"))
+    )
+
+
 def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
     def factory(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
         return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
@@ -95,7 +144,8 @@ def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
 
 
 METHODS: dict[str, tuple[MethodFactory, str]] = {
-    name: (_seakr_variant(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()
+    **{name: (_seakr_variant(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()},
+    "closed-book": (_closed_book, "the direct answer without retrieval, scored by every estimator (for AUROC)"),
 }
 """Method name -> (factory(backend, retriever, base_config), one-line description)."""
 

@@ -1,0 +1,46 @@
+"""AUROC from ranks, and the closed-book method that records every estimator's score for it."""
+
+import math
+
+import pytest
+from fakes import FakeRetriever, Reply, ScriptedBackend
+from test_reasoner import CONFIG
+
+from seakr_integrations.evaluation.auroc import auroc
+from seakr_integrations.evaluation.methods import make_method
+
+
+def test_auroc_perfect_chance_inverse_and_ties():
+    assert auroc([0.1, 0.2, 0.8, 0.9], [False, False, True, True]) == 1.0
+    assert auroc([0.9, 0.8, 0.2, 0.1], [False, False, True, True]) == 0.0
+    assert auroc([0.5, 0.5, 0.5, 0.5], [False, True, False, True]) == 0.5
+    # one wrong answer ranks above both right ones, the other ties with one: (1 + 1 + 1 + 0.5) / 4
+    assert auroc([0.1, 0.3, 0.3, 0.9], [False, False, True, True]) == pytest.approx(0.875)
+    assert auroc([1.0, math.inf, 2.0], [False, True, False]) == 1.0  # an empty generation ranks highest
+
+
+@pytest.mark.parametrize(
+    ("scores", "wrong", "message"),
+    [
+        ([0.1, 0.2], [True], "2 scores for 1 labels"),
+        ([0.1, math.nan], [True, False], "NaN"),
+        ([0.1, 0.2], [False, False], "both right and wrong"),
+    ],
+)
+def test_auroc_bad_input(scores, wrong, message):
+    with pytest.raises(ValueError, match=message):
+        auroc(scores, wrong)
+
+
+def test_closed_book_method_records_each_estimators_score():
+    def respond(prompt, config):
+        hard = "hard" in prompt.rsplit("Question:", 1)[1]
+        return Reply("So the answer is Paris." if not hard else "So the answer is Rome.", spread=2.0 if hard else 0.1)
+
+    method = make_method("closed-book", ScriptedBackend(respond), FakeRetriever(), CONFIG)
+    easy, hard = method.answer_many(["An easy one?", "A hard one?"])
+    assert (easy.prediction.lower(), hard.prediction.lower()) == ("paris", "rome")
+    assert easy.retrievals == 0 and easy.lm_calls == 1 and easy.generated_tokens > 0
+    assert set(easy.trace["uncertainty"]) >= {"eigenscore", "perplexity", "multi_perplexity", "ln_entropy"}
+    assert hard.trace["uncertainty"]["eigenscore"] > easy.trace["uncertainty"]["eigenscore"]
+    assert method.describe()["seakr"]["mode"] == "single_hop"
