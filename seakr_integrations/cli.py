@@ -326,6 +326,22 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from seakr_integrations.evaluation.report import load_runs, write_report
+
+    runs = load_runs(args.results)
+    profiles = []
+    for path in args.profiles or []:
+        try:
+            profiles.append(json.loads(Path(path).read_text(encoding="utf-8")))
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not a calibration profile (invalid JSON: {err.msg})") from None
+    commands = Path(args.commands).read_text(encoding="utf-8") if args.commands else ""
+    out = write_report(runs, args.out, profiles=profiles, title=args.title, commands=commands)
+    print(f"wrote {out} from {len(runs)} results file(s), plots next to it")
+    return 0
+
+
 def _models(_args: argparse.Namespace) -> int:
     from seakr_integrations.models import PACKAGED_MODELS, cache_dir
 
@@ -445,6 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--json", action="store_true", help="print the profile as JSON")
     _add_seakr_arguments(cal)
     cal.set_defaults(func=_calibrate)
+    rep = sub.add_parser("report", help="turn seakr eval results files into a Markdown report with tables and plots")
+    rep.add_argument("results", nargs="+", help="results files, or directories holding them (searched recursively)")
+    rep.add_argument("--out", default="docs/results.md", help="the report (PNG plots go next to it)")
+    rep.add_argument("--profiles", nargs="*", help="calibration profiles (JSON) whose delta sweeps to plot")
+    rep.add_argument("--commands", default=None, help="a file with the exact commands that produced the results")
+    rep.add_argument("--title", default="SeaKR evaluation results")
+    rep.set_defaults(func=_report)
     index = sub.add_parser(
         "index",
         help="build a BM25 index from a JSONL corpus ({id, title, text} per line): a directory, or an Elasticsearch "

@@ -1,0 +1,226 @@
+"""``seakr report``: results files in, a Markdown report with tables and PNG plots out.
+
+The report is generated, never written by hand, so every number in it can be traced to a results file and every
+results file to the command and configuration in its header.  Tables: per dataset, each method's EM and F1 (with a
+bootstrap 95 % interval for F1) and its costs per question; the uncertainty estimators' AUROC for predicting a
+wrong closed-book answer.  Plots: per-method F1 with intervals, uncertainty histograms of right and wrong
+closed-book answers, and retrieval rate against F1 as delta sweeps (from calibration profiles).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seakr_integrations.evaluation.auroc import auroc
+from seakr_integrations.evaluation.results import read_results
+from seakr_integrations.evaluation.runner import EvalSummary, summarize
+
+__all__ = ["MethodRun", "bootstrap_interval", "load_runs", "write_report"]
+
+
+@dataclass
+class MethodRun:
+    """One results file: a method on a dataset, with its configuration and records."""
+
+    path: Path
+    config: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def dataset(self) -> str:
+        return os.path.splitext(str(self.config.get("dataset", "?")))[0]
+
+    @property
+    def method(self) -> str:
+        return str(self.config.get("method", "?"))
+
+    def summary(self) -> EvalSummary:
+        return summarize(self.records)
+
+
+def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[MethodRun]:
+    """Read results files (directories are searched for ``*.jsonl``); empty files are reported, not dropped."""
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
+    if not files:
+        raise ValueError("no results files given: pass seakr eval outputs (files, or directories holding them)")
+    runs = []
+    for f in files:
+        config, records = read_results(f)
+        run = MethodRun(f, config, list(records))
+        if not run.records:
+            raise ValueError(f"{f} holds no results yet: finish (or resume) its seakr eval run, or leave it out")
+        runs.append(run)
+    return runs
+
+
+def bootstrap_interval(values: Sequence[float], *, samples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 95 % percentile-bootstrap interval of the mean of ``values`` (seeded: the same report every time)."""
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data), size=(samples, len(data)))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _estimator_aurocs(run: MethodRun) -> dict[str, tuple[float | None, int]]:
+    """AUROC per estimator for predicting a wrong (EM = 0) closed-book answer, and the answers scored."""
+    out: dict[str, tuple[float | None, int]] = {}
+    names = sorted({n for r in run.records for n in r.get("trace", {}).get("uncertainty", {})})
+    for name in names:
+        scored = [r for r in run.records if name in r.get("trace", {}).get("uncertainty", {})]
+        values = [r["trace"]["uncertainty"][name] for r in scored]
+        scores = [float("inf") if v is None else v for v in values]
+        wrong = [r["em"] == 0.0 for r in scored]
+        try:
+            out[name] = (auroc(scores, wrong), len(scores))
+        except ValueError:
+            out[name] = (None, len(scores))  # all right or all wrong: no AUROC
+    return out
+
+
+def _plots(runs: list[MethodRun], sweeps: list[dict[str, Any]], out_dir: Path, stem: str) -> list[tuple[str, str]]:
+    """Draw the PNGs; returns (title, file name) pairs."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # pragma: no cover - the notebooks extra is part of the dev set-up
+        raise RuntimeError("seakr report draws with matplotlib: pip install 'seakr-integrations[notebooks]'") from err
+    drawn = []
+    by_dataset: dict[str, list[MethodRun]] = defaultdict(list)
+    for run in runs:
+        by_dataset[run.dataset].append(run)
+
+    fig, axes = plt.subplots(1, len(by_dataset), figsize=(6 * len(by_dataset), 4), squeeze=False)
+    for ax, (dataset, group) in zip(axes[0], sorted(by_dataset.items()), strict=True):
+        group = sorted(group, key=lambda r: r.method)
+        means = [r.summary().f1 for r in group]
+        intervals = [bootstrap_interval([x["f1"] for x in r.records]) for r in group]
+        low = [m - lo for m, (lo, _) in zip(means, intervals, strict=True)]
+        high = [hi - m for m, (_, hi) in zip(means, intervals, strict=True)]
+        ax.barh([r.method for r in group], means, xerr=np.array([low, high]), color="tab:blue", alpha=0.8, capsize=3)
+        ax.set_xlabel("F1 (95% bootstrap interval)")
+        ax.set_title(f"{dataset} (n = {min(len(r.records) for r in group)})", fontsize=10)
+    fig.tight_layout()
+    name = f"{stem}_f1.png"
+    fig.savefig(out_dir / name, dpi=110)
+    plt.close(fig)
+    drawn.append(("F1 per method", name))
+
+    closed = [r for r in runs if r.method == "closed-book"]
+    if closed:
+        fig, axes = plt.subplots(1, len(closed), figsize=(6 * len(closed), 3.6), squeeze=False)
+        for ax, run in zip(axes[0], closed, strict=True):
+            values = [(r["trace"]["uncertainty"].get("eigenscore"), r["em"] == 1.0) for r in run.records]
+            right = [v for v, ok in values if ok and v is not None]
+            wrong = [v for v, ok in values if not ok and v is not None]
+            bins = np.histogram_bin_edges(right + wrong, bins=15) if right + wrong else 10
+            ax.hist(wrong, bins=bins, alpha=0.6, color="tab:red", label=f"wrong ({len(wrong)})")
+            ax.hist(right, bins=bins, alpha=0.6, color="tab:green", label=f"right ({len(right)})")
+            ax.set_xlabel("EigenScore of the closed-book answer")
+            ax.set_title(run.dataset, fontsize=10)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        name = f"{stem}_uncertainty_hist.png"
+        fig.savefig(out_dir / name, dpi=110)
+        plt.close(fig)
+        drawn.append(("EigenScore of right and wrong closed-book answers", name))
+
+    usable = [s for s in sweeps if any("f1" in row for row in s.get("sweep", []))]
+    if usable:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for profile in usable:
+            rows = [row for row in profile["sweep"] if "f1" in row]
+            ax.plot(
+                [row["retrievals_per_question"] for row in rows],
+                [row["f1"] for row in rows],
+                "o-",
+                label=f"{profile['model']} on {profile['dataset']}",
+            )
+            chosen = [row for row in rows if row.get("chosen")]
+            ax.plot(
+                [row["retrievals_per_question"] for row in chosen], [row["f1"] for row in chosen], "*", ms=14, color="k"
+            )
+        ax.set_xlabel("retrievals per question")
+        ax.set_ylabel("F1")
+        ax.set_title("delta sweep (star: the calibrated delta)", fontsize=10)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        name = f"{stem}_delta_sweep.png"
+        fig.savefig(out_dir / name, dpi=110)
+        plt.close(fig)
+        drawn.append(("Retrieval rate against F1 as delta sweeps", name))
+    return drawn
+
+
+def write_report(
+    runs: Sequence[MethodRun],
+    out: str | os.PathLike[str],
+    *,
+    profiles: Sequence[dict[str, Any]] = (),
+    title: str = "SeaKR evaluation results",
+    commands: str = "",
+) -> Path:
+    """Write the Markdown report and its PNG plots (next to it) and return the report's path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stem = out.stem
+    plots = _plots(list(runs), list(profiles), out.parent, stem)
+    lines = [f"# {title}", "", "Generated by `seakr report` from the results files listed below; do not edit.", ""]
+    if commands:
+        lines += ["## Commands", "", "```bash", commands.strip(), "```", ""]
+    by_dataset: dict[str, list[MethodRun]] = defaultdict(list)
+    for run in runs:
+        by_dataset[run.dataset].append(run)
+    for dataset, group in sorted(by_dataset.items()):
+        lines += [f"## {dataset}", ""]
+        lines += [
+            "| method | questions | EM | F1 | F1 95% CI | retrievals / q | LM calls / q | tokens / q | s / q |",
+            "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for run in sorted(group, key=lambda r: -r.summary().f1):
+            s = run.summary()
+            lo, hi = bootstrap_interval([r["f1"] for r in run.records])
+            lines.append(
+                f"| {run.method} | {s.questions} | {100 * s.em:.1f} | {100 * s.f1:.1f} | {100 * lo:.1f}-{100 * hi:.1f} "
+                f"| {s.retrievals:.2f} | {s.lm_calls:.1f} | {s.generated_tokens:.0f} | {s.seconds:.1f} |"
+            )
+        lines.append("")
+        for run in group:
+            if run.method == "closed-book":
+                lines += [
+                    f"Uncertainty quality on {dataset}: AUROC for predicting that the closed-book answer is wrong "
+                    "(EM = 0); 0.5 is chance.",
+                    "",
+                    "| estimator | AUROC | answers |",
+                    "| --- | ---: | ---: |",
+                ]
+                for name, (value, n) in sorted(_estimator_aurocs(run).items()):
+                    lines.append(f"| {name} | {'n/a' if value is None else f'{value:.3f}'} | {n} |")
+                lines.append("")
+    if plots:
+        lines += ["## Plots", ""]
+        for caption, name in plots:
+            lines += [f"**{caption}**", "", f"![{caption}]({name})", ""]
+    lines += ["## Results files and their configurations", ""]
+    for run in runs:
+        cfg = run.config
+        seakr = cfg.get("seakr", {})
+        lines.append(
+            f"* `{run.path}`: {run.method} on {cfg.get('dataset')}, model {cfg.get('model')} ({cfg.get('backend')}), "
+            f"k={seakr.get('k')}, delta={seakr.get('delta')}, estimator={seakr.get('estimator')}, "
+            f"retriever {json.dumps(cfg.get('retriever'))}"
+        )
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out

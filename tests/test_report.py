@@ -1,0 +1,92 @@
+"""seakr report: tables, AUROC and PNG plots from results files; bad input is named."""
+
+import json
+
+import pytest
+from test_cli import _seakr
+
+from seakr_integrations.evaluation.report import bootstrap_interval, load_runs, write_report
+from seakr_integrations.evaluation.results import ResultsFile
+
+
+def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None):
+    path = tmp_path / "runs" / f"{method}.jsonl"
+    config = {
+        "method": method,
+        "dataset": dataset,
+        "model": "qwen",
+        "backend": "vllm",
+        "seakr": {"k": 10},
+        "retriever": {"bm25_corpus": "c.jsonl"},
+    }
+    with ResultsFile.open(path, config) as out:
+        for i, f1 in enumerate(f1s):
+            trace = {"uncertainty": {"eigenscore": uncertainty[i], "perplexity": 1.0}} if uncertainty else {}
+            out.append(
+                {
+                    "id": f"q{i}",
+                    "em": float(f1 == 1.0),
+                    "f1": f1,
+                    "retrievals": 1,
+                    "lm_calls": 4,
+                    "generated_tokens": 100,
+                    "seconds": 2.0,
+                    "trace": trace,
+                }
+            )
+    return path
+
+
+def test_report_tables_auroc_and_plots(tmp_path):
+    _run(tmp_path, "seakr", [1.0, 0.5, 1.0, 0.0])
+    _run(tmp_path, "seakr-no-rerank", [0.0, 0.5, 1.0, 0.0])
+    _run(tmp_path, "closed-book", [1.0, 0.0, 1.0, 0.0], uncertainty=[0.1, 2.0, 0.2, None])
+    profile = {
+        "model": "qwen",
+        "dataset": "cal.jsonl",
+        "sweep": [
+            {"delta": 0.0, "f1": 0.3, "retrievals_per_question": 2.0},
+            {"delta": 1.0, "f1": 0.4, "retrievals_per_question": 1.0, "chosen": True},
+        ],
+    }
+    runs = load_runs([tmp_path / "runs"])
+    report = write_report(runs, tmp_path / "docs" / "results.md", profiles=[profile], commands="seakr eval ...")
+    text = report.read_text()
+    assert "## hotpotqa_dev" in text and "seakr eval ..." in text
+    rows = [line for line in text.splitlines() if line.startswith("| seakr")]
+    assert rows[0].startswith("| seakr | 4 | 50.0 | 62.5 |") and rows[1].startswith(
+        "| seakr-no-rerank | 4 | 25.0 | 37.5"
+    )
+    assert "| eigenscore | 1.000 | 4 |" in text  # wrong answers (q1, q3: 2.0 and an empty one) rank highest
+    assert "| perplexity | 0.500 | 4 |" in text  # a constant score: chance
+    for name in ("results_f1.png", "results_uncertainty_hist.png", "results_delta_sweep.png"):
+        assert (tmp_path / "docs" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in text
+
+
+def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
+    values = [0.0, 1.0] * 20
+    low, high = bootstrap_interval(values)
+    assert (low, high) == bootstrap_interval(values) and low < 0.5 < high
+
+
+def test_report_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="no results files"):
+        load_runs([tmp_path])
+    path = tmp_path / "empty.jsonl"
+    ResultsFile.open(path, {"method": "seakr"}).close()
+    with pytest.raises(ValueError, match="holds no results yet"):
+        load_runs([path])
+    done = _seakr("report", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "r.md"))
+    assert done.returncode == 2 and "missing.jsonl" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_report_command(tmp_path):
+    _run(tmp_path, "seakr", [1.0, 0.0])
+    bad = tmp_path / "profile.json"
+    bad.write_text("{")
+    done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"), "--profiles", str(bad))
+    assert done.returncode == 2 and "not a calibration profile" in done.stderr
+    done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"))
+    assert done.returncode == 0, done.stderr and "wrote" in done.stdout
+    assert (tmp_path / "r_f1.png").exists() and json.dumps("x")
