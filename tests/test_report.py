@@ -1,7 +1,5 @@
 """seakr report: tables, AUROC and PNG plots from results files; bad input is named."""
 
-import json
-
 import pytest
 from test_cli import _seakr
 
@@ -54,9 +52,8 @@ def test_report_tables_auroc_and_plots(tmp_path):
     text = report.read_text()
     assert "## hotpotqa_dev" in text and "seakr eval ..." in text
     rows = [line for line in text.splitlines() if line.startswith("| seakr")]
-    assert rows[0].startswith("| seakr | 4 | 50.0 | 62.5 |") and rows[1].startswith(
-        "| seakr-no-rerank | 4 | 25.0 | 37.5"
-    )
+    assert rows[0].startswith("| seakr | 4 | 50.0 | 62.5 |")
+    assert rows[1].startswith("| seakr-no-rerank | 4 | 25.0 | 37.5")
     assert "| eigenscore | 1.000 | 4 |" in text  # wrong answers (q1, q3: 2.0 and an empty one) rank highest
     assert "| perplexity | 0.500 | 4 |" in text  # a constant score: chance
     for name in ("results_f1.png", "results_uncertainty_hist.png", "results_delta_sweep.png"):
@@ -88,5 +85,5 @@ def test_report_command(tmp_path):
     done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"), "--profiles", str(bad))
     assert done.returncode == 2 and "not a calibration profile" in done.stderr
     done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"))
-    assert done.returncode == 0, done.stderr and "wrote" in done.stdout
-    assert (tmp_path / "r_f1.png").exists() and json.dumps("x")
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stdout and (tmp_path / "r_f1.png").exists()
