@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from seakr_integrations.reasoning.answer import extract_answer
+from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
@@ -136,6 +137,25 @@ def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
     )
 
 
+BASELINE_K = 2
+"""Samples per call for the baselines: the back-ends' minimum (the baselines never read the uncertainty)."""
+
+
+def _baseline(name: str) -> MethodFactory:
+    def factory(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
+        return SeaKRMethod(name, BASELINES[name](backend, retriever, config.with_(k=BASELINE_K)))
+
+    return factory
+
+
+_BASELINE_TEXT = {
+    "cot": "baseline: chain of thought without retrieval",
+    "single-retrieval": "baseline: retrieve once with the question, then chain of thought",
+    "ircot": "baseline: IRCoT, retrieve with the question and after every reasoning sentence",
+    "flare": f"baseline: FLARE, retrieve when a token's probability is below {FLARE_THRESHOLD}, masked query",
+}
+
+
 def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
     def factory(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
         return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
@@ -146,6 +166,7 @@ def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
 METHODS: dict[str, tuple[MethodFactory, str]] = {
     **{name: (_seakr_variant(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()},
     "closed-book": (_closed_book, "the direct answer without retrieval, scored by every estimator (for AUROC)"),
+    **{name: (_baseline(name), text) for name, text in _BASELINE_TEXT.items()},
 }
 """Method name -> (factory(backend, retriever, base_config), one-line description)."""
 

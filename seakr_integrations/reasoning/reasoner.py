@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.calibration import check_calibrated
@@ -107,6 +107,9 @@ class SeaKR:
         >>> print(result.answer, result.strategy)  # doctest: +SKIP
     """
 
+    reads_delta: ClassVar[bool] = True
+    """Whether this loop's decisions read ``config.delta`` (the baselines built on the loop do not)."""
+
     def __init__(
         self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
     ) -> None:
@@ -123,7 +126,9 @@ class SeaKR:
         self.retriever = retriever
         self.config = config or SeaKRConfig()
         cfg = self.config
-        self.profile = check_calibrated(backend.model_name, backend.resolve_layer(cfg.layer), cfg)
+        self.profile = (
+            check_calibrated(backend.model_name, backend.resolve_layer(cfg.layer), cfg) if self.reads_delta else None
+        )
         """The calibrated-delta profile for this model and these settings (``None``: none saved, a warning said so)."""
         tokenizer = backend.tokenizer
         use_chat = cfg.chat_template

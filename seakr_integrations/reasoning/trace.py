@@ -19,7 +19,7 @@ from seakr_integrations.uncertainty.estimate import Uncertainty
 __all__ = ["Assessment", "CandidateTrace", "FinalTrace", "SeaKRResult", "StepTrace"]
 
 Decision = Literal["answer", "accept", "retrieve"]
-Strategy = Literal["rationales", "knowledge", "direct", "passage"]
+Strategy = Literal["rationales", "knowledge", "direct", "passage", "chain"]
 
 
 def _plain(value: Any) -> Any:
@@ -160,7 +160,8 @@ class FinalTrace:
     """One candidate answer of the final self-aware reasoning.
 
     Attributes:
-        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"direct"`` / ``"passage"`` (single-hop).
+        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"direct"`` / ``"passage"`` (single-hop),
+            ``"chain"`` (a baseline's answer read from its own reasoning chain).
         answer: The extracted answer (``None`` if there was none).
         generation: The text the answer was read from.
         uncertainty: The uncertainty of the call the answer came from.
