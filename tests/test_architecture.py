@@ -16,14 +16,25 @@ from transformers import (
 
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
 
-SMALL = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3,
-         "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16}
+SMALL = {
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 16,
+}
 
 
 @pytest.mark.parametrize(
     ("config_cls", "model_cls"),
-    [(LlamaConfig, LlamaForCausalLM), (Qwen2Config, Qwen2ForCausalLM), (MistralConfig, MistralForCausalLM),
-     (Gemma3TextConfig, Gemma3ForCausalLM)],
+    [
+        (LlamaConfig, LlamaForCausalLM),
+        (Qwen2Config, Qwen2ForCausalLM),
+        (MistralConfig, MistralForCausalLM),
+        (Gemma3TextConfig, Gemma3ForCausalLM),
+    ],
 )
 def test_llama_style_stacks_are_found(config_cls, model_cls):
     model = model_cls(config_cls(**SMALL))

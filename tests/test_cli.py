@@ -24,8 +24,20 @@ def _seakr(*args, timeout=600):
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["hf", pytest.param("vllm", marks=pytest.mark.vllm)])
 def test_score_json(smollm2_dir, backend):
-    done = _seakr("score", QUESTION, "--backend", backend, "-k", "4", "--max-tokens", "24", "--json",
-                  "--estimator", "eigenscore", "ln_entropy")
+    done = _seakr(
+        "score",
+        QUESTION,
+        "--backend",
+        backend,
+        "-k",
+        "4",
+        "--max-tokens",
+        "24",
+        "--json",
+        "--estimator",
+        "eigenscore",
+        "ln_entropy",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout)
     assert record["question"] == QUESTION and len(record["samples"]) == 4
@@ -51,8 +63,11 @@ def test_models_lists_packaged_models():
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(("score", "  "), "question is empty"), (("score", "q", "--model", "gpt-7"), "unknown model 'gpt-7'"),
-     (("score", "q", "-k", "1"), "at least 2")],
+    [
+        (("score", "  "), "question is empty"),
+        (("score", "q", "--model", "gpt-7"), "unknown model 'gpt-7'"),
+        (("score", "q", "-k", "1"), "at least 2"),
+    ],
 )
 def test_bad_input_exits_2_with_a_message(args, message):
     done = _seakr(*args)

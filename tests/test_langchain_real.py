@@ -5,6 +5,7 @@ all-MiniLM-L6-v2 embedder from PyPI.  Small settings (k=4 samples, short generat
 from __future__ import annotations
 
 import pytest
+from close import assert_close
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import PromptTemplate
@@ -76,7 +77,8 @@ def test_chain_over_the_embedded_bm25_index_returns_the_answer_and_a_consistent_
             finite = [c["rank_value"] for c in step["candidates"] if c["rank_value"] is not None]
             assert chosen[0]["rank_value"] == (min(finite) if finite else None)  # inf (empty text) is None in JSON
     chunks = list(chain.stream(QUESTION))
-    assert chunks[-1]["kind"] == "answered" and chunks[-1]["trace"] == trace  # seeded: stream = invoke
+    assert chunks[-1]["kind"] == "answered"
+    assert_close(chunks[-1]["trace"], trace)  # seeded: stream = invoke (floats up to their last digits)
 
 
 def test_chain_over_a_vector_store_and_batch_matches_invoke(chat, vector_retriever):

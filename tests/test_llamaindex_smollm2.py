@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 
 import pytest
+from close import assert_close
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.llms import ChatMessage
@@ -139,12 +140,13 @@ async def test_llm_completes_with_its_uncertainty(llm, hf_smollm2):
     again = await llm.acomplete(
         "What is the capital of France?", max_tokens=10
     )  # same seed, same model call: same result
-    assert again.text == response.text and again.additional_kwargs == response.additional_kwargs
+    assert again.text == response.text  # floats may differ in their last digits between CPU runs
+    assert_close(again.additional_kwargs, response.additional_kwargs)
     chunks = list(llm.stream_complete("What is the capital of France?", max_tokens=10))
     assert "".join(c.delta for c in chunks) == response.text and len(chunks) > 1
     chat = llm.chat([ChatMessage(role="user", content="What is the capital of France?")], max_tokens=10)
     assert chat.message.content == response.text  # the chat template renders the one message the same way
-    assert chat.message.additional_kwargs["uncertainty"] == u
+    assert_close(chat.message.additional_kwargs["uncertainty"], u)
 
 
 # --------------------------------------------------------------------------------------------- gate over BM25
@@ -224,4 +226,4 @@ async def test_workflow_runs_concurrently_and_matches_the_query_engine(llm, conf
         assert [e.chosen for e in reranked] == [s["chosen"] for s in steps if s["chosen"]]
         assert isinstance(phases[-1], FinalAnswerEvent) and phases[-1].answer == result.answer
     # the workflow adds no logic: the same question through the query engine takes the same decisions
-    assert bm25_answer[0].metadata["trace"] == runs[0].result.trace
+    assert_close(bm25_answer[0].metadata["trace"], runs[0].result.trace)

@@ -29,8 +29,9 @@ def test_local_directory(tmp_path: Path):
 
 
 def test_missing_package_says_what_to_install(monkeypatch):
-    fake = models.PackagedModel("fake", "x", (("no_such_package_seakr", "m.gguf"),), "pip install fake-pkg", "0" * 64,
-                                "MIT")
+    fake = models.PackagedModel(
+        "fake", "x", (("no_such_package_seakr", "m.gguf"),), "pip install fake-pkg", "0" * 64, "MIT"
+    )
     monkeypatch.setattr(models, "PACKAGED_MODELS", (fake,))
     with pytest.raises(ValueError, match="pip install fake-pkg"):
         resolve_model("fake")

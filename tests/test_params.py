@@ -8,7 +8,14 @@ from seakr_integrations.params import SamplingConfig
 def test_defaults_are_the_authors():
     c = SamplingConfig()
     assert (c.k, c.temperature, c.top_k, c.top_p, c.max_tokens, c.seed, c.layer, c.source) == (
-        20, 1.0, 50, 0.9, 100, 42, None, "mlp",
+        20,
+        1.0,
+        50,
+        0.9,
+        100,
+        42,
+        None,
+        "mlp",
     )
 
 

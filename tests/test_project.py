@@ -15,7 +15,7 @@ def _readme_commands():
 
 def test_readme_starts_with_main_job_and_test_commands():
     main_job, tests = _readme_commands()[:2]
-    assert main_job.startswith("bash scripts/setup-venv.sh && .venv/bin/seakr ask \"")
+    assert main_job.startswith('bash scripts/setup-venv.sh && .venv/bin/seakr ask "')
     assert main_job.endswith('?"'), "the main job answers a question on the embedded defaults: no other argument"
     assert tests == "bash scripts/test.sh"
 
@@ -32,10 +32,20 @@ def test_packages_are_typed(package):
 
 @pytest.mark.parametrize(
     "module",
-    ["seakr_integrations", "seakr_integrations.uncertainty", "seakr_integrations.backends",
-     "seakr_integrations.backends.hf", "seakr_integrations.models", "seakr_integrations.params",
-     "seakr_integrations.outputs", "seakr_integrations.reasoning", "seakr_integrations.retrieval",
-     "seakr_integrations.retrieval.bm25", "seakr_integrations.demo", "seakr_integrations.reasoning.trace"],
+    [
+        "seakr_integrations",
+        "seakr_integrations.uncertainty",
+        "seakr_integrations.backends",
+        "seakr_integrations.backends.hf",
+        "seakr_integrations.models",
+        "seakr_integrations.params",
+        "seakr_integrations.outputs",
+        "seakr_integrations.reasoning",
+        "seakr_integrations.retrieval",
+        "seakr_integrations.retrieval.bm25",
+        "seakr_integrations.demo",
+        "seakr_integrations.reasoning.trace",
+    ],
 )
 def test_explicit_all_names_exist(module):
     mod = importlib.import_module(module)
