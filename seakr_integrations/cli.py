@@ -283,6 +283,17 @@ def _eval(args: argparse.Namespace) -> int:
     methods = args.method or ["seakr"]
     for name in methods:
         check_method(name)  # an unknown name fails now (listing the known ones), before any loading
+    options = {}
+    if "skr-knn" in methods:
+        from seakr_integrations.evaluation.skr import skr_labels
+
+        if args.skr_train is None:
+            raise ValueError(
+                "--method skr-knn needs --skr-train DIR: the cot.jsonl and single-retrieval.jsonl results of "
+                "`seakr eval --method cot --method single-retrieval` on training questions (not the evaluated ones)"
+            )
+        skr_labels(args.skr_train)  # missing or unusable training results fail now, before the model loads
+        options = {"skr_train": args.skr_train, "skr_k": args.skr_k}
     questions = _questions(args)
     config = _seakr_config(args)
     retriever, where = _checked_retriever(args, questions)
@@ -291,7 +302,7 @@ def _eval(args: argparse.Namespace) -> int:
     with _build_backend(args) as backend:
         config = _calibrated(args, backend, config)
         for name in methods:
-            method = make_method(name, backend, retriever, config)
+            method = make_method(name, backend, retriever, config, **options)
             setup = {
                 **method.describe(),
                 "dataset": os.path.basename(args.dataset),
@@ -439,6 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--batch-size", type=int, default=8, help="questions answered together (default 8)")
     ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
     ev.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
+    ev.add_argument("--skr-train", default=None, help="skr-knn: directory of cot and single-retrieval training results")
+    ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
     _add_seakr_arguments(ev)

@@ -128,10 +128,11 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     },
 }
 
-MethodFactory = Callable[[Any, Any, SeaKRConfig], Method]
+MethodFactory = Callable[..., Method]
+"""``factory(backend, retriever, config, **options) -> Method``."""
 
 
-def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
+def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
     return ClosedBookMethod(
         SeaKR(backend, retriever, config.with_(mode="single_hop", exemplar_style="simple", retrieve="never"))
     )
@@ -142,7 +143,7 @@ BASELINE_K = 2
 
 
 def _baseline(name: str) -> MethodFactory:
-    def factory(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
+    def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
         return SeaKRMethod(name, BASELINES[name](backend, retriever, config.with_(k=BASELINE_K)))
 
     return factory
@@ -157,16 +158,40 @@ _BASELINE_TEXT = {
 
 
 def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
-    def factory(backend: Any, retriever: Any, config: SeaKRConfig) -> Method:
+    def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
         return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
 
     return factory
+
+
+def _skr_knn(
+    backend: Any, retriever: Any, config: SeaKRConfig, *, skr_train: Any = None, skr_k: int = 10, embed: Any = None
+) -> Method:
+    from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
+
+    if skr_train is None:
+        raise ValueError(
+            "skr-knn needs training labels: run `seakr eval --method cot --method single-retrieval` on a training "
+            "split, then pass that results directory as --skr-train DIR"
+        )
+    if embed is None:
+        from seakr_integrations.embeddings import shared_embedder
+
+        embed = shared_embedder().embed
+    without = _baseline(WITHOUT)(backend, retriever, config)
+    with_ = _baseline(WITH)(backend, retriever, config)
+    return SKRkNN(without, with_, skr_labels(skr_train), embed, k=skr_k)
 
 
 METHODS: dict[str, tuple[MethodFactory, str]] = {
     **{name: (_seakr_variant(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()},
     "closed-book": (_closed_book, "the direct answer without retrieval, scored by every estimator (for AUROC)"),
     **{name: (_baseline(name), text) for name, text in _BASELINE_TEXT.items()},
+    "skr-knn": (
+        _skr_knn,
+        "baseline: SKR-kNN, CoT or single retrieval by the vote of the nearest labelled training questions "
+        "(needs skr_train: a directory with cot.jsonl and single-retrieval.jsonl results)",
+    ),
 }
 """Method name -> (factory(backend, retriever, base_config), one-line description)."""
 
@@ -183,11 +208,19 @@ def check_method(name: str) -> None:
         raise ValueError(f"unknown method {name!r}; the known methods are:\n{listing}")
 
 
-def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None) -> Method:
+def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None, **options: Any) -> Method:
     """Build the method ``name`` on the given back-end, retriever and base configuration.
 
+    Args:
+        name: A name from :func:`known_methods`.
+        backend: The self-aware back-end.
+        retriever: The search engine.
+        config: SeaKR's settings (the baselines keep all but ``k``).
+        **options: Method-specific options: ``skr_train`` (directory of training results) and ``skr_k``
+            (neighbours, default 10) for ``skr-knn``.
+
     Raises:
-        ValueError: Unknown method (the message lists the known ones).
+        ValueError: Unknown method (the message lists the known ones), or a missing option.
     """
     check_method(name)
-    return METHODS[name][0](backend, retriever, config or SeaKRConfig())
+    return METHODS[name][0](backend, retriever, config or SeaKRConfig(), **options)

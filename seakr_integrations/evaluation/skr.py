@@ -1,0 +1,156 @@
+"""SKR-kNN (Wang et al., 2023, "Self-Knowledge Guided Retrieval"): retrieve when similar questions needed it.
+
+SKR labels training questions by the model's own results (the paper's Eq. 4): a question is "known" (D+) when the
+answer without retrieval scores at least as well as the answer with it, "unknown" (D-) otherwise, and it is
+discarded when both answers are wrong.  A new question is embedded (all-MiniLM-L6-v2 from PyPI here, where SKR
+used SimCSE); among its k nearest labelled questions, l known and k - l unknown, it is answered without retrieval
+when l / (k - l) >= m / n (m known and n unknown training questions), with retrieval otherwise.  The metric is
+exact match, as the paper's accuracy / EM.  The labels come from ``seakr eval`` results of the two methods on a
+training split, so they are computed once, resumably, and can be inspected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seakr_integrations.evaluation.methods import Method, MethodAnswer
+from seakr_integrations.evaluation.results import read_results
+
+__all__ = ["SKRLabels", "SKRkNN", "skr_labels"]
+
+WITHOUT, WITH = "cot", "single-retrieval"
+"""The two methods SKR chooses between, and whose training results give the labels."""
+
+
+@dataclass(frozen=True)
+class SKRLabels:
+    """Labelled training questions: ``known[i]`` when the model did as well without retrieval (D+).
+
+    Attributes:
+        questions: The kept training questions.
+        known: D+ (True) or D- (False), per question.
+        discarded: Training questions both methods got wrong (left out, as in the paper).
+        source: Where the results came from.
+    """
+
+    questions: list[str]
+    known: list[bool]
+    discarded: int
+    source: str
+
+    def describe(self) -> dict[str, Any]:
+        m = sum(self.known)
+        return {"source": self.source, "known": m, "unknown": len(self.known) - m, "discarded": self.discarded}
+
+
+def skr_labels(train_dir: str | os.PathLike[str]) -> SKRLabels:
+    """Labels from ``cot.jsonl`` and ``single-retrieval.jsonl`` results of the same training questions.
+
+    Raises:
+        FileNotFoundError: A results file is missing (the message gives the command that makes it).
+        ValueError: The two files share no question.
+    """
+    root = Path(train_dir)
+    records = {}
+    for name in (WITHOUT, WITH):
+        path = root / f"{name}.jsonl"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{path} is missing: SKR-kNN learns from {WITHOUT} and {WITH} results on training questions; make them "
+                f"with `seakr eval --dataset TRAIN.jsonl --method {WITHOUT} --method {WITH} --out {root}/x.jsonl`"
+            )
+        _, rows = read_results(path)
+        records[name] = {r["id"]: r for r in rows}
+    shared = [i for i in records[WITHOUT] if i in records[WITH]]
+    if not shared:
+        raise ValueError(f"{root}: {WITHOUT}.jsonl and {WITH}.jsonl share no question id; run both on the same split")
+    kept = [i for i in shared if records[WITHOUT][i]["em"] > 0 or records[WITH][i]["em"] > 0]
+    if not kept:
+        raise ValueError(
+            f"{root}: both methods got every one of the {len(shared)} training questions wrong, so there is nothing "
+            "to learn from; use more (or easier) training questions"
+        )
+    return SKRLabels(
+        [records[WITHOUT][i]["question"] for i in kept],
+        [records[WITHOUT][i]["em"] >= records[WITH][i]["em"] for i in kept],
+        len(shared) - len(kept),
+        str(root),
+    )
+
+
+class SKRkNN:
+    """Answer without retrieval when the ``k`` nearest labelled questions say the model knows, else with it.
+
+    Args:
+        without_retrieval: The method for questions the model is expected to know (CoT).
+        with_retrieval: The method for the others (single retrieval).
+        labels: The labelled training questions.
+        embed: Texts -> embeddings (rows; normalised here for cosine similarity).
+        k: Neighbours that vote (the paper used 3 to 10 by dataset size).
+    """
+
+    name = "skr-knn"
+
+    def __init__(
+        self,
+        without_retrieval: Method,
+        with_retrieval: Method,
+        labels: SKRLabels,
+        embed: Callable[[Sequence[str]], np.ndarray],
+        k: int = 10,
+    ) -> None:
+        if k < 1:
+            raise ValueError(f"k={k}: at least one neighbour must vote")
+        self.without_retrieval, self.with_retrieval, self.labels, self.embed, self.k = (
+            without_retrieval,
+            with_retrieval,
+            labels,
+            embed,
+            k,
+        )
+        self._train = _unit(embed(labels.questions))
+        self._known = np.asarray(labels.known, dtype=bool)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "method": self.name,
+            "k": self.k,
+            "labels": self.labels.describe(),
+            "without_retrieval": self.without_retrieval.describe(),
+            "with_retrieval": self.with_retrieval.describe(),
+        }
+
+    def decide(self, questions: Sequence[str]) -> list[tuple[bool, int]]:
+        """For each question: retrieve or not, and how many of its neighbours were known (l)."""
+        sims = _unit(self.embed(list(questions))) @ self._train.T
+        k = min(self.k, self._train.shape[0])
+        nearest = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+        m = int(self._known.sum())
+        n = len(self._known) - m
+        known_votes = self._known[nearest].sum(axis=1)
+        # known when l / (k - l) >= m / n, written without division (k - l or n may be 0)
+        return [(not (int(v) * n >= (k - int(v)) * m), int(v)) for v in known_votes]
+
+    def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
+        decisions = self.decide(questions)
+        out: list[MethodAnswer | None] = [None] * len(questions)
+        for retrieve, method in ((False, self.without_retrieval), (True, self.with_retrieval)):
+            picked = [i for i, (r, _) in enumerate(decisions) if r is retrieve]
+            if picked:
+                for i, answer in zip(picked, method.answer_many([questions[i] for i in picked]), strict=True):
+                    trace = {"skr": {"retrieve": retrieve, "known_neighbours": decisions[i][1]}, **answer.trace}
+                    out[i] = MethodAnswer(
+                        answer.prediction, answer.retrievals, answer.lm_calls, answer.generated_tokens, trace
+                    )
+        return out  # type: ignore[return-value]
+
+
+def _unit(vectors: Any) -> np.ndarray:
+    rows = np.asarray(vectors, dtype=np.float32)
+    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
