@@ -4,23 +4,20 @@ import json
 
 import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
-from test_reasoner import CONFIG, final, is_step, parse
+from test_reasoner import CONFIG, is_step, parse
+from test_reasoner_components import eiffel
 
 from seakr_integrations.reasoning import SeaKR, candidate_rows, final_rows, step_rows
 
 
 def _result():
-    spreads = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
+    """The shared Eiffel scenario, except that the step after the passage is empty (infinitely uncertain)."""
 
     def respond(prompt, config):
         _, context, answer = parse(prompt)
-        if not is_step(config):
-            return final("So the answer is France")
-        if not context:
-            return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
-        if not answer:
-            return Reply("It is in France", spread=spreads[context[-1]])
-        return Reply("", spread=1.0)  # an empty step: infinite uncertainty
+        if is_step(config) and context and answer:
+            return Reply("", spread=1.0)
+        return eiffel(prompt, config)
 
     retriever = FakeRetriever(default=[passage("p1"), passage("p2"), passage("p3")])
     return SeaKR(ScriptedBackend(respond), retriever, CONFIG).answer("Which country is the Eiffel Tower in?")

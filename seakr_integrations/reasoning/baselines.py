@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 
 from seakr_integrations.reasoning.answer import extract_answer, has_answer
 from seakr_integrations.reasoning.events import StepAssessed, StepFinished, snapshot
-from seakr_integrations.reasoning.query import build_query
 from seakr_integrations.reasoning.reasoner import Program, SeaKR, _Question
 from seakr_integrations.reasoning.trace import FinalTrace, StepTrace
 from seakr_integrations.retrieval.passage import Passage
@@ -145,16 +144,7 @@ class FLARE(_Baseline):
             if not unsure:
                 step = self._step(state, "accept", out, u)
             else:
-                query = build_query(
-                    out.greedy,
-                    state.question,
-                    state.steps[-1] if state.steps else None,
-                    self._decode,
-                    self._tokenize_text,
-                    threshold=self.threshold,
-                    max_tokens=self.config.query_max_tokens,
-                    content_filter=self.config.content_filter,
-                )
+                query = self._query(state, out, self.threshold)
                 step = self._step(state, "retrieve", out, u, query.text)
                 step.masked_words = list(query.masked)
                 found = yield from self._search(state, step, query.text)

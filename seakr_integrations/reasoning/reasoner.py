@@ -34,7 +34,7 @@ from seakr_integrations.reasoning.events import (
 )
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
-from seakr_integrations.reasoning.query import build_query
+from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
@@ -437,6 +437,19 @@ class SeaKR:
             dropped = shown.pop(0)
             state.note(f"passage {dropped.id} was left out of a prompt to fit the model's context")
 
+    def _query(self, state: _Question, out: SelfAwareOutput, threshold: float) -> BuiltQuery:
+        """The search query from a step's greedy text: words with a token below ``threshold`` masked (SPEC 6)."""
+        return build_query(
+            out.greedy,
+            state.question,
+            state.steps[-1] if state.steps else None,
+            self._decode,
+            self._tokenize_text,
+            threshold=threshold,
+            max_tokens=self.config.query_max_tokens,
+            content_filter=self.config.content_filter,
+        )
+
     def _call(self, state: _Question, steps: Sequence[str], passages: Sequence[Passage], *, sentence: bool) -> Call:
         state.lm_calls += 1
         config = self.config.sampling(self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence))
@@ -572,16 +585,7 @@ class SeaKR:
         else:
             step.decision = "retrieve"
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-            query = build_query(
-                out.greedy,
-                state.question,
-                state.steps[-1] if state.steps else None,
-                self._decode,
-                self._tokenize_text,
-                threshold=cfg.mask_threshold,
-                max_tokens=cfg.query_max_tokens,
-                content_filter=cfg.content_filter,
-            )
+            query = self._query(state, out, cfg.mask_threshold)
             step.query, step.masked_words = query.text, list(query.masked)
             if query.text in searched:
                 step.stop = "repeated query"
