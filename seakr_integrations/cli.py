@@ -85,9 +85,11 @@ def _seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCo
         max_tokens=args.max_tokens,
         layer=args.layer,
         source=args.source,
+        estimator=args.estimator,
         seed=args.seed,
         delta=args.delta,
         n_candidates=args.candidates,
+        max_steps=args.max_steps,
         exemplar_style=args.style,
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
@@ -235,6 +237,7 @@ def _calibrated(args: argparse.Namespace, backend, config):  # noqa: ANN001, ANN
 
 
 def _calibrate(args: argparse.Namespace) -> int:
+    from seakr_integrations.backends.cached import CachedBackend
     from seakr_integrations.calibration import save_profile
     from seakr_integrations.evaluation.calibrate import calibrate_delta
 
@@ -243,22 +246,42 @@ def _calibrate(args: argparse.Namespace) -> int:
     questions = _questions(args)
     config = _seakr_config(args)
     retriever, _ = _checked_retriever(args, questions)
+    estimators = [config.estimator]
+    if args.all_estimators:
+        from seakr_integrations.uncertainty.estimate import ESTIMATORS
+
+        estimators += [e for e in ESTIMATORS if e != config.estimator]
+    saved = []
     with _build_backend(args) as backend:
-        profile = calibrate_delta(
-            backend,
-            retriever,
-            questions,
-            config,
-            objective=args.objective,
-            target_rate=args.target_rate,
-            points=args.points,
-            dataset=os.path.basename(args.dataset),
-            progress=not args.quiet,
-        )
-    path = save_profile(profile, args.profile_dir)
+        shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
+        for estimator in estimators:
+            if estimator == "energy" and not backend.supports_logits:
+                print(
+                    f"seakr: {estimator}: skipped, {args.backend} returns no logits (use --backend hf)", file=sys.stderr
+                )
+                continue
+            profile = calibrate_delta(
+                shared,
+                retriever,
+                questions,
+                config.with_(estimator=estimator),
+                objective=args.objective,
+                target_rate=args.target_rate,
+                points=args.points,
+                dataset=os.path.basename(args.dataset),
+                progress=not args.quiet,
+            )
+            saved.append((save_profile(profile, args.profile_dir), profile))
     if args.json:
-        print(json.dumps({"profile": str(path), **profile.to_dict()}, indent=2))
+        records = [{"profile": str(path), **profile.to_dict()} for path, profile in saved]
+        print(json.dumps(records[0] if len(records) == 1 else records, indent=2))
         return 0
+    for path, profile in saved:
+        _print_profile(path, profile)
+    return 0
+
+
+def _print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfile
     for row in profile.sweep:
         cells = [f"delta {row['delta']:9.4f}", f"first-step retrieval rate {row['first_step_retrieval_rate']:.2f}"]
         if "f1" in row:
@@ -269,12 +292,11 @@ def _calibrate(args: argparse.Namespace) -> int:
         f"{profile.estimator}, k={profile.k}) on {profile.questions} questions of {profile.dataset}; saved to {path}. "
         "Use it with --calibrated, or SeaKRConfig.calibrated(backend) in Python."
     )
-    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
     from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
-    from seakr_integrations.evaluation.methods import METHODS, check_method
+    from seakr_integrations.evaluation.methods import METHODS, check_method, method_settings
 
     if args.list_methods:
         for name, (_, description) in METHODS.items():
@@ -300,9 +322,13 @@ def _eval(args: argparse.Namespace) -> int:
     dataset = os.path.splitext(os.path.basename(args.dataset))[0]
     summaries = {}
     with _build_backend(args) as backend:
-        config = _calibrated(args, backend, config)
         for name in methods:
-            method = make_method(name, backend, retriever, config, **options)
+            # An estimator ablation reads its own estimator's delta: each estimator has its own scale.
+            estimator = method_settings(name).get("estimator", config.estimator)
+            method_config = _calibrated(args, backend, config.with_(estimator=estimator)).with_(
+                estimator=config.estimator
+            )
+            method = make_method(name, backend, retriever, method_config, **options)
             setup = {
                 **method.describe(),
                 "dataset": os.path.basename(args.dataset),
@@ -373,7 +399,20 @@ _ES_INDEX_OPTIONS = (
 )
 
 
+def _add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> None:
+    """The options that pick questions and the corpus they are checked against (eval and calibrate)."""
+    p.add_argument("--dataset", help=dataset_help)
+    p.add_argument("--corpus", default=None, help="JSONL corpus to search (indexed once into the cache)")
+    p.add_argument("--start", type=int, default=0, help="0-based index of the first question (default 0)")
+    p.add_argument("--limit", type=int, default=None, help="number of questions (default: all)")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
+    p.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
 def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
+    from seakr_integrations.uncertainty.estimate import ESTIMATORS
+
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
     p.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
     p.add_argument(
@@ -393,9 +432,16 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", type=int, default=20, help="samples per LM call (default 20)")
     p.add_argument("--delta", type=float, default=-6.0, help="retrieve when uncertainty > delta (default -6.0)")
     p.add_argument("--candidates", type=int, default=3, help="passages re-ranked per retrieval (default 3)")
+    p.add_argument("--max-steps", type=int, default=7, help="reasoning steps after which the loop stops (default 7)")
     p.add_argument("--max-tokens", type=int, default=100)
     p.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
     p.add_argument("--source", choices=["mlp", "residual"], default="mlp")
+    p.add_argument(
+        "--estimator",
+        choices=ESTIMATORS,
+        default="eigenscore",
+        help="uncertainty estimator (default eigenscore: SeaKR; the others are the paper's ablations)",
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
     p.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
@@ -439,20 +485,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="evaluate SeaKR, its ablations or baselines on a question file: EM/F1 and costs, one JSONL record per "
         "question (rerun the same command to resume)",
     )
-    ev.add_argument("--dataset", help="question file (JSONL: id, question, answers; see the README)")
-    ev.add_argument("--corpus", default=None, help="JSONL corpus to search (indexed once into the cache)")
+    _add_question_arguments(ev, "question file (JSONL: id, question, answers; see the README)")
     ev.add_argument("--method", action="append", default=None, help="method name, repeatable (default: seakr)")
     ev.add_argument("--list-methods", action="store_true", help="list the methods and exit")
-    ev.add_argument("--start", type=int, default=0, help="0-based index of the first question (default 0)")
-    ev.add_argument("--limit", type=int, default=None, help="number of questions (default: all)")
-    ev.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
     ev.add_argument("--out", default=None, help="results file (default runs/DATASET/METHOD.jsonl)")
     ev.add_argument("--batch-size", type=int, default=8, help="questions answered together (default 8)")
     ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
-    ev.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
     ev.add_argument("--skr-train", default=None, help="skr-knn: directory of cot and single-retrieval training results")
     ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")
-    ev.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
     _add_seakr_arguments(ev)
     ev.set_defaults(func=_eval)
@@ -461,16 +501,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="choose delta for a model on labelled questions (max F1 over a sweep, or a target retrieval rate) and "
         "save it as a profile",
     )
-    cal.add_argument("--dataset", help="labelled question file (not the questions you evaluate on)")
-    cal.add_argument("--corpus", default=None, help="JSONL corpus to search (indexed once into the cache)")
-    cal.add_argument("--start", type=int, default=0, help="0-based index of the first question (default 0)")
-    cal.add_argument("--limit", type=int, default=None, help="number of questions (default: all)")
-    cal.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
+    _add_question_arguments(cal, "labelled question file (not the questions you evaluate on)")
     cal.add_argument("--objective", choices=["f1", "rate"], default="f1", help="maximise F1, or reach --target-rate")
     cal.add_argument("--target-rate", type=float, default=None, help="fraction of first steps that should retrieve")
     cal.add_argument("--points", type=int, default=11, help="thresholds in the F1 sweep, plus always/never (11)")
-    cal.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
-    cal.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    cal.add_argument(
+        "--all-estimators",
+        action="store_true",
+        help="also save a profile for every other estimator, from the same LM calls (for the estimator ablations)",
+    )
     cal.add_argument("--json", action="store_true", help="print the profile as JSON")
     _add_seakr_arguments(cal)
     cal.set_defaults(func=_calibrate)

@@ -6,6 +6,7 @@ import pytest
 from test_cli import _seakr
 
 from seakr_integrations.demo import demo_questions_path
+from seakr_integrations.uncertainty.estimate import ESTIMATORS
 
 DATASET = str(demo_questions_path())
 SMALL = ("-k", "3", "--max-tokens", "24", "--exemplars", "2", "--limit", "2", "--batch-size", "2")
@@ -93,16 +94,36 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
         "rate",
         "--target-rate",
         "0.5",
+        "--all-estimators",
         *small,
         "--json",
         "-q",
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    profile = json.loads(done.stdout)
+    profiles = {p["estimator"]: p for p in json.loads(done.stdout)}
+    assert sorted(profiles) == sorted(ESTIMATORS)  # the HF back-end has logits, so energy too
+    profile = profiles["eigenscore"]
     assert profile["model"] == "smollm2-135m-instruct" and profile["k"] == 3 and profile["questions"] == 4
-    assert [r["first_step_retrieval_rate"] for r in profile["sweep"] if r.get("chosen")] == [0.5]
-    done = _seakr("ask", "Which genus has more species, Bactris and Epigaea?", *small, "--calibrated", "--json")
+    for p in profiles.values():
+        assert [r["first_step_retrieval_rate"] for r in p["sweep"] if r.get("chosen")] == [0.5]
+    assert len({p["delta"] for p in profiles.values()}) == len(ESTIMATORS)  # each estimator on its own scale
+    question = "Which genus has more species, Bactris and Epigaea?"
+    done = _seakr("ask", question, *small, "--calibrated", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["config"]["delta"] == profile["delta"]
+    done = _seakr("ask", question, *small, "--estimator", "perplexity", "--calibrated", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["config"]["delta"] == profiles["perplexity"]["delta"]
+
+    # seakr eval gives each estimator ablation its own estimator's delta; SeaKR itself keeps EigenScore's.
+    out = tmp_path / "run.jsonl"
+    methods = ("--method", "seakr", "--method", "seakr-ln-entropy")
+    done = _seakr(
+        "eval", "--dataset", DATASET, "--limit", "1", *methods, *small, "--calibrated", "--out", str(out), "-q"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name, estimator in (("seakr", "eigenscore"), ("seakr-ln-entropy", "ln_entropy")):
+        config = json.loads((tmp_path / f"run.{name}.jsonl").read_text().splitlines()[0])["config"]["seakr"]
+        assert config["estimator"] == estimator and config["delta"] == profiles[estimator]["delta"]
     done = _seakr("ask", "Which genus?", *small[2:], "-k", "4", "--calibrated")
     assert done.returncode == 2 and "no calibrated delta" in done.stderr and "k=4" in done.stderr

@@ -28,6 +28,7 @@ __all__ = [
     "check_method",
     "known_methods",
     "make_method",
+    "method_settings",
 ]
 
 
@@ -194,6 +195,12 @@ METHODS: dict[str, tuple[MethodFactory, str]] = {
     ),
 }
 """Method name -> (factory(backend, retriever, base_config), one-line description)."""
+
+
+def method_settings(name: str) -> dict[str, Any]:
+    """The SeaKR settings a method changes (an ablation's ``estimator``, ``retrieve``...); ``{}`` for the others."""
+    check_method(name)
+    return dict(_SEAKR_VARIANTS.get(name, ({}, ""))[0])
 
 
 def known_methods() -> list[str]:
