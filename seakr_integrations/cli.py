@@ -294,7 +294,17 @@ def _print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfil
     )
 
 
+def _results_path(args: argparse.Namespace, method: str, methods: int) -> str:
+    """Where ``method``'s results go: ``--out`` (``STEM.METHOD.jsonl`` when several methods run), or
+    ``METHOD.jsonl`` in ``--out-dir`` (default ``runs/DATASET``)."""
+    if args.out:
+        return args.out if methods == 1 else f"{os.path.splitext(args.out)[0]}.{method}.jsonl"
+    dataset = os.path.splitext(os.path.basename(args.dataset))[0]
+    return os.path.join(args.out_dir or os.path.join("runs", dataset), f"{method}.jsonl")
+
+
 def _eval(args: argparse.Namespace) -> int:
+    from seakr_integrations.backends.cached import CachedBackend
     from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
     from seakr_integrations.evaluation.methods import METHODS, check_method, method_settings
 
@@ -319,9 +329,11 @@ def _eval(args: argparse.Namespace) -> int:
     questions = _questions(args)
     config = _seakr_config(args)
     retriever, where = _checked_retriever(args, questions)
-    dataset = os.path.splitext(os.path.basename(args.dataset))[0]
     summaries = {}
-    with _build_backend(args) as backend:
+    with _build_backend(args) as model:
+        # Methods run in one process share identical calls (same prompt and settings, seeded sampling): an ablation
+        # that follows SeaKR's path pays only where it leaves it.  Records' seconds count only the calls made.
+        backend = CachedBackend(model) if len(methods) > 1 else model
         for name in methods:
             # An estimator ablation reads its own estimator's delta: each estimator has its own scale.
             estimator = method_settings(name).get("estimator", config.estimator)
@@ -337,9 +349,7 @@ def _eval(args: argparse.Namespace) -> int:
                 "backend": args.backend,
                 "dtype": args.dtype,
             }
-            out = os.path.join("runs", dataset, f"{name}.jsonl")
-            if args.out:
-                out = args.out if len(methods) == 1 else f"{os.path.splitext(args.out)[0]}.{name}.jsonl"
+            out = _results_path(args, name, len(methods))
             with ResultsFile.open(out, setup) as results:
                 if results.cut_short:
                     print(f"seakr: {out}: removed a last line cut short by an earlier crash", file=sys.stderr)
@@ -488,7 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_question_arguments(ev, "question file (JSONL: id, question, answers; see the README)")
     ev.add_argument("--method", action="append", default=None, help="method name, repeatable (default: seakr)")
     ev.add_argument("--list-methods", action="store_true", help="list the methods and exit")
-    ev.add_argument("--out", default=None, help="results file (default runs/DATASET/METHOD.jsonl)")
+    where = ev.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, help="results file (default runs/DATASET/METHOD.jsonl)")
+    where.add_argument("--out-dir", default=None, help="directory of the results files, one METHOD.jsonl per method")
     ev.add_argument("--batch-size", type=int, default=8, help="questions answered together (default 8)")
     ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
     ev.add_argument("--skr-train", default=None, help="skr-knn: directory of cot and single-retrieval training results")

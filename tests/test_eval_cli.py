@@ -127,3 +127,20 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
         assert config["estimator"] == estimator and config["delta"] == profiles[estimator]["delta"]
     done = _seakr("ask", "Which genus?", *small[2:], "-k", "4", "--calibrated")
     assert done.returncode == 2 and "no calibrated delta" in done.stderr and "k=4" in done.stderr
+
+
+def test_results_go_to_one_file_or_one_file_per_method_in_a_directory(tmp_path):
+    from seakr_integrations.cli import _results_path, build_parser
+
+    def paths(*options, methods=("cot", "single-retrieval")):
+        argv = ["eval", "--dataset", "data/hotpotqa_dev.jsonl", *options]
+        args = build_parser().parse_args(argv + [a for m in methods for a in ("--method", m)])
+        return [_results_path(args, m, len(methods)) for m in methods]
+
+    assert paths() == ["runs/hotpotqa_dev/cot.jsonl", "runs/hotpotqa_dev/single-retrieval.jsonl"]
+    assert paths("--out", "r/x.jsonl", methods=("cot",)) == ["r/x.jsonl"]
+    assert paths("--out", "r/x.jsonl") == ["r/x.cot.jsonl", "r/x.single-retrieval.jsonl"]
+    # --out-dir names the files as skr-knn's --skr-train expects them (cot.jsonl, single-retrieval.jsonl).
+    assert paths("--out-dir", str(tmp_path)) == [str(tmp_path / "cot.jsonl"), str(tmp_path / "single-retrieval.jsonl")]
+    err = _fails("--dataset", DATASET, "--out", "a.jsonl", "--out-dir", "b")
+    assert "not allowed with argument" in err

@@ -63,7 +63,7 @@ def skr_labels(train_dir: str | os.PathLike[str]) -> SKRLabels:
         if not path.is_file():
             raise FileNotFoundError(
                 f"{path} is missing: SKR-kNN learns from {WITHOUT} and {WITH} results on training questions; make them "
-                f"with `seakr eval --dataset TRAIN.jsonl --method {WITHOUT} --method {WITH} --out {root}/x.jsonl`"
+                f"with `seakr eval --dataset TRAIN.jsonl --method {WITHOUT} --method {WITH} --out-dir {root}`"
             )
         _, rows = read_results(path)
         records[name] = {r["id"]: r for r in rows}
