@@ -11,7 +11,10 @@ from seakr_integrations.evaluation.results import ResultsFile, read_results
 from seakr_integrations.evaluation.runner import evaluate, summarize
 from seakr_integrations.reasoning import SeaKRConfig
 
-QUESTIONS = [Question(f"q{i}", f"Question {i}?", (f"answer {i}",)) for i in range(5)]
+QUESTIONS = [
+    Question(f"q{i}", f"Question {i}?", (f"answer {i}",), supporting_titles=("Gold",) if i == 0 else ())
+    for i in range(5)
+]
 
 
 class Crash(Exception):
@@ -56,6 +59,7 @@ def test_records_are_scored_and_a_crashed_run_resumes_where_it_stopped(tmp_path)
     assert [r["id"] for r in records] == ["q0", "q1", "q2", "q3", "q4"]
     assert [r["em"] for r in records] == [1.0, 0.0, 1.0, 1.0, 1.0]
     assert records[0]["golds"] == ["answer 0"] and records[0]["trace"] == {"q": "Question 0?"}
+    assert records[0]["supporting_titles"] == ["Gold"] and "supporting_titles" not in records[1]
     assert summary.questions == 5 and summary.em == pytest.approx(0.8) and summary.retrievals == 1.0
     assert summary.generated_tokens == 30.0 and summary.seconds >= 0.0
     assert summarize(records) == summary

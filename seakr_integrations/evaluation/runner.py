@@ -76,6 +76,8 @@ def _record(question: Question, answer: MethodAnswer, seconds: float, keep_trace
         "generated_tokens": answer.generated_tokens,
         "seconds": seconds,
     }
+    if question.supporting_titles:  # lets the report check which passages the re-ranking kept
+        record["supporting_titles"] = list(question.supporting_titles)
     if keep_trace:
         record["trace"] = answer.trace
     return record
