@@ -384,7 +384,10 @@ def _report(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}: not a calibration profile (invalid JSON: {err.msg})") from None
     commands = Path(args.commands).read_text(encoding="utf-8") if args.commands else ""
-    out = write_report(runs, args.out, profiles=profiles, title=args.title, commands=commands)
+    notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
+    out = write_report(
+        runs, args.out, profiles=profiles, title=args.title, commands=commands, notes=notes, examples=args.examples
+    )
     print(f"wrote {out} from {len(runs)} results file(s), plots next to it")
     return 0
 
@@ -531,6 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--profiles", nargs="*", help="calibration profiles (JSON) whose delta sweeps to plot")
     rep.add_argument("--commands", default=None, help="a file with the exact commands that produced the results")
     rep.add_argument("--title", default="SeaKR evaluation results")
+    rep.add_argument("--notes", default=None, help="a Markdown file of analysis to put after the title")
+    rep.add_argument(
+        "--examples", type=int, default=3, help="questions SeaKR lost to show per dataset, with its decisions (3)"
+    )
     rep.set_defaults(func=_report)
     index = sub.add_parser(
         "index",

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.evaluation.auroc import auroc
+from seakr_integrations.evaluation.decisions import decision_summary, describe_trace, gate_agreement
 from seakr_integrations.evaluation.results import read_results
 from seakr_integrations.evaluation.runner import EvalSummary, summarize
 
@@ -164,6 +165,83 @@ def _plots(runs: list[MethodRun], sweeps: list[dict[str, Any]], out_dir: Path, s
     return drawn
 
 
+def _pct(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "-"
+
+
+def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> list[str]:
+    """Tables of what the SeaKR-family runs decided, the gate against closed-book knowledge, and lost examples."""
+    summaries = [(run, decision_summary(run.records)) for run in group]
+    summaries = [(run, s) for run, s in summaries if s is not None]
+    if not summaries:
+        return []
+    lines = [
+        f"What the SeaKR runs on {dataset} decided (from their traces): the gate (rounds that retrieved), the "
+        "re-ranking (kept passage below the search engine's first; kept vs search-first passage supporting, where the "
+        "dataset names supporting titles) and the final answer (strategies chosen; mean F1 of the answer given, of the "
+        "other final answer, and of the better of the two).",
+        "",
+        "| method | first step retrieved | rounds retrieving | kept below search-first | kept supporting | "
+        "search-first supporting | final strategies | F1 given / other / better |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for run, s in sorted(summaries, key=lambda item: item[0].method):
+        finals = ", ".join(f"{k} {v}" for k, v in sorted(s.strategies.items()))
+        f1s = f"{100 * s.chosen_f1:.1f}"
+        if s.other_f1 is not None and s.best_f1 is not None:
+            f1s += f" / {100 * s.other_f1:.1f} / {100 * s.best_f1:.1f} ({s.two_finals} q)"
+        lines.append(
+            f"| {run.method} | {_pct(s.first_step_retrievals, s.questions)} | {_pct(s.retrieve_steps, s.steps)} | "
+            f"{_pct(s.picked_below_first, s.rerank_rounds)} | {_pct(s.chosen_supporting, s.titled_rounds)} | "
+            f"{_pct(s.first_supporting, s.titled_rounds)} | {finals} | {f1s} |"
+        )
+    lines.append("")
+    closed = next((run for run in group if run.method == "closed-book"), None)
+    seakr = next((run for run in group if run.method == "seakr"), None)
+    if closed is not None and seakr is not None:
+        gate = gate_agreement(seakr.records, closed.records)
+        if gate is not None:
+            known = gate["known_skipped"] + gate["known_retrieved"]
+            unknown = gate["unknown_skipped"] + gate["unknown_retrieved"]
+            lines += [
+                f"SeaKR's first-step gate against what the model knew closed-book (EM > 0) on {dataset}: of {known} "
+                f"known questions it skipped retrieval for {gate['known_skipped']}; of {unknown} unknown ones it "
+                f"retrieved for {gate['unknown_retrieved']}.",
+                "",
+            ]
+    if seakr is not None and examples > 0:
+        lines += _lost_examples(dataset, seakr, [run for run in group if run is not seakr], examples)
+    return lines
+
+
+def _lost_examples(dataset: str, seakr: MethodRun, others: list[MethodRun], count: int) -> list[str]:
+    """The questions where another method beat SeaKR by the widest F1 margin, with SeaKR's decisions."""
+    best: dict[str, tuple[float, str, str]] = {}
+    for run in others:
+        if run.method.startswith("seakr"):
+            continue  # ablations share SeaKR's path; the interesting losses are to other methods
+        for r in run.records:
+            if r["id"] not in best or r["f1"] > best[r["id"]][0]:
+                best[r["id"]] = (r["f1"], run.method, r["prediction"])
+    lost = [
+        (best[r["id"]][0] - r["f1"], r)
+        for r in seakr.records
+        if r["id"] in best and best[r["id"]][0] > r["f1"] and "trace" in r
+    ]
+    if not lost:
+        return []
+    lines = [f"Questions of {dataset} that SeaKR lost by the widest F1 margin, with its decisions:", ""]
+    for _, r in sorted(lost, key=lambda item: (-item[0], item[1]["id"]))[:count]:
+        f1, method, prediction = best[r["id"]]
+        lines.append(
+            f'* **{r["question"]}** gold {r["golds"]}; SeaKR "{r["prediction"]}" (F1 {r["f1"]:.2f}), '
+            f'{method} "{prediction}" (F1 {f1:.2f})'
+        )
+        lines += [f"  * {line}" for line in describe_trace(r)]
+    lines.append("")
+    return lines
+
+
 def write_report(
     runs: Sequence[MethodRun],
     out: str | os.PathLike[str],
@@ -171,13 +249,27 @@ def write_report(
     profiles: Sequence[dict[str, Any]] = (),
     title: str = "SeaKR evaluation results",
     commands: str = "",
+    notes: str = "",
+    examples: int = 3,
 ) -> Path:
-    """Write the Markdown report and its PNG plots (next to it) and return the report's path."""
+    """Write the Markdown report and its PNG plots (next to it) and return the report's path.
+
+    Args:
+        runs: The results files, loaded.
+        out: The report's path; the plots are written next to it.
+        profiles: Calibration profiles whose delta sweeps to plot.
+        title: The report's title.
+        commands: The exact commands that produced the results (shown verbatim).
+        notes: Markdown written by people (analysis, caveats), placed after the title.
+        examples: Per dataset, how many questions SeaKR lost to another method to show with their decisions.
+    """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     stem = out.stem
     plots = _plots(list(runs), list(profiles), out.parent, stem)
     lines = [f"# {title}", "", "Generated by `seakr report` from the results files listed below; do not edit.", ""]
+    if notes:
+        lines += [notes.strip(), ""]
     if commands:
         lines += ["## Commands", "", "```bash", commands.strip(), "```", ""]
     by_dataset: dict[str, list[MethodRun]] = defaultdict(list)
@@ -209,6 +301,7 @@ def write_report(
                 for name, (value, n) in sorted(_estimator_aurocs(run).items()):
                     lines.append(f"| {name} | {'n/a' if value is None else f'{value:.3f}'} | {n} |")
                 lines.append("")
+        lines += _decision_section(dataset, group, examples)
     if plots:
         lines += ["## Plots", ""]
         for caption, name in plots:

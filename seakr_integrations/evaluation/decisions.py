@@ -1,0 +1,170 @@
+"""What SeaKR decided over a whole run, read from the traces: the gate, the re-ranking and the final choice.
+
+A score table says whether SeaKR won; these counts say why.  Each of SeaKR's three decisions can be checked
+against something the results files already hold: the gate against whether the model knew the answer closed-book
+(the ``closed-book`` run of the same questions), the re-ranking against the dataset's supporting passages, and
+the final choice against the answer it did not choose (both are in the trace, so both can be scored).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seakr_integrations.evaluation.scoring import score
+
+__all__ = ["DecisionSummary", "decision_summary", "describe_trace", "gate_agreement"]
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    """Counts over the questions of one SeaKR-family run (see :func:`decision_summary`).
+
+    Attributes:
+        questions: Questions with a SeaKR trace.
+        steps: Reasoning rounds in all.
+        retrieve_steps: Rounds whose decision was to retrieve.
+        first_step_retrievals: Questions whose first round retrieved.
+        rerank_rounds: Retrieval rounds that had at least two new passages to choose from.
+        picked_below_first: Of those, rounds where the kept passage was not the search engine's first.
+        titled_rounds: Re-ranking rounds of questions whose supporting titles are known.
+        chosen_supporting: Of those, rounds whose kept passage is a supporting passage.
+        first_supporting: Of those, rounds whose search-first candidate is a supporting passage.
+        strategies: How often each final strategy answered.
+        chosen_f1: Mean F1 of the answers given.
+        other_f1: Mean F1 the other final answer would have had (questions with two final answers only).
+        best_f1: Mean F1 of the better of the two final answers (the most a perfect choice could give).
+        two_finals: Questions with two final answers to choose from.
+    """
+
+    questions: int
+    steps: int
+    retrieve_steps: int
+    first_step_retrievals: int
+    rerank_rounds: int
+    picked_below_first: int
+    titled_rounds: int
+    chosen_supporting: int
+    first_supporting: int
+    strategies: dict[str, int] = field(default_factory=dict)
+    chosen_f1: float = 0.0
+    other_f1: float | None = None
+    best_f1: float | None = None
+    two_finals: int = 0
+
+
+def _is_seakr_trace(trace: Any) -> bool:
+    return isinstance(trace, Mapping) and "steps" in trace and "finals" in trace and "config" in trace
+
+
+def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | None:
+    """Sum the decisions in ``records``' traces; ``None`` when no record has a SeaKR-loop trace."""
+    traced = [r for r in records if _is_seakr_trace(r.get("trace"))]
+    if not traced:
+        return None
+    steps = retrieve_steps = first = rerank = below = titled = chosen_sup = first_sup = 0
+    strategies: Counter[str] = Counter()
+    chosen_f1, other_f1, best_f1 = [], [], []
+    for record in traced:
+        trace = record["trace"]
+        golds = record["golds"]
+        gold_titles = {t.casefold() for t in record.get("supporting_titles", ())}
+        for step in trace["steps"]:
+            steps += 1
+            if step["decision"] == "retrieve":
+                retrieve_steps += 1
+                first += step["index"] == 0
+            candidates = step["candidates"]
+            if len(candidates) < 2:
+                continue
+            rerank += 1
+            chosen = next((c for c in candidates if c["chosen"]), None)
+            top = min(candidates, key=lambda c: c["search_rank"])
+            below += chosen is not None and chosen is not top
+            if gold_titles:
+                titled += 1
+                chosen_sup += chosen is not None and chosen["title"].casefold() in gold_titles
+                first_sup += top["title"].casefold() in gold_titles
+        strategies[trace["strategy"]] += 1
+        chosen_f1.append(record["f1"])
+        finals = trace["finals"]
+        if len(finals) == 2:
+            other = next(f for s, f in finals.items() if s != trace["strategy"])
+            other_score = score(other["answer"], golds).f1
+            other_f1.append(other_score)
+            best_f1.append(max(record["f1"], other_score))
+    return DecisionSummary(
+        questions=len(traced),
+        steps=steps,
+        retrieve_steps=retrieve_steps,
+        first_step_retrievals=first,
+        rerank_rounds=rerank,
+        picked_below_first=below,
+        titled_rounds=titled,
+        chosen_supporting=chosen_sup,
+        first_supporting=first_sup,
+        strategies=dict(strategies),
+        chosen_f1=sum(chosen_f1) / len(chosen_f1),
+        other_f1=sum(other_f1) / len(other_f1) if other_f1 else None,
+        best_f1=sum(best_f1) / len(best_f1) if best_f1 else None,
+        two_finals=len(other_f1),
+    )
+
+
+def gate_agreement(
+    seakr: Sequence[Mapping[str, Any]], closed_book: Sequence[Mapping[str, Any]]
+) -> dict[str, int] | None:
+    """How SeaKR's first-step gate matched what the model knew: closed-book right (EM > 0) or wrong, by retrieval.
+
+    Returns counts ``known_skipped``, ``known_retrieved``, ``unknown_skipped``, ``unknown_retrieved`` over the
+    questions both runs answered (a good gate skips retrieval for known questions and retrieves for the others),
+    or ``None`` when they share no question.
+    """
+    closed = {r["id"]: r for r in closed_book}
+    counts = Counter({"known_skipped": 0, "known_retrieved": 0, "unknown_skipped": 0, "unknown_retrieved": 0})
+    shared = 0
+    for record in seakr:
+        trace = record.get("trace")
+        if record["id"] not in closed or not _is_seakr_trace(trace) or not trace["steps"]:
+            continue
+        shared += 1
+        known = "known" if closed[record["id"]]["em"] > 0 else "unknown"
+        retrieved = "retrieved" if trace["steps"][0]["decision"] == "retrieve" else "skipped"
+        counts[f"{known}_{retrieved}"] += 1
+    return dict(counts) if shared else None
+
+
+def _u(uncertainty: Mapping[str, Any] | None) -> str:
+    value = None if uncertainty is None else uncertainty.get("value")
+    return "inf" if value is None else f"{value:.2f}"
+
+
+def describe_trace(record: Mapping[str, Any]) -> list[str]:
+    """A SeaKR record's decisions as short Markdown list items: each round, the candidates, the final choice."""
+    trace = record["trace"]
+    delta = trace["config"]["delta"]
+    gold_titles = {t.casefold() for t in record.get("supporting_titles", ())}
+
+    def title(name: str) -> str:
+        return f"'{name}'" + (" (supporting)" if name.casefold() in gold_titles else "")
+
+    lines = []
+    for step in trace["steps"]:
+        text = step["pseudo_generation"].strip().replace("\n", " ")
+        line = f"step {step['index'] + 1}: U = {_u(step['uncertainty'])} vs delta {delta:.2f} -> {step['decision']}"
+        line += f'; wrote "{text[:120]}"'
+        if step["candidates"]:
+            tried = ", ".join(
+                f"#{c['search_rank']} {title(c['title'])} U={_u(c['uncertainty'])}"
+                + (" **kept**" if c["chosen"] else "")
+                for c in step["candidates"]
+            )
+            line += f'; query "{step["query"]}"; {tried}'
+        lines.append(line)
+    finals = ", ".join(
+        f'{strategy} "{final["answer"]}" U={_u(final["uncertainty"])}' for strategy, final in trace["finals"].items()
+    )
+    lines.append(f"final: {finals} -> {trace['strategy']}")
+    return lines

@@ -1,0 +1,128 @@
+"""The decision analysis of the report: gate, re-ranking and final choice counted from traces, checked by hand."""
+
+import pytest
+from test_report import _run
+
+from seakr_integrations.evaluation.decisions import decision_summary, describe_trace, gate_agreement
+from seakr_integrations.evaluation.report import load_runs, write_report
+from seakr_integrations.evaluation.results import ResultsFile
+
+
+def _candidate(rank, title, u, chosen):
+    return {"search_rank": rank, "title": title, "uncertainty": {"value": u}, "chosen": chosen}
+
+
+def _step(index, decision, u, candidates=()):
+    return {
+        "index": index,
+        "decision": decision,
+        "uncertainty": {"value": u},
+        "pseudo_generation": f"Step {index}.",
+        "query": f"query {index}",
+        "candidates": list(candidates),
+    }
+
+
+def _record(qid, steps, finals, strategy, golds, f1, titles=()):
+    trace = {
+        "steps": steps,
+        "finals": {s: {"answer": a, "uncertainty": {"value": u}} for s, (a, u) in finals.items()},
+        "strategy": strategy,
+        "config": {"delta": -1.0},
+    }
+    return {
+        "id": qid,
+        "question": f"Q {qid}?",
+        "golds": golds,
+        "prediction": finals[strategy][0],
+        "em": float(f1 == 1),
+        "f1": f1,
+        "supporting_titles": list(titles),
+        "trace": trace,
+    }
+
+
+# q0: retrieves at step 1 and keeps the rank-2 passage, which is the supporting one; then answers from rationales,
+#     although the knowledge answer was the right one.
+# q1: answers without retrieval; knowledge-based answer chosen and right.
+RECORDS = [
+    _record(
+        "q0",
+        [
+            _step(0, "retrieve", 0.5, [_candidate(1, "Wrong", 0.2, False), _candidate(2, "Gold", -2.0, True)]),
+            _step(1, "answer", -3.0),
+        ],
+        {"rationales": ("Paris", -1.0), "knowledge": ("Lyon", -0.5)},
+        "rationales",
+        ["Lyon"],
+        0.0,
+        titles=["Gold"],
+    ),
+    _record(
+        "q1",
+        [_step(0, "answer", -4.0)],
+        {"rationales": ("x", 1.0), "knowledge": ("Rome", -2.0)},
+        "knowledge",
+        ["Rome"],
+        1.0,
+    ),
+]
+
+
+def test_counts_match_the_traces():
+    s = decision_summary(RECORDS)
+    assert (s.questions, s.steps, s.retrieve_steps, s.first_step_retrievals) == (2, 3, 1, 1)
+    assert (s.rerank_rounds, s.picked_below_first) == (1, 1)
+    assert (s.titled_rounds, s.chosen_supporting, s.first_supporting) == (1, 1, 0)
+    assert s.strategies == {"rationales": 1, "knowledge": 1}
+    assert s.chosen_f1 == 0.5 and s.other_f1 == 0.5 and s.best_f1 == 1.0 and s.two_finals == 2
+    assert decision_summary([{"id": "b", "f1": 0.0, "trace": {"uncertainty": {}}}]) is None  # closed-book records
+
+
+def test_gate_against_closed_book_knowledge():
+    closed = [{"id": "q0", "em": 1.0}, {"id": "q1", "em": 0.0}, {"id": "other", "em": 1.0}]
+    assert gate_agreement(RECORDS, closed) == {
+        "known_skipped": 0,
+        "known_retrieved": 1,
+        "unknown_skipped": 1,
+        "unknown_retrieved": 0,
+    }
+    assert gate_agreement(RECORDS, [{"id": "zzz", "em": 1.0}]) is None
+
+
+def test_describe_trace_names_each_decision():
+    lines = describe_trace(RECORDS[0])
+    assert lines[0].startswith("step 1: U = 0.50 vs delta -1.00 -> retrieve")
+    assert "#2 'Gold' (supporting) U=-2.00 **kept**" in lines[0] and "#1 'Wrong' U=0.20," in lines[0]
+    assert lines[-1] == 'final: rationales "Paris" U=-1.00, knowledge "Lyon" U=-0.50 -> rationales'
+
+
+def test_report_shows_decisions_gate_and_lost_examples(tmp_path):
+    config = {"method": "seakr", "dataset": "hotpotqa_dev.jsonl", "seakr": {"k": 10}, "retriever": {}}
+    with ResultsFile.open(tmp_path / "runs" / "seakr.jsonl", config) as out:
+        for r in RECORDS:
+            out.append({**r, "retrievals": 1, "lm_calls": 4, "generated_tokens": 100, "seconds": 2.0})
+    _run(tmp_path, "closed-book", [1.0, 0.0], uncertainty=[0.1, 2.0])  # q0 known, q1 unknown
+    _run(tmp_path, "cot", [1.0, 1.0])  # beats SeaKR on q0
+    report = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md", notes="## Analysis\n\nBecause.")
+    text = report.read_text()
+    assert text.index("## Analysis") < text.index("## hotpotqa_dev")
+    assert (
+        "| seakr | 1/2 (50%) | 1/3 (33%) | 1/1 (100%) | 1/1 (100%) | 0/1 (0%) | knowledge 1, rationales 1 | "
+        "50.0 / 50.0 / 100.0 (2 q) |" in text
+    )
+    assert "of 1 known questions it skipped retrieval for 0; of 1 unknown ones it retrieved for 0" in text
+    lost = text[text.index("SeaKR lost by the widest F1 margin") :]
+    assert "**Q q0?** gold ['Lyon']; SeaKR \"Paris\" (F1 0.00), " in lost and '"p" (F1 1.00)' in lost
+    assert "Q q1?" not in lost and "  * step 1: U = 0.50" in lost
+
+
+@pytest.mark.parametrize("examples", [0])
+def test_no_examples_when_asked_for_none(tmp_path, examples):
+    config = {"method": "seakr", "dataset": "d.jsonl", "seakr": {"k": 10}, "retriever": {}}
+    with ResultsFile.open(tmp_path / "runs" / "seakr.jsonl", config) as out:
+        for r in RECORDS:
+            out.append({**r, "retrievals": 1, "lm_calls": 4, "generated_tokens": 100, "seconds": 2.0})
+    _run(tmp_path, "cot", [1.0, 1.0], dataset="d.jsonl")
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md", examples=examples).read_text()
+    assert "widest F1 margin" not in text and "| seakr | 1/2 (50%)" in text
