@@ -9,13 +9,16 @@
 # Every step resumes: results files skip the questions already answered, and a calibration whose profiles exist
 # is not redone.  Rerun the script with a larger N to extend the run.
 #
-#   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr ablations estimators
-#                                                 skr (default: all, in this order, each over both datasets)
+# The estimators' AUROC also uses the closed-book answers to the first NQ lines of nq_open_dev.jsonl (step auroc).
+#
+#   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr auroc ablations estimators skr
+#                                                 (default: all, in this order, each over both datasets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20}
 shift || true
-STEPS=${*:-baselines calibrate seakr ablations estimators skr}
+STEPS=${*:-baselines calibrate seakr auroc ablations estimators skr}
+NQ=${NQ:-100}
 SEAKR=${SEAKR:-.venv/bin/seakr}
 DATA=${DATA:-../shared/data}
 MODEL=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
@@ -36,18 +39,23 @@ for step in $STEPS; do
       seakr)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --calibrated --profile-dir "$profiles" \
           --method seakr --method seakr-rationales-only --method seakr-knowledge-only ;;
+      auroc)
+        if [ "$ds" = hotpotqa ]; then  # NQ-open: closed-book only, so no corpus (the bundled index is never searched)
+          $SEAKR eval --dataset "$DATA/nq_open_dev.jsonl" --no-coverage-check --start 0 --limit "$NQ" "${MODEL[@]}" \
+            --method closed-book
+        fi ;;
       ablations)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --calibrated --profile-dir "$profiles" \
           --method seakr --method seakr-no-rerank --method seakr-always-retrieve ;;
       estimators)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --calibrated --profile-dir "$profiles" \
-          --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity ;;
+          --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt ;;
       skr)
         $SEAKR eval "${questions[@]}" --start 100 --limit 30 "${MODEL[@]}" --method cot --method single-retrieval \
           --out-dir "runs/train/$ds"
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --method skr-knn \
           --skr-train "runs/train/$ds" ;;
-      *) echo "unknown step $step (baselines calibrate seakr ablations estimators skr)" >&2; exit 2 ;;
+      *) echo "unknown step $step (baselines calibrate seakr auroc ablations estimators skr)" >&2; exit 2 ;;
     esac
   done
 done

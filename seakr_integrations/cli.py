@@ -248,9 +248,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     retriever, _ = _checked_retriever(args, questions)
     estimators = [config.estimator]
     if args.all_estimators:
-        from seakr_integrations.uncertainty.estimate import ESTIMATORS
+        from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
 
-        estimators += [e for e in ESTIMATORS if e != config.estimator]
+        estimators += [e for e in LOOP_ESTIMATORS if e != config.estimator]
     saved = []
     with _build_backend(args) as backend:
         shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
@@ -424,7 +424,7 @@ def _add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> No
 
 
 def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
-    from seakr_integrations.uncertainty.estimate import ESTIMATORS
+    from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
 
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
     p.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
@@ -451,7 +451,7 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", choices=["mlp", "residual"], default="mlp")
     p.add_argument(
         "--estimator",
-        choices=ESTIMATORS,
+        choices=LOOP_ESTIMATORS,
         default="eigenscore",
         help="uncertainty estimator (default eigenscore: SeaKR; the others are the paper's ablations)",
     )

@@ -5,6 +5,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.uncertainty import PROBE_SUFFIX
 
 DOCS = [passage("p1"), passage("p2"), passage("p3")]
 SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
@@ -87,3 +88,27 @@ def test_results_count_searches_and_generated_tokens():
     assert result.generated_tokens > 0 and result.to_dict()["generated_tokens"] == result.generated_tokens
     result, _, retriever = run(1.0, retrieve="never")
     assert result.searches == 0
+
+
+def test_the_prompt_estimator_asks_the_model_after_every_call_and_reads_its_yes_or_no():
+    """The paper's "Prompt" ablation: the gate and the re-ranking read 1 - P(yes) of a probe after each call."""
+    inner = respond(0.0)  # by EigenScore the first step is certain: the gate would accept it
+
+    def reply(prompt, config):
+        if prompt.endswith(PROBE_SUFFIX):
+            _, context, _ = parse(prompt)
+            return Reply("Yes" if context == ["text of p3"] else "No")  # knows only with p3 (EigenScore: p2)
+        return inner(prompt, config)
+
+    backend, retriever = ScriptedBackend(reply), FakeRetriever(default=DOCS)
+    result = SeaKR(backend, retriever, CONFIG.with_(estimator="prompt", delta=0.5)).answer("Where is the tower?")
+    first = result.steps[0]
+    assert first.decision == "retrieve" and first.uncertainty.estimator == "prompt" and first.uncertainty.value == 1.0
+    assert [(c.passage.id, c.uncertainty.value) for c in first.candidates] == [("p1", 1.0), ("p2", 1.0), ("p3", 0.0)]
+    assert first.chosen == "p3"
+    probes = [b for b in backend.batches if all(p.endswith(PROBE_SUFFIX) for p, _ in b)]
+    calls = [b for b in backend.batches if b not in probes]
+    assert len(probes) == len(calls) and [len(b) for b in probes] == [len(b) for b in calls]  # one probe per call
+    for (probe, config), (prompt, _) in zip(probes[0], calls[0], strict=True):
+        assert probe.startswith(prompt) and config.max_tokens == SeaKR.PROBE_TOKENS  # shares the call's prefix
+    assert result.lm_calls == 2 * sum(len(b) for b in calls)

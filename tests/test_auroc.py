@@ -35,12 +35,15 @@ def test_auroc_bad_input(scores, wrong, message):
 def test_closed_book_method_records_each_estimators_score():
     def respond(prompt, config):
         hard = "hard" in prompt.rsplit("Question:", 1)[1]
+        if prompt.endswith("Reply:"):  # the prompt estimator's probe
+            return Reply("No" if hard else "Yes")
         return Reply("So the answer is Paris." if not hard else "So the answer is Rome.", spread=2.0 if hard else 0.1)
 
     method = make_method("closed-book", ScriptedBackend(respond), FakeRetriever(), CONFIG)
     easy, hard = method.answer_many(["An easy one?", "A hard one?"])
     assert (easy.prediction.lower(), hard.prediction.lower()) == ("paris", "rome")
-    assert easy.retrievals == 0 and easy.lm_calls == 1 and easy.generated_tokens > 0
-    assert set(easy.trace["uncertainty"]) >= {"eigenscore", "perplexity", "multi_perplexity", "ln_entropy"}
+    assert easy.retrievals == 0 and easy.lm_calls == 2 and easy.generated_tokens > 0  # the call and its probe
+    assert set(easy.trace["uncertainty"]) >= {"eigenscore", "perplexity", "multi_perplexity", "ln_entropy", "prompt"}
     assert hard.trace["uncertainty"]["eigenscore"] > easy.trace["uncertainty"]["eigenscore"]
+    assert (easy.trace["uncertainty"]["prompt"], hard.trace["uncertainty"]["prompt"]) == (0.0, 1.0)
     assert method.describe()["seakr"]["mode"] == "single_hop"

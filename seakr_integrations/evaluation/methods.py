@@ -17,7 +17,7 @@ from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, estimate
+from seakr_integrations.uncertainty.estimate import ESTIMATORS, LOOP_ESTIMATORS, estimate
 
 __all__ = [
     "METHODS",
@@ -83,9 +83,10 @@ class SeaKRMethod:
 class ClosedBookMethod:
     """The model's direct answer without retrieval, with every estimator's uncertainty of it (for AUROC).
 
-    One self-aware call per question in SeaKR's single-hop prompt; the answer is read from it (" So the answer is"
-    when stated, else the whole first line).  The trace holds each estimator's score (``energy`` only on back-ends
-    that return raw logits), so one run measures how well each predicts a wrong answer.
+    One self-aware call per question in SeaKR's single-hop prompt, and the prompt estimator's probe after it; the
+    answer is read from the call (" So the answer is" when stated, else the whole first line).  The trace holds each
+    estimator's score (``energy`` only on back-ends that return raw logits), so one run measures how well each
+    predicts a wrong answer.
     """
 
     name = "closed-book"
@@ -99,16 +100,19 @@ class ClosedBookMethod:
     def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
         cfg = self.seakr.config
         answers = []
-        for a in self.seakr.assess_many(list(questions)):
+        assessed = list(self.seakr.assess_many(list(questions)))
+        probed = self.seakr.probe_uncertainties([a.output.prompt for a in assessed], [a.output for a in assessed])
+        for a, probe in zip(assessed, probed, strict=True):
             scores = {}
             for estimator in ESTIMATORS:
                 if estimator == "energy" and a.output.samples and a.output.samples[0].logit_lse is None:
                     continue  # the back-end returns normalised logprobs only
-                value = estimate(a.output, estimator, cfg.alpha).value
-                scores[estimator] = value if math.isfinite(value) else None
+                scores[estimator] = estimate(a.output, estimator, cfg.alpha).value
+            scores["prompt"] = probe.value
+            scores = {name: value if math.isfinite(value) else None for name, value in scores.items()}
             prediction = extract_answer(a.generation) or a.generation.strip().split("\n")[0]
             trace = {"generation": a.generation, "uncertainty": scores, "samples": [s.text for s in a.output.samples]}
-            answers.append(MethodAnswer(prediction, 0, 1, a.output.generated_tokens(), trace))
+            answers.append(MethodAnswer(prediction, 0, 2, a.output.generated_tokens(), trace))
         return answers
 
 
@@ -124,7 +128,7 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "seakr-knowledge-only": ({"final_strategy": "knowledge"}, "ablation: final answer from the passages only"),
     **{
         f"seakr-{name.replace('_', '-')}": ({"estimator": name}, f"ablation: {name} in place of EigenScore")
-        for name in ESTIMATORS
+        for name in LOOP_ESTIMATORS
         if name != "eigenscore"
     },
 }

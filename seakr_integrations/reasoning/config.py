@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from seakr_integrations.params import HiddenSource, SamplingConfig
-from seakr_integrations.uncertainty.estimate import ESTIMATORS
+from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
 
 __all__ = ["SeaKRConfig"]
 
@@ -36,7 +36,8 @@ class SeaKRConfig:
         seed: Sampling seed.
         layer: Decoder layer of the hidden state (``None``: ``L/2 - 1``).
         source: ``"mlp"`` (SeaKR's code) or ``"residual"``.
-        estimator: Uncertainty estimator (``"eigenscore"`` is SeaKR; the others are the paper's ablations).
+        estimator: Uncertainty estimator (``"eigenscore"`` is SeaKR; the others are the paper's ablations;
+            ``"prompt"`` asks the model after every call whether it has sufficient knowledge, one probe call more).
         alpha: EigenScore's ridge.
         delta: Retrieval threshold: retrieve when the uncertainty is above it.  The authors' -6.0 was set for
             Llama-2-7B's MLP output; it depends on model, layer and source, so calibrate it for yours.
@@ -98,8 +99,8 @@ class SeaKRConfig:
         object.__setattr__(self, "base_stops", tuple(self.base_stops))
         if self.mode not in ("multi_hop", "single_hop"):
             raise ValueError(f"mode={self.mode!r}: choose 'multi_hop' or 'single_hop'")
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator={self.estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+        if self.estimator not in LOOP_ESTIMATORS:
+            raise ValueError(f"estimator={self.estimator!r}: choose one of {', '.join(LOOP_ESTIMATORS)}")
         for name in ("n_candidates", "max_steps", "max_docs", "query_max_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

@@ -38,6 +38,7 @@ from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
+from seakr_integrations.uncertainty.prompt import probe_after, prompt_uncertainty
 
 __all__ = ["RetrievalError", "SeaKR"]
 
@@ -411,8 +412,42 @@ class SeaKR:
         unique = list(dict.fromkeys(calls))
         outputs = self.backend.generate([p for p, _ in unique], [c for _, c in unique])
         cfg = self.config
-        scored = {call: (o, estimate(o, cfg.estimator, cfg.alpha)) for call, o in zip(unique, outputs, strict=True)}
+        if cfg.estimator == "prompt":
+            uncertainties = self.probe_uncertainties([p for p, _ in unique], outputs)
+        else:
+            uncertainties = [estimate(o, cfg.estimator, cfg.alpha) for o in outputs]
+        scored = dict(zip(unique, zip(outputs, uncertainties, strict=True), strict=True))
         return [scored[call] for call in calls]
+
+    PROBE_TOKENS: ClassVar[int] = 3
+    """Tokens the prompt probe may generate ("Yes", "No" and what a tokenizer splits them into)."""
+
+    def probe_uncertainties(self, prompts: list[str], outputs: list[SelfAwareOutput]) -> list[Uncertainty]:
+        """The "prompt" estimator (the paper's Table 3): after each call, one batched probe asks the model whether it
+        has sufficient knowledge, with the call's prompt and generation in front; ``1 - P(yes)`` of its greedy reply
+        is the uncertainty.  The probe's few tokens are not counted in ``generated_tokens``; its calls are counted
+        in ``lm_calls``."""
+        cfg = self.config
+        probes = [probe_after(p, o.greedy.text) for p, o in zip(prompts, outputs, strict=True)]
+        fits = [
+            len(p.encode("utf-8")) + 8 + self.PROBE_TOKENS <= self.backend.max_context
+            or len(self.backend.tokenize(p)) + self.PROBE_TOKENS <= self.backend.max_context
+            for p in probes
+        ]
+        sampling = SamplingConfig(
+            k=2, max_tokens=self.PROBE_TOKENS, stop=("\n",), seed=cfg.seed, layer=cfg.layer, source=cfg.source
+        )
+        sent = [p for p, ok in zip(probes, fits, strict=True) if ok]
+        replies = iter(self.backend.generate(sent, sampling) if sent else [])
+        result = []
+        for ok in fits:
+            if not ok:
+                note = f"the probe does not fit {self.backend.model_name}'s context; the model counts as uncertain"
+                result.append(Uncertainty(float("inf"), "prompt", num_samples=0, note=note))
+                continue
+            reply = next(replies).greedy
+            result.append(Uncertainty(prompt_uncertainty(reply.text, reply.logprobs), "prompt", num_samples=0))
+        return result
 
     def _fits(self, prompt: str) -> bool:
         # Every token covers at least one byte, so a prompt with fewer bytes than the budget (plus room for the
@@ -450,8 +485,12 @@ class SeaKR:
             content_filter=self.config.content_filter,
         )
 
+    @property
+    def _lm_calls_per_call(self) -> int:
+        return 2 if self.config.estimator == "prompt" else 1  # the prompt estimator adds its probe call
+
     def _call(self, state: _Question, steps: Sequence[str], passages: Sequence[Passage], *, sentence: bool) -> Call:
-        state.lm_calls += 1
+        state.lm_calls += self._lm_calls_per_call
         config = self.config.sampling(self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence))
         return self._prompt(state, steps, passages), config
 
@@ -656,7 +695,7 @@ class SeaKR:
                     state.note(f"no answer from {strategy} and no room left in the context to ask for one")
         if forced:
             stops = self.config.stops(has_steps=True, one_sentence=False)
-            state.lm_calls += len(forced)
+            state.lm_calls += len(forced) * self._lm_calls_per_call
             scored = yield [(p, self.config.sampling(stops)) for _, p in forced]
             for (i, _), (out, u) in zip(forced, scored, strict=True):
                 old = finals[i]

@@ -1,13 +1,21 @@
 """Uncertainty estimators: "higher = more uncertain", numpy only, no model needed."""
 
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA, eigenscore
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, Uncertainty, estimate
+from seakr_integrations.uncertainty.estimate import ESTIMATORS, LOOP_ESTIMATORS, Uncertainty, estimate
 from seakr_integrations.uncertainty.logprob import energy, ln_entropy, multi_perplexity, perplexity
-from seakr_integrations.uncertainty.prompt import PROBE_TEMPLATE, probe_prompt, prompt_uncertainty
+from seakr_integrations.uncertainty.prompt import (
+    PROBE_SUFFIX,
+    PROBE_TEMPLATE,
+    probe_after,
+    probe_prompt,
+    prompt_uncertainty,
+)
 
 __all__ = [
     "DEFAULT_ALPHA",
     "ESTIMATORS",
+    "LOOP_ESTIMATORS",
+    "PROBE_SUFFIX",
     "PROBE_TEMPLATE",
     "Uncertainty",
     "eigenscore",
@@ -16,6 +24,7 @@ __all__ = [
     "ln_entropy",
     "multi_perplexity",
     "perplexity",
+    "probe_after",
     "probe_prompt",
     "prompt_uncertainty",
 ]

@@ -17,11 +17,14 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA, eigenscore
 from seakr_integrations.uncertainty.logprob import energy, ln_entropy, multi_perplexity, perplexity
 
-__all__ = ["ESTIMATORS", "Uncertainty", "estimate"]
+__all__ = ["ESTIMATORS", "LOOP_ESTIMATORS", "Uncertainty", "estimate"]
 
 ESTIMATORS = ("eigenscore", "perplexity", "multi_perplexity", "ln_entropy", "energy")
 """Estimators computed from one self-aware output.  The prompt-based one needs its own probe call: see
 ``seakr_integrations.uncertainty.prompt``."""
+
+LOOP_ESTIMATORS = (*ESTIMATORS, "prompt")
+"""What ``SeaKRConfig.estimator`` accepts: the above, and ``"prompt"`` (SeaKR's loop makes the probe call)."""
 
 
 @dataclass(frozen=True)

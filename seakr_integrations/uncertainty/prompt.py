@@ -10,13 +10,18 @@ import math
 import re
 from collections.abc import Sequence
 
-__all__ = ["PROBE_TEMPLATE", "probe_prompt", "prompt_uncertainty"]
+__all__ = ["PROBE_SUFFIX", "PROBE_TEMPLATE", "probe_after", "probe_prompt", "prompt_uncertainty"]
 
 PROBE_TEMPLATE = (
     "Question: {question}\n"
     "Do you have sufficient knowledge to answer this question without looking anything up? "
     "Reply with Yes or No.\nReply:"
 )
+
+PROBE_SUFFIX = "\n\nDo I have sufficient knowledge to answer the question? Reply Yes or No.\nReply:"
+"""Appended to a call's own prompt and generation by SeaKR's loop (estimator ``"prompt"``): the model judges the step
+it just wrote with everything it was shown (passages, question, steps), and the probe shares the call's prompt as a
+prefix, so a back-end with prefix caching pays only for the new tokens."""
 
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _NO = re.compile(r"^\W*no\b", re.IGNORECASE)
@@ -27,6 +32,11 @@ def probe_prompt(question: str, template: str = PROBE_TEMPLATE) -> str:
     if not question.strip():
         raise ValueError("question is empty: the prompt probe asks about a question")
     return template.format(question=question.strip())
+
+
+def probe_after(prompt: str, generation: str, suffix: str = PROBE_SUFFIX) -> str:
+    """The probe SeaKR's loop sends after a call: the call's prompt, what the model wrote, then the question."""
+    return prompt + generation.rstrip() + suffix
 
 
 def prompt_uncertainty(reply_text: str, reply_logprobs: Sequence[float]) -> float:
