@@ -55,8 +55,8 @@ def test_report_tables_auroc_and_plots(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| seakr")]
     assert rows[0].startswith("| seakr | 4 | 50.0 | 62.5 |")
     assert rows[1].startswith("| seakr-no-rerank | 4 | 25.0 | 37.5")
-    assert "| eigenscore | 1.000 | 4 |" in text  # wrong answers (q1, q3: 2.0 and an empty one) rank highest
-    assert "| perplexity | 0.500 | 4 |" in text  # a constant score: chance
+    assert "| eigenscore | 1.000 | 4 (2 wrong) |" in text  # wrong answers (q1, q3: 2.0 and an empty one) rank highest
+    assert "| perplexity | 0.500 | 4 (2 wrong) |" in text  # a constant score: chance
     for name in ("results_f1.png", "results_uncertainty_hist.png", "results_delta_sweep.png"):
         assert (tmp_path / "docs" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text
@@ -88,3 +88,9 @@ def test_report_command(tmp_path):
     done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"))
     assert done.returncode == 0, done.stderr
     assert "wrote" in done.stdout and (tmp_path / "r_f1.png").exists()
+
+
+def test_auroc_is_not_available_when_every_answer_is_wrong_and_the_report_says_so(tmp_path):
+    _run(tmp_path, "closed-book", [0.0, 0.5], uncertainty=[0.1, 2.0])
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()
+    assert "| eigenscore | n/a (all 2 wrong) | 2 (2 wrong) |" in text

@@ -176,7 +176,7 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
     if not summaries:
         return []
     lines = [
-        f"What the SeaKR runs on {dataset} decided (from their traces): the gate (rounds that retrieved), the "
+        f"What the methods on {dataset} decided (from their traces): the gate (rounds that retrieved), the "
         "re-ranking (kept passage below the search engine's first; kept vs search-first passage supporting, where the "
         "dataset names supporting titles) and the final answer (strategies chosen; mean F1 of the answer given, of the "
         "other final answer, and of the better of the two).",
@@ -299,7 +299,11 @@ def write_report(
                     "| --- | ---: | ---: |",
                 ]
                 for name, (value, n) in sorted(_estimator_aurocs(run).items()):
-                    lines.append(f"| {name} | {'n/a' if value is None else f'{value:.3f}'} | {n} |")
+                    wrong = sum(
+                        r["em"] == 0.0 for r in run.records if name in r.get("trace", {}).get("uncertainty", {})
+                    )
+                    shown = f"{value:.3f}" if value is not None else f"n/a (all {n} {'wrong' if wrong else 'right'})"
+                    lines.append(f"| {name} | {shown} | {n} ({wrong} wrong) |")
                 lines.append("")
         lines += _decision_section(dataset, group, examples)
     if plots:
