@@ -6,30 +6,37 @@
 #                                        100 .. 129   SKR-kNN training labels (cot and single-retrieval)
 #                                        200 .. 219   delta calibration (never evaluated)
 #                                        290 .. 299   the bundled demo questions (not used here)
+# OUT (default runs) holds the results (OUT/DATASET_dev/METHOD.jsonl) and the profiles (OUT/profiles/DATASET);
+# EXTRA adds options to every command, e.g. OUT=runs/plain EXTRA=--no-chat-template for plain completion prompts.
+#
 # Every step resumes: results files skip the questions already answered, and a calibration whose profiles exist
 # is not redone.  Rerun the script with a larger N to extend the run.
 #
-# The estimators' AUROC also uses the closed-book answers to the first NQ lines of nq_open_dev.jsonl (step auroc).
+# The estimators' AUROC uses closed-book answers to the first NQ (default 100) lines of nq_open_dev.jsonl and of
+# hotpotqa_dev.jsonl (step auroc; it extends the closed-book results file of the baselines step).
 #
-#   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr auroc ablations estimators skr
+#   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr ablations auroc estimators skr
 #                                                 (default: all, in this order, each over both datasets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20}
 shift || true
-STEPS=${*:-baselines calibrate seakr auroc ablations estimators skr}
+STEPS=${*:-baselines calibrate seakr ablations auroc estimators skr}
 NQ=${NQ:-100}
 SEAKR=${SEAKR:-.venv/bin/seakr}
 DATA=${DATA:-../shared/data}
-MODEL=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
+OUT=${OUT:-runs}
+# shellcheck disable=SC2206  # EXTRA is a list of options, split on purpose
+MODEL=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64 ${EXTRA:-})
 
 for step in $STEPS; do
   for ds in hotpotqa 2wiki; do
     questions=(--dataset "$DATA/${ds}_dev.jsonl" --corpus "$DATA/corpus_${ds}.jsonl")
-    profiles=runs/profiles/$ds
+    profiles=$OUT/profiles/$ds
+    results=(--out-dir "$OUT/${ds}_dev")
     case $step in
       baselines)
-        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" \
+        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" \
           --method closed-book --method cot --method single-retrieval --method ircot --method flare ;;
       calibrate)
         if ! ls "$profiles"/*.json >/dev/null 2>&1; then
@@ -37,25 +44,26 @@ for step in $STEPS; do
             --objective rate --target-rate 0.5 --all-estimators --profile-dir "$profiles"
         fi ;;
       seakr)
-        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --calibrated --profile-dir "$profiles" \
+        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
           --method seakr --method seakr-rationales-only --method seakr-knowledge-only ;;
       auroc)
         if [ "$ds" = hotpotqa ]; then  # NQ-open: closed-book only, so no corpus (the bundled index is never searched)
           $SEAKR eval --dataset "$DATA/nq_open_dev.jsonl" --no-coverage-check --start 0 --limit "$NQ" "${MODEL[@]}" \
-            --method closed-book
+            --out-dir "$OUT/nq_open_dev" --method closed-book
+          $SEAKR eval "${questions[@]}" --start 0 --limit "$NQ" "${MODEL[@]}" "${results[@]}" --method closed-book
         fi ;;
       ablations)
-        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --calibrated --profile-dir "$profiles" \
-          --method seakr --method seakr-no-rerank --method seakr-always-retrieve ;;
+        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
+          --method seakr --method seakr-always-retrieve --method seakr-no-rerank ;;
       estimators)
-        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --calibrated --profile-dir "$profiles" \
+        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
           --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt ;;
       skr)
         $SEAKR eval "${questions[@]}" --start 100 --limit 30 "${MODEL[@]}" --method cot --method single-retrieval \
-          --out-dir "runs/train/$ds"
-        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" --method skr-knn \
-          --skr-train "runs/train/$ds" ;;
-      *) echo "unknown step $step (baselines calibrate seakr auroc ablations estimators skr)" >&2; exit 2 ;;
+          --out-dir "$OUT/train/$ds"
+        $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --method skr-knn \
+          --skr-train "$OUT/train/$ds" ;;
+      *) echo "unknown step $step (baselines calibrate seakr ablations auroc estimators skr)" >&2; exit 2 ;;
     esac
   done
 done
