@@ -9,15 +9,15 @@ from seakr_integrations.evaluation.results import ResultsFile
 
 
 def _candidate(rank, title, u, chosen):
-    return {"search_rank": rank, "title": title, "uncertainty": {"value": u}, "chosen": chosen}
+    return {"search_rank": rank, "title": title, "uncertainty": {"value": u}, "rank_value": u, "chosen": chosen}
 
 
-def _step(index, decision, u, candidates=()):
+def _step(index, decision, u, candidates=(), text=None):
     return {
         "index": index,
         "decision": decision,
         "uncertainty": {"value": u},
-        "pseudo_generation": f"Step {index}.",
+        "pseudo_generation": f"Step {index}." if text is None else text,
         "query": f"query {index}",
         "candidates": list(candidates),
     }
@@ -79,6 +79,22 @@ def test_counts_match_the_traces():
     assert decision_summary([{"id": "b", "f1": 0.0, "trace": {"uncertainty": {}}}]) is None  # closed-book records
 
 
+def test_empty_rounds_and_blind_re_ranking_are_counted():
+    """The model wrote nothing at step 2 (U = inf) and after every candidate: the search order decided."""
+    blind = [_candidate(1, "A", None, True), _candidate(2, "B", None, False)]
+    record = _record(
+        "q2",
+        [_step(0, "accept", -2.0), _step(1, "retrieve", None, blind, text=""), _step(2, "answer", -3.0)],
+        {"rationales": ("x", -1.0), "knowledge": ("y", -2.0)},
+        "knowledge",
+        ["y"],
+        1.0,
+    )
+    s = decision_summary([*RECORDS, record])
+    assert (s.steps, s.empty_steps, s.rerank_rounds, s.blind_rounds, s.picked_below_first) == (6, 1, 2, 1, 1)
+    assert "U = inf vs delta -1.00 -> retrieve" in describe_trace(record)[1]
+
+
 def test_gate_against_closed_book_knowledge():
     closed = [{"id": "q0", "em": 1.0}, {"id": "q1", "em": 0.0}, {"id": "other", "em": 1.0}]
     assert gate_agreement(RECORDS, closed) == {
@@ -108,7 +124,8 @@ def test_report_shows_decisions_gate_and_lost_examples(tmp_path):
     text = report.read_text()
     assert text.index("## Analysis") < text.index("## hotpotqa_dev")
     assert (
-        "| seakr | 1/2 (50%) | 1/3 (33%) | 1/1 (100%) | 1/1 (100%) | 0/1 (0%) | knowledge 1, rationales 1 | "
+        "| seakr | 1/2 (50%) | 1/3 (33%) | 0/3 (0%) | 1/1 (100%) | 0/1 (0%) | 1/1 (100%) | 0/1 (0%) | "
+        "knowledge 1, rationales 1 | "
         "50.0 / 50.0 / 100.0 (2 q) |" in text
     )
     assert "of 1 known questions it skipped retrieval for 0; of 1 unknown ones it retrieved for 0" in text

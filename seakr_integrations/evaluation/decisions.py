@@ -26,9 +26,12 @@ class DecisionSummary:
         questions: Questions with a SeaKR trace.
         steps: Reasoning rounds in all.
         retrieve_steps: Rounds whose decision was to retrieve.
+        empty_steps: Rounds where the model wrote nothing (the uncertainty is then ``inf``, so the gate retrieves).
         first_step_retrievals: Questions whose first round retrieved.
         rerank_rounds: Retrieval rounds that had at least two new passages to choose from.
         picked_below_first: Of those, rounds where the kept passage was not the search engine's first.
+        blind_rounds: Of those, rounds where the model wrote nothing after every candidate, so the uncertainties
+            could not rank them and the search order decided.
         titled_rounds: Re-ranking rounds of questions whose supporting titles are known.
         chosen_supporting: Of those, rounds whose kept passage is a supporting passage.
         first_supporting: Of those, rounds whose search-first candidate is a supporting passage.
@@ -42,9 +45,11 @@ class DecisionSummary:
     questions: int
     steps: int
     retrieve_steps: int
+    empty_steps: int
     first_step_retrievals: int
     rerank_rounds: int
     picked_below_first: int
+    blind_rounds: int
     titled_rounds: int
     chosen_supporting: int
     first_supporting: int
@@ -64,7 +69,7 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
     traced = [r for r in records if _is_seakr_trace(r.get("trace"))]
     if not traced:
         return None
-    steps = retrieve_steps = first = rerank = below = titled = chosen_sup = first_sup = 0
+    steps = retrieve_steps = empty = first = rerank = below = blind = titled = chosen_sup = first_sup = 0
     strategies: Counter[str] = Counter()
     chosen_f1, other_f1, best_f1 = [], [], []
     for record in traced:
@@ -73,6 +78,7 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
         gold_titles = {t.casefold() for t in record.get("supporting_titles", ())}
         for step in trace["steps"]:
             steps += 1
+            empty += not step["pseudo_generation"].strip()
             if step["decision"] == "retrieve":
                 retrieve_steps += 1
                 first += step["index"] == 0
@@ -83,6 +89,7 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
             chosen = next((c for c in candidates if c["chosen"]), None)
             top = min(candidates, key=lambda c: c["search_rank"])
             below += chosen is not None and chosen is not top
+            blind += all(c.get("rank_value") is None for c in candidates)
             if gold_titles:
                 titled += 1
                 chosen_sup += chosen is not None and chosen["title"].casefold() in gold_titles
@@ -99,9 +106,11 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
         questions=len(traced),
         steps=steps,
         retrieve_steps=retrieve_steps,
+        empty_steps=empty,
         first_step_retrievals=first,
         rerank_rounds=rerank,
         picked_below_first=below,
+        blind_rounds=blind,
         titled_rounds=titled,
         chosen_supporting=chosen_sup,
         first_supporting=first_sup,

@@ -176,14 +176,16 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
     if not summaries:
         return []
     lines = [
-        f"What the methods on {dataset} decided (from their traces): the gate (rounds that retrieved), the "
-        "re-ranking (kept passage below the search engine's first; kept vs search-first passage supporting, where the "
-        "dataset names supporting titles) and the final answer (strategies chosen; mean F1 of the answer given, of the "
-        "other final answer, and of the better of the two).",
+        f"What the methods on {dataset} decided (from their traces): the gate (rounds that retrieved; rounds where "
+        "the model wrote nothing, which the gate treats as uncertain), the re-ranking (kept passage below the search "
+        "engine's first; rounds where the model wrote nothing after any candidate, so the search order decided; kept "
+        "vs search-first passage supporting, where the dataset names supporting titles) and the final answer "
+        "(strategies chosen; mean F1 of the answer given, of the other final answer, and of the better of the two).",
         "",
-        "| method | first step retrieved | rounds retrieving | kept below search-first | kept supporting | "
-        "search-first supporting | final strategies | F1 given / other / better |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "| method | first step retrieved | rounds retrieving | empty rounds | kept below search-first "
+        "| re-ranking blind | kept supporting | search-first supporting | final strategies "
+        "| F1 given / other / better |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     for run, s in sorted(summaries, key=lambda item: item[0].method):
         finals = ", ".join(f"{k} {v}" for k, v in sorted(s.strategies.items()))
@@ -192,7 +194,8 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
             f1s += f" / {100 * s.other_f1:.1f} / {100 * s.best_f1:.1f} ({s.two_finals} q)"
         lines.append(
             f"| {run.method} | {_pct(s.first_step_retrievals, s.questions)} | {_pct(s.retrieve_steps, s.steps)} | "
-            f"{_pct(s.picked_below_first, s.rerank_rounds)} | {_pct(s.chosen_supporting, s.titled_rounds)} | "
+            f"{_pct(s.empty_steps, s.steps)} | {_pct(s.picked_below_first, s.rerank_rounds)} | "
+            f"{_pct(s.blind_rounds, s.rerank_rounds)} | {_pct(s.chosen_supporting, s.titled_rounds)} | "
             f"{_pct(s.first_supporting, s.titled_rounds)} | {finals} | {f1s} |"
         )
     lines.append("")
