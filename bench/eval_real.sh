@@ -7,7 +7,8 @@
 #                                        200 .. 219   delta calibration (never evaluated)
 #                                        290 .. 299   the bundled demo questions (not used here)
 # OUT (default runs) holds the results (OUT/DATASET_dev/METHOD.jsonl) and the profiles (OUT/profiles/DATASET);
-# EXTRA adds options to every command, e.g. OUT=runs/plain EXTRA=--no-chat-template for plain completion prompts.
+# EXTRA adds options to every command, e.g. OUT=runs/plain EXTRA=--no-chat-template for plain completion prompts;
+# DATASETS (default "hotpotqa 2wiki") picks the datasets.
 #
 # Every step resumes: results files skip the questions already answered, and a calibration whose profiles exist
 # is not redone.  Rerun the script with a larger N to extend the run.
@@ -30,7 +31,7 @@ OUT=${OUT:-runs}
 MODEL=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64 ${EXTRA:-})
 
 for step in $STEPS; do
-  for ds in hotpotqa 2wiki; do
+  for ds in ${DATASETS:-hotpotqa 2wiki}; do
     questions=(--dataset "$DATA/${ds}_dev.jsonl" --corpus "$DATA/corpus_${ds}.jsonl")
     profiles=$OUT/profiles/$ds
     results=(--out-dir "$OUT/${ds}_dev")
