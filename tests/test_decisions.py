@@ -8,8 +8,15 @@ from seakr_integrations.evaluation.report import load_runs, write_report
 from seakr_integrations.evaluation.results import ResultsFile
 
 
-def _candidate(rank, title, u, chosen):
-    return {"search_rank": rank, "title": title, "uncertainty": {"value": u}, "rank_value": u, "chosen": chosen}
+def _candidate(rank, title, u, chosen, generation="A step."):
+    return {
+        "search_rank": rank,
+        "title": title,
+        "uncertainty": {"value": u},
+        "rank_value": u if generation else None,
+        "chosen": chosen,
+        "generation": generation,
+    }
 
 
 def _step(index, decision, u, candidates=(), text=None):
@@ -81,7 +88,7 @@ def test_counts_match_the_traces():
 
 def test_empty_rounds_and_blind_re_ranking_are_counted():
     """The model wrote nothing at step 2 (U = inf) and after every candidate: the search order decided."""
-    blind = [_candidate(1, "A", None, True), _candidate(2, "B", None, False)]
+    blind = [_candidate(1, "A", None, True, generation=""), _candidate(2, "B", 0.5, False, generation="")]
     record = _record(
         "q2",
         [_step(0, "accept", -2.0), _step(1, "retrieve", None, blind, text=""), _step(2, "answer", -3.0)],
@@ -92,7 +99,9 @@ def test_empty_rounds_and_blind_re_ranking_are_counted():
     )
     s = decision_summary([*RECORDS, record])
     assert (s.steps, s.empty_steps, s.rerank_rounds, s.blind_rounds, s.picked_below_first) == (6, 1, 2, 1, 1)
-    assert "U = inf vs delta -1.00 -> retrieve" in describe_trace(record)[1]
+    line = describe_trace(record)[1]
+    assert "U = inf vs delta -1.00 -> retrieve" in line
+    assert "#1 'A' U=inf (wrote nothing: ranks last) **kept**, #2 'B' U=0.50 (wrote nothing: ranks last)" in line
 
 
 def test_gate_against_closed_book_knowledge():

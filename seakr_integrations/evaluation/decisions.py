@@ -167,6 +167,7 @@ def describe_trace(record: Mapping[str, Any]) -> list[str]:
         if step["candidates"]:
             tried = ", ".join(
                 f"#{c['search_rank']} {title(c['title'])} U={_u(c['uncertainty'])}"
+                + ("" if c["generation"].strip() else " (wrote nothing: ranks last)")
                 + (" **kept**" if c["chosen"] else "")
                 for c in step["candidates"]
             )
