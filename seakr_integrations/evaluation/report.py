@@ -180,7 +180,9 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
         "the model wrote nothing, which the gate treats as uncertain), the re-ranking (kept passage below the search "
         "engine's first; rounds where the model wrote nothing after any candidate, so the search order decided; kept "
         "vs search-first passage supporting, where the dataset names supporting titles) and the final answer "
-        "(strategies chosen; mean F1 of the answer given, of the other final answer, and of the better of the two).",
+        "(strategies chosen; mean F1 of the answer given, of the other final answer, and of the better of the two). "
+        "Baselines that search with the question first (single retrieval, IRCoT) have no generation in that round, "
+        "so it counts as empty for them by design.",
         "",
         "| method | first step retrieved | rounds retrieving | empty rounds | kept below search-first "
         "| re-ranking blind | kept supporting | search-first supporting | final strategies "
