@@ -47,3 +47,14 @@ def test_closed_book_method_records_each_estimators_score():
     assert hard.trace["uncertainty"]["eigenscore"] > easy.trace["uncertainty"]["eigenscore"]
     assert (easy.trace["uncertainty"]["prompt"], hard.trace["uncertainty"]["prompt"]) == (0.0, 1.0)
     assert method.describe()["seakr"]["mode"] == "single_hop"
+
+
+def test_closed_book_with_the_prompt_estimator_probes_once():
+    def respond(prompt, config):
+        return Reply("Yes") if prompt.endswith("Reply:") else Reply("So the answer is Paris.", spread=0.1)
+
+    backend = ScriptedBackend(respond)
+    method = make_method("closed-book", backend, FakeRetriever(), CONFIG.with_(estimator="prompt"))
+    (answer,) = method.answer_many(["An easy one?"])
+    assert answer.trace["uncertainty"]["prompt"] == 0.0
+    assert [len(b) for b in backend.batches] == [1, 1]  # the call and one probe, not two

@@ -101,7 +101,10 @@ class ClosedBookMethod:
         cfg = self.seakr.config
         answers = []
         assessed = list(self.seakr.assess_many(list(questions)))
-        probed = self.seakr.probe_uncertainties([a.output.prompt for a in assessed], [a.output for a in assessed])
+        if cfg.estimator == "prompt":  # the loop has probed already
+            probed = [a.uncertainty for a in assessed]
+        else:
+            probed = self.seakr.probe_uncertainties([a.output.prompt for a in assessed], [a.output for a in assessed])
         for a, probe in zip(assessed, probed, strict=True):
             scores = {}
             for estimator in ESTIMATORS:

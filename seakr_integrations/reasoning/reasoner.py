@@ -429,11 +429,7 @@ class SeaKR:
         in ``lm_calls``."""
         cfg = self.config
         probes = [probe_after(p, o.greedy.text) for p, o in zip(prompts, outputs, strict=True)]
-        fits = [
-            len(p.encode("utf-8")) + 8 + self.PROBE_TOKENS <= self.backend.max_context
-            or len(self.backend.tokenize(p)) + self.PROBE_TOKENS <= self.backend.max_context
-            for p in probes
-        ]
+        fits = [self._fits(p, self.backend.max_context - self.PROBE_TOKENS) for p in probes]
         sampling = SamplingConfig(
             k=2, max_tokens=self.PROBE_TOKENS, stop=("\n",), seed=cfg.seed, layer=cfg.layer, source=cfg.source
         )
@@ -449,12 +445,14 @@ class SeaKR:
             result.append(Uncertainty(prompt_uncertainty(reply.text, reply.logprobs), "prompt", num_samples=0))
         return result
 
-    def _fits(self, prompt: str) -> bool:
+    def _fits(self, prompt: str, budget: int | None = None) -> bool:
+        """Whether ``prompt`` has at most ``budget`` tokens (default: room left for a full continuation)."""
+        budget = self._budget if budget is None else budget
         # Every token covers at least one byte, so a prompt with fewer bytes than the budget (plus room for the
         # special tokens the tokenizer adds) fits without tokenising it twice (the back-end tokenises it again).
-        if len(prompt.encode("utf-8")) + 8 <= self._budget:
+        if len(prompt.encode("utf-8")) + 8 <= budget:
             return True
-        return len(self.backend.tokenize(prompt)) <= self._budget
+        return len(self.backend.tokenize(prompt)) <= budget
 
     def _prompt(self, state: _Question, steps: Sequence[str], passages: Sequence[Passage]) -> str:
         """The prompt, dropping the oldest passages while it does not fit the model's context."""
