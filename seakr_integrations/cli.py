@@ -83,6 +83,7 @@ def _seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCo
         mode=args.mode,
         k=args.k,
         max_tokens=args.max_tokens,
+        min_tokens=args.min_tokens,
         layer=args.layer,
         source=args.source,
         estimator=args.estimator,
@@ -424,9 +425,9 @@ def _add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> No
 
 
 def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
     from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
 
-    """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
     p.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
     p.add_argument(
         "--es",
@@ -447,6 +448,13 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidates", type=int, default=3, help="passages re-ranked per retrieval (default 3)")
     p.add_argument("--max-steps", type=int, default=7, help="reasoning steps after which the loop stops (default 7)")
     p.add_argument("--max-tokens", type=int, default=100)
+    p.add_argument(
+        "--min-tokens",
+        type=int,
+        default=1,
+        help="tokens every call writes before EOS may end it (default 1: instruct models otherwise end their turn "
+        "after the first reasoning step; 0 is the authors' behaviour)",
+    )
     p.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
     p.add_argument("--source", choices=["mlp", "residual"], default="mlp")
     p.add_argument(

@@ -24,6 +24,8 @@ class SamplingConfig:
         top_k: Keep only the ``top_k`` most likely tokens (0 or -1 disables).
         top_p: Nucleus sampling mass (1.0 disables).
         max_tokens: Maximum generated tokens per continuation.
+        min_tokens: EOS cannot end a continuation before it has this many tokens (vLLM's ``min_tokens``).  The
+            log-probabilities stay those of the unmasked distribution, so a forced token reads as unlikely.
         stop: Stop strings; the text is cut before the first one that appears.
         seed: Seed of the samples' random generator (same seed, same samples on the same back-end).
         layer: 0-based decoder layer whose vector is read; ``None`` means ``num_layers // 2 - 1`` (SeaKR's L/2).
@@ -36,6 +38,7 @@ class SamplingConfig:
     top_k: int = 50
     top_p: float = 0.9
     max_tokens: int = 100
+    min_tokens: int = 0
     stop: tuple[str, ...] = ()
     seed: int = 42
     layer: int | None = None
@@ -58,6 +61,10 @@ class SamplingConfig:
             raise ValueError(f"top_k={self.top_k}: must be >= 1, or 0 / -1 to disable")
         if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
             raise ValueError(f"max_tokens={self.max_tokens!r}: must be an integer >= 1")
+        if not isinstance(self.min_tokens, int) or not 0 <= self.min_tokens <= self.max_tokens:
+            raise ValueError(
+                f"min_tokens={self.min_tokens!r}: must be an integer from 0 to max_tokens={self.max_tokens}"
+            )
         if any(not isinstance(s, str) or s == "" for s in self.stop):
             raise ValueError(f"stop={list(self.stop)!r}: every stop string must be a non-empty string")
         if self.source not in _SOURCES:

@@ -127,3 +127,20 @@ def test_smollm2_known_answer_is_less_uncertain_than_nonsense(hf_smollm2):
         return estimate(hf_smollm2.generate([prompt], k=10, max_tokens=24)[0]).value
 
     assert np.isfinite(score("What is the capital of France?"))
+
+
+def test_min_tokens_masks_eos_for_picking_only(hf_tiny, monkeypatch):
+    """Before ``min_tokens`` no EOS id can be picked, by the greedy row or the samples; the log-probabilities stay
+    those of the raw distribution (as vLLM reports them), so a forced token still reads as unlikely."""
+    first = hf_tiny.generate([PROMPT], k=2, max_tokens=4)[0].greedy.token_ids[0]
+    monkeypatch.setattr(hf_tiny, "_stop_ids", {hf_tiny.eos_token_id, first})  # the greedy first token now ends it
+    ended = hf_tiny.generate([PROMPT], k=2, max_tokens=4)[0].greedy
+    assert ended.token_ids == [first] and ended.finish_reason == "stop"
+    out = hf_tiny.generate([PROMPT], SamplingConfig(k=6, max_tokens=4, min_tokens=2))[0]
+    for c in [out.greedy, *out.samples]:
+        assert len(c.token_ids) >= 2 and first not in c.token_ids[:2]
+    with torch.no_grad():
+        logits = hf_tiny.model(input_ids=torch.tensor([out.prompt_token_ids])).logits[0, -1].float()
+    raw = torch.log_softmax(logits, -1)[out.greedy.token_ids[0]]
+    assert out.greedy.token_ids[0] == int(logits.masked_fill(torch.arange(len(logits)) == first, -1e9).argmax())
+    np.testing.assert_allclose(out.greedy.logprobs[0], float(raw), atol=1e-4)

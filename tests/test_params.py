@@ -45,3 +45,9 @@ def test_with_revalidates_and_freezes_stop():
     assert c.k == 5 and c.stop == ("\n",)
     with pytest.raises(ValueError):
         c.with_(k=1)
+
+
+@pytest.mark.parametrize("bad", [-1, 101, 1.5])
+def test_min_tokens_must_fit_under_max_tokens(bad):
+    with pytest.raises(ValueError, match="min_tokens"):
+        SamplingConfig(max_tokens=100, min_tokens=bad)

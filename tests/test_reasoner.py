@@ -325,3 +325,23 @@ def test_trace_is_strict_json_and_readable():
     assert data["config"]["delta"] == -6.0 and data["lm_calls"] == result.lm_calls == 4
     text = result.format()
     assert "-> retrieve" in text and "*[1] p1 (p1)" in text and "Answer: Paris" in text
+
+
+@pytest.mark.parametrize("min_tokens", [1, 0])
+def test_every_loop_call_carries_min_tokens(min_tokens):
+    """``min_tokens`` (default 1, so an instruct model cannot close its turn with an empty step) reaches every call:
+    the reasoning steps, the re-ranking candidates and the final answers."""
+    assert SeaKRConfig().min_tokens == 1
+
+    def respond(prompt, config):
+        _, context, answer = parse(prompt)
+        if not is_step(config):
+            return final()
+        return Reply("So the answer is Paris" if context else "Paris is in France", spread=5.0)
+
+    backend = ScriptedBackend(respond)
+    config = CONFIG.with_(min_tokens=min_tokens)
+    SeaKR(backend, FakeRetriever(default=[passage("p1"), passage("p2")]), config).answer("Where is Paris?")
+    used = [c for batch in backend.batches for _, c in batch]
+    assert len(used) >= 4 and {c.min_tokens for c in used} == {min_tokens}
+    assert any(is_step(c) for c in used) and any(not is_step(c) for c in used)

@@ -139,3 +139,15 @@ def test_interrupted_generate_leaves_no_request_behind(vllm_tiny):
 def test_engine_environment_does_not_leak_into_our_process(vllm_tiny):
     """The OpenMP preload is for vLLM's spawned processes only."""
     assert "libiomp5" not in os.environ.get("LD_PRELOAD", "")
+
+
+def test_min_tokens_defers_stop_strings_as_hf_does(vllm_tiny, hf_tiny):
+    """A stop string in the first ``min_tokens`` tokens does not end the text, in vLLM and in HF alike."""
+    text = vllm_tiny.generate([PROMPT], k=2, max_tokens=6)[0].greedy.text
+    assert text.strip(), f"the tiny model's greedy text {text!r} has no character to stop at"
+    cut = SamplingConfig(k=2, max_tokens=6, stop=(text.strip()[0],))
+    kept = cut.with_(min_tokens=3)
+    assert [b.generate([PROMPT], cut)[0].greedy.text.strip() for b in (vllm_tiny, hf_tiny)] == ["", ""]
+    ours, theirs = (b.generate([PROMPT], kept)[0] for b in (vllm_tiny, hf_tiny))
+    assert ours.greedy.token_ids == theirs.greedy.token_ids and ours.greedy.text == theirs.greedy.text
+    assert all(len(c.token_ids) >= 3 for c in [ours.greedy, *ours.samples])

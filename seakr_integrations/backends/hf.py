@@ -149,9 +149,10 @@ class HFBackend(SelfAwareBackend):
         """The finished continuation if ``token_ids`` ends generation (EOS, stop string, length), else ``None``."""
         if token_ids[-1] in self._stop_ids:
             return Continuation(self._decode(token_ids), list(token_ids), [], "stop")
-        if config.stop:  # decode on every step only when there are stop strings to look for
+        if config.stop and len(token_ids) > config.min_tokens:  # decode only when there are stops to look for
             text = self._decode(token_ids)
-            hits = [(text.find(s), s) for s in config.stop if s in text]
+            start = len(self._decode(token_ids[: config.min_tokens])) if config.min_tokens else 0  # as vLLM
+            hits = [(at, s) for s in config.stop if (at := text.find(s, start)) >= 0]
             if hits:
                 at, stop = min(hits)
                 return Continuation(text[:at], list(token_ids), [], "stop", stop_reason=stop)
@@ -182,7 +183,8 @@ class HFBackend(SelfAwareBackend):
             logits = out.logits[:, -1, :].float().expand(rows_total, -1)
             rows = list(range(rows_total))  # original row index of each batch position
             while rows:
-                next_ids = self._pick(logits, rows, config, generator)
+                early = len(tokens[rows[0]]) < config.min_tokens  # all rows advance together
+                next_ids = self._pick(self._without_eos(logits) if early else logits, rows, config, generator)
                 lse_t = torch.logsumexp(logits, dim=-1)  # one full-vocabulary reduction serves logprob and energy
                 logp = (logits.gather(1, next_ids[:, None])[:, 0] - lse_t).tolist()
                 lse = lse_t.tolist()
@@ -232,6 +234,13 @@ class HFBackend(SelfAwareBackend):
         greedy, samples = done[0], done[1:]
         assert greedy is not None and all(s is not None for s in samples)
         return SelfAwareOutput(prompt, ids, greedy, samples, layer, config.source)  # type: ignore[arg-type]
+
+    def _without_eos(self, logits: torch.Tensor) -> torch.Tensor:
+        """``logits`` with every EOS id at ``-inf`` (for picking only: log-probabilities use the raw logits, as
+        vLLM's do)."""
+        masked = logits.clone()
+        masked[:, sorted(self._stop_ids)] = float("-inf")
+        return masked
 
     def _pick(
         self, logits: torch.Tensor, rows: list[int], config: SamplingConfig, generator: torch.Generator

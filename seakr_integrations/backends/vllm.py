@@ -240,7 +240,12 @@ class VLLMBackend(SelfAwareBackend):
         """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request and the read-out requests."""
         from vllm.sampling_params import RequestOutputKind
 
-        common = {"max_tokens": config.max_tokens, "stop": list(config.stop), "logprobs": 0}
+        common = {
+            "max_tokens": config.max_tokens,
+            "min_tokens": config.min_tokens,
+            "stop": list(config.stop),
+            "logprobs": 0,
+        }
         greedy = self._sampling_params(temperature=0.0, **common)
         # top-k/top-p are applied by TopKTopPLogitsProcessor (same rule, no full-vocabulary sort); CUMULATIVE
         # output reports each sample the moment it finishes, so its read-out can join the running batch.

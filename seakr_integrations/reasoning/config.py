@@ -33,6 +33,11 @@ class SeaKRConfig:
         top_k: Top-k of the samples.
         top_p: Top-p of the samples.
         max_tokens: Maximum new tokens per continuation.
+        min_tokens: Every call writes at least this many tokens before EOS may end it.  Not in the authors' code
+            (their plain prompts rarely end at once); inside a chat template an instruct model closes its turn
+            after one sentence (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89 after the first step), and an empty step has
+            no uncertainty (U = inf, so it always retrieves) and gives the re-ranking nothing to compare.  0
+            restores the authors' behaviour.
         seed: Sampling seed.
         layer: Decoder layer of the hidden state (``None``: ``L/2 - 1``).
         source: ``"mlp"`` (SeaKR's code) or ``"residual"``.
@@ -72,6 +77,7 @@ class SeaKRConfig:
     top_k: int = 50
     top_p: float = 0.9
     max_tokens: int = 100
+    min_tokens: int = 1
     seed: int = 42
     layer: int | None = None
     source: HiddenSource = "mlp"
@@ -123,7 +129,7 @@ class SeaKRConfig:
             raise ValueError(
                 f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
             )
-        self.sampling()  # validates k, temperature, top_k, top_p, max_tokens, stops, layer and source
+        self.sampling()  # validates k, temperature, top_k, top_p, min/max_tokens, stops, layer and source
 
     @property
     def style(self) -> str:
@@ -140,6 +146,7 @@ class SeaKRConfig:
             top_k=self.top_k,
             top_p=self.top_p,
             max_tokens=self.max_tokens,
+            min_tokens=self.min_tokens,
             stop=stop or self.base_stops,
             seed=self.seed,
             layer=self.layer,
