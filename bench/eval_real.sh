@@ -8,7 +8,9 @@
 #                                        290 .. 299   the bundled demo questions (not used here)
 # OUT (default runs) holds the results (OUT/DATASET_dev/METHOD.jsonl) and the profiles (OUT/profiles/DATASET);
 # EXTRA adds options to every command, e.g. OUT=runs/plain EXTRA=--no-chat-template for plain completion prompts;
-# DATASETS (default "hotpotqa 2wiki") picks the datasets.
+# DATASETS (default "hotpotqa 2wiki") picks the datasets.  The first runs, before min_tokens existed (docs/
+# results_min0.md), are extended with OUT=runs/min0 EXTRA="--min-tokens 0" (and OUT=runs/min0/plain
+# EXTRA="--min-tokens 0 --no-chat-template").
 #
 # Every step resumes: results files skip the questions already answered, and a calibration whose profiles exist
 # is not redone.  Rerun the script with a larger N to extend the run.
