@@ -94,3 +94,22 @@ def test_auroc_is_not_available_when_every_answer_is_wrong_and_the_report_says_s
     _run(tmp_path, "closed-book", [0.0, 0.5], uncertainty=[0.1, 2.0])
     text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()
     assert "| eigenscore | n/a (all 2 wrong) | 2 (2 wrong) |" in text
+
+
+def test_methods_are_compared_on_shared_questions_and_auroc_uses_every_closed_book_answer(tmp_path):
+    """Closed-book extended to more questions (for AUROC) must not change the F1 table's footing."""
+    _run(tmp_path, "seakr", [1.0, 0.0])
+    _run(tmp_path, "closed-book", [0.0, 0.0, 1.0, 0.0], uncertainty=[2.0, 3.0, 0.1, 1.0])
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "docs" / "results.md").read_text()
+    assert "Methods compared on the 2 questions every results file holds; closed-book (4) answered more" in text
+    assert "| closed-book | 2 | 0.0 | 0.0 |" in text and "| seakr | 2 | 50.0 | 50.0 |" in text
+    assert "| eigenscore | 1.000 | 4 (3 wrong) |" in text  # over all four closed-book answers
+
+
+def test_runs_with_no_shared_question_are_shown_whole_and_the_report_says_so(tmp_path):
+    _run(tmp_path, "seakr", [1.0])
+    path = _run(tmp_path, "cot", [0.0, 0.5])
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], lines[2].replace('"q1"', '"q9"')]) + "\n")  # cot answered only q9
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "docs" / "results.md").read_text()
+    assert "share no question" in text and "| seakr | 1 | 100.0 |" in text and "| cot | 1 | 0.0 | 50.0 |" in text
