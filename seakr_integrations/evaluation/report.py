@@ -302,7 +302,7 @@ def write_report(
         if more and count:
             lines += [
                 f"Methods compared on the {count} questions every results file holds; "
-                f"{', '.join(more)} answered more, used only for the AUROC below.",
+                f"{', '.join(more)} answered more, left out here (closed-book's extra answers count in its AUROC).",
                 "",
             ]
         elif more:
