@@ -18,8 +18,11 @@
 # The estimators' AUROC uses closed-book answers to the first NQ (default 100) lines of nq_open_dev.jsonl and of
 # hotpotqa_dev.jsonl (step auroc; it extends the closed-book results file of the baselines step).
 #
-#   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr ablations auroc estimators skr
-#                                                 (default: all, in this order, each over both datasets)
+# Step sweep calibrates delta for F1 instead (SWEEP_Q, default 10, of lines 200.. at SWEEP_POINTS, default 4,
+# quantile thresholds plus always and never) into OUT/profiles-f1/DATASET: the delta sweep plot of the report.
+#
+#   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr ablations auroc estimators skr sweep
+#                                                 (default: all but sweep, in this order, each over both datasets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20}
@@ -57,7 +60,7 @@ for step in $STEPS; do
         fi ;;
       ablations)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
-          --method seakr --method seakr-always-retrieve --method seakr-no-rerank ;;
+          --method seakr --method seakr-always-retrieve --method seakr-no-rerank --method seakr-always-retrieve-no-rerank ;;
       estimators)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
           --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt ;;
@@ -66,7 +69,12 @@ for step in $STEPS; do
           --out-dir "$OUT/train/$ds"
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --method skr-knn \
           --skr-train "$OUT/train/$ds" ;;
-      *) echo "unknown step $step (baselines calibrate seakr ablations auroc estimators skr)" >&2; exit 2 ;;
+      sweep)
+        if ! ls "$OUT/profiles-f1/$ds"/*.json >/dev/null 2>&1; then
+          $SEAKR calibrate "${questions[@]}" --start 200 --limit "${SWEEP_Q:-10}" "${MODEL[@]}" \
+            --objective f1 --points "${SWEEP_POINTS:-4}" --profile-dir "$OUT/profiles-f1/$ds"
+        fi ;;
+      *) echo "unknown step $step (baselines calibrate seakr ablations auroc estimators skr sweep)" >&2; exit 2 ;;
     esac
   done
 done

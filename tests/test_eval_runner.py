@@ -88,7 +88,13 @@ def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
 
 
 @pytest.mark.parametrize(
-    ("name", "setting"), [("seakr-no-rerank", ("rerank", False)), ("seakr-ln-entropy", ("estimator", "ln_entropy"))]
+    ("name", "setting"),
+    [
+        ("seakr-no-rerank", ("rerank", False)),
+        ("seakr-always-retrieve-no-rerank", ("rerank", False)),
+        ("seakr-always-retrieve-no-rerank", ("retrieve", "always")),
+        ("seakr-ln-entropy", ("estimator", "ln_entropy")),
+    ],
 )
 def test_seakr_methods_run_the_loop_with_their_setting(tmp_path, name, setting):
     backend, retriever = ScriptedBackend(respond(1.0)), FakeRetriever(default=DOCS)

@@ -127,6 +127,11 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "seakr": ({}, "SeaKR: self-aware retrieval, re-ranking and reasoning"),
     "seakr-always-retrieve": ({"retrieve": "always"}, "ablation: no self-aware retrieval (retrieve at every step)"),
     "seakr-no-rerank": ({"rerank": False}, "ablation: no self-aware re-ranking (the search engine's first)"),
+    "seakr-always-retrieve-no-rerank": (
+        {"retrieve": "always", "rerank": False},
+        "ablation: neither (retrieve at every step, keep the search engine's first): isolates the re-ranking when "
+        "the gate rarely opens",
+    ),
     "seakr-rationales-only": ({"final_strategy": "rationales"}, "ablation: final answer from the rationales only"),
     "seakr-knowledge-only": ({"final_strategy": "knowledge"}, "ablation: final answer from the passages only"),
     **{
