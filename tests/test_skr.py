@@ -84,6 +84,15 @@ def test_the_vote_routes_each_question_and_records_why():
         SKRkNN(cot, single, labels, embed, k=0)
 
 
+def test_one_sided_labels_decide_every_question_their_way():
+    # No known training question (m = 0): l / (k - l) >= 0 / n holds for every vote, yet every label says retrieve.
+    cot, single = Answers("cot"), Answers("single")
+    all_unknown = SKRLabels(["u0", "u1", "u2"], [False, False, False], 2, "train")
+    assert SKRkNN(cot, single, all_unknown, embed, k=2).decide(["near known", "near unknown"]) == [(True, 0), (True, 0)]
+    all_known = SKRLabels(["k0", "k1"], [True, True], 0, "train")
+    assert SKRkNN(cot, single, all_known, embed, k=2).decide(["near known", "near unknown"]) == [(False, 2), (False, 2)]
+
+
 def test_eval_refuses_skr_without_training_results(tmp_path):
     from seakr_integrations.demo import demo_questions_path
 

@@ -4,9 +4,10 @@ SKR labels training questions by the model's own results (the paper's Eq. 4): a 
 answer without retrieval scores at least as well as the answer with it, "unknown" (D-) otherwise, and it is
 discarded when both answers are wrong.  A new question is embedded (all-MiniLM-L6-v2 from PyPI here, where SKR
 used SimCSE); among its k nearest labelled questions, l known and k - l unknown, it is answered without retrieval
-when l / (k - l) >= m / n (m known and n unknown training questions), with retrieval otherwise.  The metric is
-exact match, as the paper's accuracy / EM.  The labels come from ``seakr eval`` results of the two methods on a
-training split, so they are computed once, resumably, and can be inspected.
+when l / (k - l) >= m / n (m known and n unknown training questions), with retrieval otherwise, and always with it
+when no training question was known (m = 0 would let every vote pass).  The metric is exact match, as the paper's
+accuracy / EM.  The labels come from ``seakr eval`` results of the two methods on a training split, so they are
+computed once, resumably, and can be inspected.
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ class SKRkNN:
         m = int(self._known.sum())
         n = len(self._known) - m
         known_votes = self._known[nearest].sum(axis=1)
-        # known when l / (k - l) >= m / n, written without division (k - l or n may be 0)
-        return [(not (int(v) * n >= (k - int(v)) * m), int(v)) for v in known_votes]
+        # known when l / (k - l) >= m / n, written without division (k - l or n may be 0).  With no known training
+        # question (m = 0) the rule reads 0 >= 0 and would never retrieve; every label says retrieve, so retrieve.
+        return [(not (m > 0 and int(v) * n >= (k - int(v)) * m), int(v)) for v in known_votes]
 
     def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
         decisions = self.decide(questions)
