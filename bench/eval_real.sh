@@ -3,7 +3,7 @@
 # 2WikiMultihopQA dev subsets with their passage corpora, k = 10 samples (the issue allows 10 on a CPU).
 #
 # Lines of each question file (0-based):   0 .. N-1   evaluated
-#                                        100 .. 129   SKR-kNN training labels (cot and single-retrieval)
+#                                        100 .. 199   SKR-kNN training labels (cot and single-retrieval; SKR_TRAIN=100)
 #                                        200 .. 219   delta calibration (never evaluated)
 #                                        290 .. 299   the bundled demo questions (not used here)
 # OUT (default runs) holds the results (OUT/DATASET_dev/METHOD.jsonl) and the profiles (OUT/profiles/DATASET);
@@ -65,7 +65,7 @@ for step in $STEPS; do
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
           --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt ;;
       skr)
-        $SEAKR eval "${questions[@]}" --start 100 --limit 30 "${MODEL[@]}" --method cot --method single-retrieval \
+        $SEAKR eval "${questions[@]}" --start 100 --limit "${SKR_TRAIN:-100}" "${MODEL[@]}" --method cot --method single-retrieval \
           --out-dir "$OUT/train/$ds"
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --method skr-knn \
           --skr-train "$OUT/train/$ds" ;;

@@ -78,7 +78,8 @@ def test_the_vote_routes_each_question_and_records_why():
     few_known = SKRLabels(["a", "b", "b2"], [True, False, False], 0, "t")
     many_known = SKRLabels(["a", "a2", "b"], [True, True, False], 0, "t")
     vectors = lambda texts: np.array([mid[t] for t in texts])  # noqa: E731
-    assert SKRkNN(cot, single, few_known, vectors, k=3).decide(["q2"]) == [(False, 1)]  # l=1 of 3: 1/2 >= 1/2
+    with pytest.warns(UserWarning, match="whole training set"):  # k = 3 of 3 labels, as this case needs
+        assert SKRkNN(cot, single, few_known, vectors, k=3).decide(["q2"]) == [(False, 1)]  # l=1 of 3: 1/2 >= 1/2
     assert SKRkNN(cot, single, many_known, vectors, k=2).decide(["q"]) == [(True, 1)]  # b, then a2: 1 < 2
     with pytest.raises(ValueError, match="k=0"):
         SKRkNN(cot, single, labels, embed, k=0)
@@ -89,8 +90,16 @@ def test_one_sided_labels_decide_every_question_their_way():
     cot, single = Answers("cot"), Answers("single")
     all_unknown = SKRLabels(["u0", "u1", "u2"], [False, False, False], 2, "train")
     assert SKRkNN(cot, single, all_unknown, embed, k=2).decide(["near known", "near unknown"]) == [(True, 0), (True, 0)]
-    all_known = SKRLabels(["k0", "k1"], [True, True], 0, "train")
+    all_known = SKRLabels(["k0", "k1", "k0"], [True, True, True], 0, "train")
     assert SKRkNN(cot, single, all_known, embed, k=2).decide(["near known", "near unknown"]) == [(False, 2), (False, 2)]
+
+
+def test_a_vote_over_the_whole_training_set_is_flagged():
+    labels = SKRLabels(["k0", "u0", "u1"], [True, False, False], 27, "train")
+    with pytest.warns(UserWarning, match=r"k=3 neighbours but only 3 labelled .*27 discarded.*lower --skr-k"):
+        skr = SKRkNN(Answers("cot"), Answers("single"), labels, embed, k=3)
+    # every question gets l = m = 1, k - l = n = 2: the tie l / (k - l) = m / n answers all without retrieval
+    assert skr.decide(["near known", "near unknown"]) == [(False, 1), (False, 1)]
 
 
 def test_eval_refuses_skr_without_training_results(tmp_path):

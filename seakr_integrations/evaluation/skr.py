@@ -13,6 +13,7 @@ computed once, resumably, and can be inspected.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,13 @@ class SKRkNN:
             embed,
             k,
         )
+        if k >= len(labels.questions):
+            warnings.warn(
+                f"SKR-kNN: k={k} neighbours but only {len(labels.questions)} labelled training questions "
+                f"({labels.discarded} discarded: both methods wrong), so every question's vote is the whole training "
+                "set and every question is answered the same way; label more training questions or lower --skr-k",
+                stacklevel=2,
+            )
         self._train = _unit(embed(labels.questions))
         self._known = np.asarray(labels.known, dtype=bool)
 
