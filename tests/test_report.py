@@ -57,6 +57,7 @@ def test_report_tables_auroc_and_plots(tmp_path):
     assert rows[1].startswith("| seakr-no-rerank | 4 | 25.0 | 37.5")
     assert "| eigenscore | 1.000 | 4 (2 wrong) |" in text  # wrong answers (q1, q3: 2.0 and an empty one) rank highest
     assert "| perplexity | 0.500 | 4 (2 wrong) |" in text  # a constant score: chance
+    assert "| 1.0000 (chosen) |  | 1.00 |  | 40.0 |" in text  # the sweep as a table (this profile has no rate or EM)
     for name in ("results_f1.png", "results_uncertainty_hist.png", "results_delta_sweep.png"):
         assert (tmp_path / "docs" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text

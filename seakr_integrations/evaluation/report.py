@@ -160,15 +160,17 @@ def _plots(
                 [row["retrievals_per_question"] for row in rows],
                 [row["f1"] for row in rows],
                 "o-",
-                label=f"{profile['model']} on {profile['dataset']}",
+                label=f"{profile['model']} on {profile['dataset']}" + _questions_note(profile),
             )
+            for row in rows:
+                ax.annotate(f"{row['delta']:.2f}", (row["retrievals_per_question"], row["f1"]), fontsize=7)
             chosen = [row for row in rows if row.get("chosen")]
             ax.plot(
                 [row["retrievals_per_question"] for row in chosen], [row["f1"] for row in chosen], "*", ms=14, color="k"
             )
         ax.set_xlabel("retrievals per question")
         ax.set_ylabel("F1")
-        ax.set_title("delta sweep (star: the calibrated delta)", fontsize=10)
+        ax.set_title("delta sweep (points: delta; star: the calibrated delta)", fontsize=10)
         ax.legend(fontsize=8)
         fig.tight_layout()
         name = f"{stem}_delta_sweep.png"
@@ -260,6 +262,38 @@ def _lost_examples(dataset: str, seakr: MethodRun, others: list[MethodRun], coun
     return lines
 
 
+def _questions_note(profile: dict[str, Any]) -> str:
+    return f" ({profile['questions']} q)" if profile.get("questions") else ""
+
+
+def _sweep_section(profiles: Sequence[dict[str, Any]]) -> list[str]:
+    """The F1 sweeps of calibration profiles as tables: what each threshold cost and scored."""
+    swept = [p for p in profiles if any("f1" in row for row in p.get("sweep", []))]
+    if not swept:
+        return []
+    lines = ["## Delta sweeps (calibration, F1 objective)", ""]
+    for profile in swept:
+        lines += [
+            f"{profile['model']} on {profile['dataset']}{_questions_note(profile)}, estimator "
+            f"{profile.get('estimator', 'eigenscore')}: the chosen delta is marked.",
+            "",
+            "| delta | first-step retrieval rate | retrievals / q | EM | F1 |",
+            "| ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for row in (r for r in profile["sweep"] if "f1" in r):
+            rate = row.get("first_step_retrieval_rate")
+            cells = [
+                f"{row['delta']:.4f}" + (" (chosen)" if row.get("chosen") else ""),
+                f"{rate:.2f}" if rate is not None else "",
+                f"{row['retrievals_per_question']:.2f}",
+                f"{100 * row['em']:.1f}" if "em" in row else "",
+                f"{100 * row['f1']:.1f}",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    return lines
+
+
 def write_report(
     runs: Sequence[MethodRun],
     out: str | os.PathLike[str],
@@ -336,6 +370,7 @@ def write_report(
                     lines.append(f"| {name} | {shown} | {n} ({wrong} wrong) |")
                 lines.append("")
         lines += _decision_section(dataset, same, examples)
+    lines += _sweep_section(profiles)
     if plots:
         lines += ["## Plots", ""]
         for caption, name in plots:
