@@ -7,8 +7,8 @@ from seakr_integrations.evaluation.report import bootstrap_interval, load_runs, 
 from seakr_integrations.evaluation.results import ResultsFile
 
 
-def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None):
-    path = tmp_path / "runs" / f"{method}.jsonl"
+def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None, stem=None):
+    path = tmp_path / "runs" / f"{stem or method}.jsonl"
     config = {
         "method": method,
         "dataset": dataset,
@@ -61,6 +61,14 @@ def test_report_tables_auroc_and_plots(tmp_path):
     for name in ("results_f1.png", "results_uncertainty_hist.png", "results_delta_sweep.png"):
         assert (tmp_path / "docs" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text
+
+
+def test_one_method_run_twice_is_told_apart_by_its_file_name(tmp_path):
+    _run(tmp_path, "seakr", [1.0, 0.0])
+    _run(tmp_path, "seakr", [1.0, 1.0], stem="seakr-f1-delta")  # another delta, written with --out
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| seakr")]
+    assert rows[0].startswith("| seakr (seakr-f1-delta) | 2 | 100.0 |") and rows[1].startswith("| seakr | 2 | 50.0 |")
 
 
 def test_bootstrap_interval_is_seeded_and_brackets_the_mean():

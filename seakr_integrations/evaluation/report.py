@@ -43,6 +43,12 @@ class MethodRun:
     def method(self) -> str:
         return str(self.config.get("method", "?"))
 
+    @property
+    def name(self) -> str:
+        """The row's label: the method, and the file's name when it differs (one method run with other settings)."""
+        stem = self.path.stem
+        return self.method if stem == self.method else f"{self.method} ({stem})"
+
     def summary(self) -> EvalSummary:
         return summarize(self.records)
 
@@ -118,12 +124,12 @@ def _plots(
 
     fig, axes = plt.subplots(1, len(by_dataset), figsize=(6 * len(by_dataset), 4), squeeze=False)
     for ax, (dataset, group) in zip(axes[0], sorted(by_dataset.items()), strict=True):
-        group = sorted(group, key=lambda r: r.method)
+        group = sorted(group, key=lambda r: r.name)
         means = [r.summary().f1 for r in group]
         intervals = [bootstrap_interval([x["f1"] for x in r.records]) for r in group]
         low = [m - lo for m, (lo, _) in zip(means, intervals, strict=True)]
         high = [hi - m for m, (_, hi) in zip(means, intervals, strict=True)]
-        ax.barh([r.method for r in group], means, xerr=np.array([low, high]), color="tab:blue", alpha=0.8, capsize=3)
+        ax.barh([r.name for r in group], means, xerr=np.array([low, high]), color="tab:blue", alpha=0.8, capsize=3)
         ax.set_xlabel("F1 (95% bootstrap interval)")
         ax.set_title(f"{dataset} (n = {min(len(r.records) for r in group)})", fontsize=10)
     fig.tight_layout()
@@ -204,20 +210,20 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
         "| F1 given / other / better |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
-    for run, s in sorted(summaries, key=lambda item: item[0].method):
+    for run, s in sorted(summaries, key=lambda item: item[0].name):
         finals = ", ".join(f"{k} {v}" for k, v in sorted(s.strategies.items()))
         f1s = f"{100 * s.chosen_f1:.1f}"
         if s.other_f1 is not None and s.best_f1 is not None:
             f1s += f" / {100 * s.other_f1:.1f} / {100 * s.best_f1:.1f} ({s.two_finals} q)"
         lines.append(
-            f"| {run.method} | {_pct(s.first_step_retrievals, s.questions)} | {_pct(s.retrieve_steps, s.steps)} | "
+            f"| {run.name} | {_pct(s.first_step_retrievals, s.questions)} | {_pct(s.retrieve_steps, s.steps)} | "
             f"{_pct(s.empty_steps, s.steps)} | {_pct(s.picked_below_first, s.rerank_rounds)} | "
             f"{_pct(s.blind_rounds, s.rerank_rounds)} | {_pct(s.chosen_supporting, s.titled_rounds)} | "
             f"{_pct(s.first_supporting, s.titled_rounds)} | {finals} | {f1s} |"
         )
     lines.append("")
     closed = next((run for run in group if run.method == "closed-book"), None)
-    seakr = next((run for run in group if run.method == "seakr"), None)
+    seakr = next((run for run in group if run.name == "seakr"), None)
     if closed is not None and seakr is not None:
         gate = gate_agreement(seakr.records, closed.records)
         if gate is not None:
@@ -332,7 +338,7 @@ def write_report(
     for dataset, group in sorted(by_dataset.items()):
         lines += [f"## {dataset}", ""]
         same, count = shared[dataset]
-        more = [f"{run.method} ({len(run.records)})" for run in group if len(run.records) > count]
+        more = [f"{run.name} ({len(run.records)})" for run in group if len(run.records) > count]
         if more and count:
             lines += [
                 f"Methods compared on the {count} questions every results file holds; "
@@ -349,7 +355,7 @@ def write_report(
             s = run.summary()
             lo, hi = bootstrap_interval([r["f1"] for r in run.records])
             lines.append(
-                f"| {run.method} | {s.questions} | {100 * s.em:.1f} | {100 * s.f1:.1f} | {100 * lo:.1f}-{100 * hi:.1f} "
+                f"| {run.name} | {s.questions} | {100 * s.em:.1f} | {100 * s.f1:.1f} | {100 * lo:.1f}-{100 * hi:.1f} "
                 f"| {s.retrievals:.2f} | {s.lm_calls:.1f} | {s.generated_tokens:.0f} | {s.seconds:.1f} |"
             )
         lines.append("")
