@@ -157,7 +157,7 @@ def _plots(
         plt.close(fig)
         drawn.append(("EigenScore of right and wrong closed-book answers", name))
 
-    usable = [s for s in sweeps if any("f1" in row for row in s.get("sweep", []))]
+    usable = _f1_sweeps(sweeps)
     if usable:
         fig, ax = plt.subplots(figsize=(6, 4))
         for profile in usable:
@@ -268,13 +268,18 @@ def _lost_examples(dataset: str, seakr: MethodRun, others: list[MethodRun], coun
     return lines
 
 
+def _f1_sweeps(profiles: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The profiles calibrated for F1 (a rate profile's sweep has no F1 to show)."""
+    return [p for p in profiles if any("f1" in row for row in p.get("sweep", []))]
+
+
 def _questions_note(profile: dict[str, Any]) -> str:
     return f" ({profile['questions']} q)" if profile.get("questions") else ""
 
 
 def _sweep_section(profiles: Sequence[dict[str, Any]]) -> list[str]:
     """The F1 sweeps of calibration profiles as tables: what each threshold cost and scored."""
-    swept = [p for p in profiles if any("f1" in row for row in p.get("sweep", []))]
+    swept = _f1_sweeps(profiles)
     if not swept:
         return []
     lines = ["## Delta sweeps (calibration, F1 objective)", ""]
