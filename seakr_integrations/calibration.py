@@ -119,24 +119,32 @@ def load_profile(
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return DeltaProfile(**data)
+        profile = DeltaProfile(**data)
     except (json.JSONDecodeError, TypeError) as err:
         raise ValueError(f"{path}: not a valid delta profile ({err}); run seakr calibrate again or delete it") from None
+    _loaded[profile.key] = profile
+    return profile
 
 
 _warned: set[str] = set()
+_loaded: dict[str, DeltaProfile] = {}
+"""Profiles read in this process, from any directory: a config built from one (``SeaKRConfig.calibrated(backend,
+root=DIR)``, ``seakr eval --calibrated --profile-dir DIR``) is calibrated even when DIR is not the default one."""
 
 
 def check_calibrated(model: str, layer: int, config: Any) -> DeltaProfile | None:
     """The profile for a SeaKR run's settings; warn (once per settings, per process) when there is none.
 
-    ``config`` is the run's ``SeaKRConfig``.  Runs whose gate does not read delta (``retrieve="always"`` or
+    ``config`` is the run's ``SeaKRConfig``.  A profile already loaded from another directory counts when its delta is
+    the config's (the config was built from it).  Runs whose gate does not read delta (``retrieve="always"`` or
     ``"never"``) are not checked.
     """
     if config.retrieve != "uncertain":
         return None
-    profile = load_profile(model, layer, config.source, config.estimator, config.k)
     key = profile_key(model, layer, config.source, config.estimator, config.k)
+    profile = _loaded.get(key)
+    if profile is None or profile.delta != config.delta:
+        profile = load_profile(model, layer, config.source, config.estimator, config.k)
     if profile is None and key not in _warned:
         _warned.add(key)
         import warnings

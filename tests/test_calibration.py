@@ -109,6 +109,24 @@ def test_profiles_save_load_and_silence_the_uncalibrated_warning(tmp_path, monke
         load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k)
 
 
+def test_a_profile_from_another_directory_counts_as_calibrated(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))  # the default directory holds no profile
+    monkeypatch.setattr(calibration, "_warned", set())
+    monkeypatch.setattr(calibration, "_loaded", {})
+    backend, retriever = setup()
+    config = CONFIG.with_(layer=1)
+    profile = calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False)
+    save_profile(profile, tmp_path / "profiles")
+    monkeypatch.setattr(calibration, "_warned", set())  # calibrating ran SeaKR with its warning silenced
+    loaded = SeaKRConfig.calibrated(backend, root=tmp_path / "profiles", **config.to_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert SeaKR(backend, retriever, loaded).profile == profile
+    # another delta was not calibrated, wherever the profile came from
+    with pytest.warns(UncalibratedDeltaWarning, match="uncalibrated for scripted"):
+        assert SeaKR(backend, retriever, loaded.with_(delta=profile.delta + 1.0)).profile is None
+
+
 def test_model_names_are_canonical():
     assert canonical_model_name("smollm2") == canonical_model_name("SmolLM2-135M-Instruct".lower())
     assert canonical_model_name("/models/my-llama/") == "my-llama"
