@@ -86,6 +86,7 @@ def test_rate_objective_hits_the_target_on_first_steps():
 def test_profiles_save_load_and_silence_the_uncalibrated_warning(tmp_path, monkeypatch):
     monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(calibration, "_warned", set())  # the warning is once per process and settings
+    monkeypatch.setattr(calibration, "_loaded", {})  # profiles read here must not count in later tests
     backend, retriever = setup()
     config = CONFIG.with_(layer=1)
     with pytest.warns(UncalibratedDeltaWarning, match="uncalibrated for scripted .*seakr calibrate"):
