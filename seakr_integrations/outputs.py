@@ -35,7 +35,8 @@ class Continuation:
         eos_vector: For sampled continuations only: the hidden state read where EOS is the model's input after the
             continuation (SPEC section 2), float32 of shape ``(hidden_size,)``.  ``None`` for the greedy one.
         logit_lse: ``logsumexp`` of the raw logits at each generated position (needed by the energy estimator), or
-            ``None`` where the back-end cannot expose logits (vLLM returns normalised log-probabilities only).
+            ``None`` where the back-end cannot expose logits.  vLLM returns normalised log-probabilities only, so
+            ``VLLMBackend`` reads the logits inside the engine, for the greedy continuation only.
     """
 
     text: str

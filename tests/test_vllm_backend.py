@@ -21,7 +21,8 @@ def test_outputs_and_in_engine_readout_matches_hf(vllm_tiny, hf_tiny):
         assert len(out.samples) == 4 and out.layer == 2 and out.source == "mlp"
         for c in [out.greedy, *out.samples]:
             assert 1 <= len(c.token_ids) <= 6 and len(c.logprobs) == len(c.token_ids)
-            assert c.logit_lse is None  # vLLM gives normalised logprobs only
+        assert vllm_tiny.supports_logits and len(out.greedy.logit_lse) == len(out.greedy.token_ids)
+        assert all(s.logit_lse is None for s in out.samples)  # recorded for the greedy continuation only
         sequences = [eos_scoring_sequence(out.prompt_token_ids, s.token_ids, hf_tiny.eos_token_id) for s in out.samples]
         expected = hf_tiny.last_token_vectors(sequences, layer=2, source="mlp")
         np.testing.assert_allclose(out.eos_vectors(), expected, atol=1e-4 * np.abs(expected).max(), rtol=0)
@@ -32,6 +33,8 @@ def test_greedy_matches_hf_greedy(vllm_tiny, hf_tiny):
     theirs = hf_tiny.generate([PROMPT], k=2, max_tokens=6)[0].greedy
     assert ours.token_ids == theirs.token_ids
     np.testing.assert_allclose(ours.logprobs, theirs.logprobs, atol=1e-3)
+    # the raw logits' logsumexp, read inside the engine, is HF's (energy on vLLM)
+    np.testing.assert_allclose(ours.logit_lse, theirs.logit_lse, atol=1e-3)
 
 
 def test_per_prompt_configs_share_one_batch(vllm_tiny):
@@ -59,6 +62,8 @@ def test_seeded_batch_larger_than_one_engine_step(vllm_tiny):
     assert min(lengths) > 400 and sum(lengths) > 4096
     alone = vllm_tiny.generate([prompts[-1]], config)[0]
     assert [s.token_ids for s in together[-1].samples] == [s.token_ids for s in alone.samples]
+    # chunked prefill: the logits of a chunk that ends inside the prompt are not taken for a generated token
+    np.testing.assert_allclose(together[-1].greedy.logit_lse, alone.greedy.logit_lse, atol=1e-4)
 
 
 def test_seeded_samples_repeat(vllm_tiny):

@@ -42,7 +42,7 @@ class SelfAwareBackend(ABC):
     max_context: int
     eos_token_id: int
     supports_logits: bool = False
-    """Whether continuations carry ``logit_lse`` (needed by the energy estimator)."""
+    """Whether greedy continuations carry ``logit_lse`` (needed by the energy estimator)."""
     last_timings: dict[str, float]
     """Wall-clock seconds of the last ``generate`` call: ``total_s``, and ``readout_s``, the part spent reading
     the EOS vectors (the scoring pass on vLLM; the read-out rows' share of the decode steps on HF)."""

@@ -4,7 +4,9 @@ One ``generate`` call sends, for every prompt, a greedy request and one ``n=k`` 
 The samples' EOS vectors then come from a scoring pass: each ``prompt + continuation[:-1] + EOS`` is sent with
 ``max_tokens=1`` while a forward hook (installed in the workers by ``SeaKRWorkerExtension``) records the vector at
 the last position.  Prefix caching makes that pass cheap: the prompt and the continuation's full KV blocks are
-already cached, so only the last partial block is recomputed.
+already cached, so only the last partial block is recomputed.  A second hook, on the model's logits module,
+records the raw logits' logsumexp at each greedy token (vLLM returns normalised log-probabilities only), which the
+energy estimator needs; ``supports_logits`` says whether the model has that module.
 
 The hook needs eager execution and the V1 model runner; the constructor sets both by default and a start-up
 self-test fails with the setting to change when the hook cannot fire.
@@ -185,7 +187,8 @@ class VLLMBackend(SelfAwareBackend):
 
     def _ensure_hook(self, layer: int, source: str) -> None:
         if self._hooked != (layer, source):
-            self._rpc("seakr_install_hook", layer, source)
+            installed = self._rpc("seakr_install_hook", layer, source)[0]
+            self.supports_logits = bool(installed.get("logits"))  # a model with a `logits_processor` module
             self._hooked = (layer, source)
 
     def _self_test(self) -> None:
@@ -218,13 +221,16 @@ class VLLMBackend(SelfAwareBackend):
         finally:
             result = self._rpc("seakr_set_capture", False)
             del result
-        return self._pop_vectors()
+        vectors, fired, _ = self._pop_captured()
+        return vectors, fired
 
-    def _pop_vectors(self) -> tuple[dict[str, np.ndarray], int]:
-        """Captured vectors keyed by ``token_digest``, and how many forward calls the hook saw."""
-        popped = self._rpc("seakr_pop_vectors")[0]  # every tensor-parallel rank holds the same full vectors
+    def _pop_captured(self) -> tuple[dict[str, np.ndarray], int, dict[str, list[float]]]:
+        """Captured vectors keyed by ``token_digest``, how many forward calls the hook saw, and the raw logits'
+        logsumexp per generated position of each request named when capture started."""
+        popped = self._rpc("seakr_pop_vectors")[0]  # rank 0: the full vectors, and the gathered logits
         stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
-        return {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}, int(popped["fired"])
+        vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
+        return vectors, int(popped["fired"]), dict(popped.get("lse") or {})
 
     # -- the back-end interface ------------------------------------------------------------------------------
 
@@ -277,16 +283,17 @@ class VLLMBackend(SelfAwareBackend):
         greedy: list[Continuation | None] = [None] * len(prompts)
         samples: list[list[Continuation | None]] = [[None] * config.k for config in configs]
         role: dict[str, tuple[str, int]] = {}  # request id -> ("greedy" | "samples" | "readout", prompt index)
+        greedy_ids = [f"{tag}-greedy-{i}" for i in range(len(prompts))]  # their raw logits' logsumexp is recorded
 
         def add(kind: str, index: int, token_ids: list[int], params: Any) -> None:
-            request_id = f"{tag}-{kind}-{len(role)}"
+            request_id = greedy_ids[index] if kind == "greedy" else f"{tag}-{kind}-{len(role)}"
             role[request_id] = (kind, index)
             engine.add_request(request_id, TokensPrompt(prompt_token_ids=token_ids), params)
 
         read: set[str] = set()
         last_sample_done = time.perf_counter()
         finished = False
-        self._rpc("seakr_set_capture", True)
+        self._rpc("seakr_set_capture", True, greedy_ids if self.supports_logits else [])
         try:
             for i, ids in enumerate(prompt_ids):
                 greedy_params, sample_params, _ = params[configs[i]]
@@ -313,7 +320,7 @@ class VLLMBackend(SelfAwareBackend):
             self._rpc("seakr_set_capture", False)
             if not finished:  # interrupted: leave no request of ours behind in the engine
                 engine.abort_request(list(role), internal=False)
-        vectors, _ = self._pop_vectors()
+        vectors, _, lse = self._pop_captured()
         # Read-outs overlap generation; what remains on the clock is the tail after the last sample finished.
         self.last_timings["readout_s"] = time.perf_counter() - last_sample_done
         results = []
@@ -321,6 +328,14 @@ class VLLMBackend(SelfAwareBackend):
             done = samples[i]
             if greedy[i] is None or any(s is None for s in done):
                 raise RuntimeError(f"vLLM finished without returning every continuation of prompt {i}")
+            if self.supports_logits:
+                n = len(greedy[i].token_ids)  # type: ignore[union-attr]
+                if len(lse.get(greedy_ids[i], [])) < n:
+                    raise RuntimeError(
+                        f"vLLM returned no raw-logit logsumexp for some of the {n} greedy tokens of prompt {i}; "
+                        "the logits hook missed a step"
+                    )
+                greedy[i].logit_lse = lse[greedy_ids[i]][:n]  # type: ignore[union-attr]
             for s in done:
                 key = token_digest(eos_scoring_sequence(ids, s.token_ids, self.eos_token_id))  # type: ignore[union-attr]
                 if key not in vectors:

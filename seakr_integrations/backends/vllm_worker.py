@@ -9,6 +9,11 @@ While capture is on, a forward hook on the chosen layer (or its MLP) keeps, for 
 chunk ends at its prompt's last token, that token's vector.  Vectors are keyed by a digest of the request's prompt
 token ids, which the driver can recompute; vLLM's internal request ids carry random suffixes and are not used.
 
+vLLM returns normalised log-probabilities only, and the energy estimator needs the raw logits' logsumexp at each
+generated position.  A second forward hook, on the model's ``logits_processor`` module (whose output is the raw
+logits, one row per scheduled request), records that logsumexp for the requests the driver names when it starts
+capturing (its greedy requests); the driver's id is the prefix of vLLM's internal id.
+
 This module is imported by the workers: it must stay light (torch and our layer lookup only).
 """
 
@@ -36,6 +41,14 @@ def token_digest(token_ids: Sequence[int]) -> str:
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
 
 
+def _leading_run(by_position: dict[int, float]) -> list[float]:
+    """Values at positions 0, 1, 2... up to the first position not recorded (the driver checks the length)."""
+    values = []
+    while len(values) in by_position:
+        values.append(by_position[len(values)])
+    return values
+
+
 class SeaKRWorkerExtension:
     """Worker methods reachable by ``collective_rpc("seakr_<name>")``; ``self`` is the vLLM worker."""
 
@@ -58,21 +71,34 @@ class SeaKRWorkerExtension:
         self._seakr_capturing = False
         self._seakr_captured: dict[str, np.ndarray] = {}
         self._seakr_fired = 0
+        self._seakr_lse_for: set[str] = set()
+        self._seakr_lse: dict[str, dict[int, float]] = {}
         self._seakr_handle = target.register_forward_hook(self._seakr_hook)
-        return {"num_layers": len(layers), "module": type(target).__name__}
+        logits_module = getattr(model, "logits_processor", None)
+        if isinstance(logits_module, torch.nn.Module):
+            self._seakr_logits_handle = logits_module.register_forward_hook(self._seakr_logits_hook)
+        return {
+            "num_layers": len(layers),
+            "module": type(target).__name__,
+            "logits": self._seakr_logits_handle is not None,
+        }
 
     def seakr_remove_hook(self) -> None:
-        handle = getattr(self, "_seakr_handle", None)
-        if handle is not None:
-            handle.remove()
-            self._seakr_handle = None
+        for name in ("_seakr_handle", "_seakr_logits_handle"):
+            handle = getattr(self, name, None)
+            if handle is not None:
+                handle.remove()
+            setattr(self, name, None)
 
-    def seakr_set_capture(self, on: bool) -> None:
-        """Start (clearing earlier vectors) or stop capturing."""
+    def seakr_set_capture(self, on: bool, lse_for: Sequence[str] = ()) -> None:
+        """Start (clearing earlier vectors) or stop capturing; ``lse_for``: the request ids (as the driver gave
+        them) whose raw logits' logsumexp to record at every generated position."""
         self._seakr_capturing = bool(on)
         if on:
             self._seakr_captured = {}
             self._seakr_fired = 0
+            self._seakr_lse = {}
+            self._seakr_lse_for = set(lse_for)
 
     def seakr_pop_vectors(self) -> dict[str, Any]:
         """The captured vectors and how often the hook ran.
@@ -83,7 +109,48 @@ class SeaKRWorkerExtension:
         captured, self._seakr_captured = self._seakr_captured, {}
         keys = list(captured)
         stacked = np.stack([captured[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 0), np.float32)
-        return {"keys": keys, "data": stacked.tobytes(), "shape": list(stacked.shape), "fired": self._seakr_fired}
+        lse, self._seakr_lse = self._seakr_lse, {}
+        return {
+            "keys": keys,
+            "data": stacked.tobytes(),
+            "shape": list(stacked.shape),
+            "fired": self._seakr_fired,
+            "lse": {rid: _leading_run(by_position) for rid, by_position in lse.items()},
+        }
+
+    def _seakr_batch(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The step's scheduled request ids, the row of each one's last scheduled token, and that token's position."""
+        runner = self.model_runner  # type: ignore[attr-defined]
+        batch = runner.input_batch
+        num_reqs = batch.num_reqs
+        last_rows = np.asarray(runner.query_start_loc.np[1 : num_reqs + 1], dtype=np.int64) - 1
+        positions = runner.positions[torch.as_tensor(last_rows, device=runner.positions.device)].cpu().numpy()
+        return list(batch.req_ids[:num_reqs]), last_rows, positions
+
+    def _seakr_prompt(self, req_id: str) -> list[int] | None:
+        return getattr(self.model_runner.requests.get(req_id), "prompt_token_ids", None)  # type: ignore[attr-defined]
+
+    def _seakr_logits_hook(self, _module: torch.nn.Module, _inputs: Any, logits: Any) -> None:
+        """Record ``logsumexp`` of the raw logits of the named requests' rows (one row per request, batch order)."""
+        if not (self._seakr_capturing and self._seakr_lse_for and isinstance(logits, torch.Tensor)):
+            return
+        req_ids, _, positions = self._seakr_batch()
+        if logits.shape[0] != len(req_ids):  # speculative decoding: several rows per request; left unrecorded
+            return
+        wanted: list[tuple[int, str, int]] = []  # (row, driver's id, generated position)
+        for i, req_id in enumerate(req_ids):
+            name = req_id if req_id in self._seakr_lse_for else req_id.rsplit("-", 1)[0]
+            prompt = self._seakr_prompt(req_id)
+            if name in self._seakr_lse_for and prompt is not None:
+                generated = int(positions[i]) - (len(prompt) - 1)
+                if generated >= 0:  # a chunk that ends before the prompt's end predicts nothing
+                    wanted.append((i, name, generated))
+        if not wanted:
+            return
+        rows = torch.as_tensor([r for r, _, _ in wanted], device=logits.device)
+        values = torch.logsumexp(logits.index_select(0, rows).float(), dim=-1).cpu().tolist()
+        for (_, name, generated), value in zip(wanted, values, strict=True):
+            self._seakr_lse.setdefault(name, {})[generated] = float(value)
 
     def _seakr_hook(self, _module: torch.nn.Module, _inputs: Any, output: Any) -> None:
         if not self._seakr_capturing:
@@ -95,14 +162,10 @@ class SeaKRWorkerExtension:
             value = output[0] + output[1] if output[1] is not None else output[0]
         else:
             value = output
-        runner = self.model_runner  # type: ignore[attr-defined]
-        batch = runner.input_batch
-        num_reqs = batch.num_reqs
-        last_rows = np.asarray(runner.query_start_loc.np[1 : num_reqs + 1], dtype=np.int64) - 1
-        positions = runner.positions[torch.as_tensor(last_rows, device=runner.positions.device)].cpu().numpy()
+        req_ids, last_rows, positions = self._seakr_batch()
         wanted: list[tuple[int, list[int]]] = []  # (row, prompt) of requests whose chunk ends at the prompt's end
-        for i, req_id in enumerate(batch.req_ids[:num_reqs]):
-            prompt = getattr(runner.requests.get(req_id), "prompt_token_ids", None)
+        for i, req_id in enumerate(req_ids):
+            prompt = self._seakr_prompt(req_id)
             if prompt is not None and int(positions[i]) == len(prompt) - 1:
                 wanted.append((int(last_rows[i]), prompt))
         if not wanted:  # a decode-only step: nothing to copy

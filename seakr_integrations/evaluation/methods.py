@@ -108,8 +108,8 @@ class ClosedBookMethod:
         for a, probe in zip(assessed, probed, strict=True):
             scores = {}
             for estimator in ESTIMATORS:
-                if estimator == "energy" and a.output.samples and a.output.samples[0].logit_lse is None:
-                    continue  # the back-end returns normalised logprobs only
+                if estimator == "energy" and a.output.greedy.logit_lse is None:
+                    continue  # the back-end exposes no raw logits
                 scores[estimator] = estimate(a.output, estimator, cfg.alpha).value
             scores["prompt"] = probe.value
             scores = {name: value if math.isfinite(value) else None for name, value in scores.items()}

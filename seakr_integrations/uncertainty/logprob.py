@@ -45,12 +45,12 @@ def energy(logit_lse: Sequence[float] | None) -> float:
     """Energy: mean over generated positions of ``-logsumexp(raw logits)``.
 
     Raises:
-        ValueError: If the back-end gave no logits (``None``): vLLM returns normalised log-probabilities, whose
-            logsumexp is always 0, so energy needs ``HFBackend``.
+        ValueError: If the back-end gave no logits (``None``; see ``SelfAwareBackend.supports_logits``).
     """
     if logit_lse is None:
         raise ValueError(
-            "energy needs the raw logits' logsumexp per token, which this back-end does not expose "
-            "(vLLM returns normalised log-probabilities only); use HFBackend for the energy estimator"
+            "energy needs the raw logits' logsumexp per token, which this back-end does not expose for this "
+            "continuation (supports_logits is False, or it is a vLLM sample: vLLM records it for the greedy one "
+            "only); use HFBackend, or a vLLM model with a `logits_processor` module"
         )
     return _mean_nll(logit_lse)
