@@ -48,6 +48,9 @@ for step in $STEPS; do
         if ! ls "$profiles"/*.json >/dev/null 2>&1; then
           $SEAKR calibrate "${questions[@]}" --start 200 --limit 20 "${MODEL[@]}" \
             --objective rate --target-rate 0.5 --all-estimators --profile-dir "$profiles"
+        elif ! ls "$profiles"/*__energy__*.json >/dev/null 2>&1; then  # profiles from before vLLM gave energy
+          $SEAKR calibrate "${questions[@]}" --start 200 --limit 20 "${MODEL[@]}" \
+            --objective rate --target-rate 0.5 --estimator energy --profile-dir "$profiles"
         fi ;;
       seakr)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
@@ -63,7 +66,8 @@ for step in $STEPS; do
           --method seakr --method seakr-always-retrieve --method seakr-no-rerank --method seakr-always-retrieve-no-rerank ;;
       estimators)
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --calibrated --profile-dir "$profiles" \
-          --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt ;;
+          --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt \
+          --method seakr-energy ;;
       skr)
         $SEAKR eval "${questions[@]}" --start 100 --limit "${SKR_TRAIN:-100}" "${MODEL[@]}" --method cot --method single-retrieval \
           --out-dir "$OUT/train/$ds"
