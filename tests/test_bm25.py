@@ -10,8 +10,16 @@ from pathlib import Path
 import pytest
 import tantivy
 
-from seakr_integrations.retrieval import BM25Index, Passage, Retriever, iter_passages, read_corpus, validate_passage
-from seakr_integrations.retrieval.bm25 import _ANALYZER, MANIFEST_NAME
+from seakr_integrations.retrieval import (
+    BM25Index,
+    Passage,
+    Retriever,
+    bm25,
+    iter_passages,
+    read_corpus,
+    validate_passage,
+)
+from seakr_integrations.retrieval.bm25 import _ANALYZER, MANIFEST_NAME, _remove_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("SEAKR_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -238,6 +246,34 @@ def test_empty_corpus_is_an_error(tmp_path: Path, rows: list[str]):
     with pytest.raises(ValueError, match="no passages"):
         BM25Index.build([], tmp_path / "index", progress=False)
     assert not (tmp_path / "index").exists() and leftovers(tmp_path) == []
+
+
+def test_cleanup_retries_while_a_late_lock_file_reappears(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Tantivy's garbage collection can create .tantivy-meta.lock in a directory being deleted: the first rmtree
+    # then leaves the directory behind.  Simulated here by a lock file that reappears after the first deletion.
+    directory = tmp_path / ".index.building-x"
+    directory.mkdir()
+    real_rmtree, calls = bm25.shutil.rmtree, []
+
+    def racing_rmtree(path: Path, ignore_errors: bool = False) -> None:
+        real_rmtree(path, ignore_errors=ignore_errors)
+        calls.append(path)
+        if len(calls) == 1:
+            directory.mkdir()
+            (directory / ".tantivy-meta.lock").touch()
+
+    monkeypatch.setattr(bm25.shutil, "rmtree", racing_rmtree)
+    _remove_dir(directory)
+    assert len(calls) == 2 and leftovers(tmp_path) == []
+
+
+def test_cleanup_that_cannot_delete_warns_with_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    directory = tmp_path / ".index.building-y"
+    directory.mkdir()
+    monkeypatch.setattr(bm25.shutil, "rmtree", lambda path, ignore_errors=False: None)
+    monkeypatch.setattr(bm25.time, "sleep", lambda seconds: None)
+    with pytest.warns(RuntimeWarning, match=r"could not delete .*\.index\.building-y; delete it by hand"):
+        _remove_dir(directory)
 
 
 def test_missing_corpus_and_wrong_argument_types(tmp_path: Path):

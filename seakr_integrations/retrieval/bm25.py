@@ -18,7 +18,9 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import uuid
+import warnings
 from collections.abc import Iterator, Sized
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -246,7 +248,7 @@ class BM25Index:
             _write_manifest(tmp / MANIFEST_NAME, manifest)
             _swap_into_place(tmp, out, overwrite)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove_dir(tmp)
             raise
         return cls(out)
 
@@ -469,4 +471,19 @@ def _swap_into_place(new: Path, out: Path, overwrite: bool) -> None:
             os.replace(old, out)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove_dir(old)
+
+
+def _remove_dir(path: Path, attempts: int = 6) -> None:
+    """Delete the directory ``path``, retrying while a tantivy thread still writes into it.
+
+    Tantivy's garbage collection can outlive the writer and briefly create ``.tantivy-meta.lock`` in the
+    directory, so one ``rmtree`` can fail with "directory not empty" (seen once in 1,500 empty builds).  A
+    directory that still cannot be removed after the retries is reported with a warning, never left silently.
+    """
+    for attempt in range(attempts):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.01 * 2**attempt)
+    warnings.warn(f"could not delete the temporary directory {path}; delete it by hand", RuntimeWarning, stacklevel=2)
