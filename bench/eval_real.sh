@@ -19,7 +19,8 @@
 # hotpotqa_dev.jsonl (step auroc; it extends the closed-book results file of the baselines step).
 #
 # Step sweep calibrates delta for F1 instead (SWEEP_Q, default 10, of lines 200.. at SWEEP_POINTS, default 4,
-# quantile thresholds plus always and never) into OUT/profiles-f1/DATASET: the delta sweep plot of the report.
+# quantile thresholds plus always and never) into SWEEP_OUT/DATASET (default OUT/profiles-f1): the delta sweep
+# plot of the report.  2Wiki's was run again on all 20 calibration lines: SWEEP_Q=20 SWEEP_OUT=runs/profiles-f1-20q.
 #
 #   bash bench/eval_real.sh [N=20] [STEP...]      STEP: baselines calibrate seakr ablations auroc estimators skr sweep
 #                                                 (default: all but sweep, in this order, each over both datasets)
@@ -74,9 +75,10 @@ for step in $STEPS; do
         $SEAKR eval "${questions[@]}" --start 0 --limit "$N" "${MODEL[@]}" "${results[@]}" --method skr-knn \
           --skr-train "$OUT/train/$ds" ;;
       sweep)
-        if ! ls "$OUT/profiles-f1/$ds"/*.json >/dev/null 2>&1; then
+        sweeps=${SWEEP_OUT:-$OUT/profiles-f1}/$ds
+        if ! ls "$sweeps"/*.json >/dev/null 2>&1; then
           $SEAKR calibrate "${questions[@]}" --start 200 --limit "${SWEEP_Q:-10}" "${MODEL[@]}" \
-            --objective f1 --points "${SWEEP_POINTS:-4}" --profile-dir "$OUT/profiles-f1/$ds"
+            --objective f1 --points "${SWEEP_POINTS:-4}" --profile-dir "$sweeps"
         fi ;;
       *) echo "unknown step $step (baselines calibrate seakr ablations auroc estimators skr sweep)" >&2; exit 2 ;;
     esac
