@@ -270,10 +270,13 @@ def test_cleanup_retries_while_a_late_lock_file_reappears(tmp_path: Path, monkey
 def test_cleanup_that_cannot_delete_warns_with_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     directory = tmp_path / ".index.building-y"
     directory.mkdir()
-    monkeypatch.setattr(bm25.shutil, "rmtree", lambda path, ignore_errors=False: None)
-    monkeypatch.setattr(bm25.time, "sleep", lambda seconds: None)
+    tries: list[Path] = []
+    waits: list[float] = []
+    monkeypatch.setattr(bm25.shutil, "rmtree", lambda path, ignore_errors=False: tries.append(path))
+    monkeypatch.setattr(bm25.time, "sleep", waits.append)
     with pytest.warns(RuntimeWarning, match=r"could not delete .*\.index\.building-y; delete it by hand"):
-        _remove_dir(directory)
+        _remove_dir(directory, attempts=4)
+    assert len(tries) == 4 and len(waits) == 3  # a wait between tries, none after the last one before warning
 
 
 def test_missing_corpus_and_wrong_argument_types(tmp_path: Path):

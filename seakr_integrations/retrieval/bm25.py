@@ -485,5 +485,6 @@ def _remove_dir(path: Path, attempts: int = 6) -> None:
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):
             return
-        time.sleep(0.01 * 2**attempt)
+        if attempt < attempts - 1:  # no wait after the last try: nothing follows but the warning
+            time.sleep(0.01 * 2**attempt)
     warnings.warn(f"could not delete the temporary directory {path}; delete it by hand", RuntimeWarning, stacklevel=2)
