@@ -60,3 +60,48 @@ def test_corrupt_or_foreign_files_are_refused(tmp_path):
     foreign.write_text('{"id": "q1", "question": "?"}\n')
     with pytest.raises(ValueError, match="not a seakr results file"):
         ResultsFile.open(foreign, CONFIG)
+
+
+def _ids(path):
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()[1:]]
+
+
+def test_a_file_replaced_under_the_run_is_reopened_and_loses_nothing(tmp_path):
+    """``git stash`` while a run wrote: appends to the old handle would land in a deleted inode."""
+    path = tmp_path / "r.jsonl"
+    with ResultsFile.open(path, CONFIG) as out:
+        out.append({"id": "q1"})
+        out.append({"id": "q2"})
+        older = tmp_path / "older.jsonl"  # the committed version: q1 only, plus a result another run added
+        older.write_text("\n".join(path.read_text().splitlines()[:2] + [json.dumps({"id": "q9"})]) + "\n")
+        older.replace(path)
+        with pytest.warns(RuntimeWarning, match=r"r\.jsonl was replaced by another file.*the 1 result\(s\)"):
+            out.append({"id": "q3"})
+        out.append({"id": "q4"})  # the reopened file is followed from now on, with no second warning
+        assert out.done == {"q1", "q2", "q3", "q4", "q9"}
+        with pytest.raises(ValueError, match="already holds a result for question 'q9'"):
+            out.append({"id": "q9"})
+    assert _ids(path) == ["q1", "q9", "q2", "q3", "q4"]
+
+
+def test_a_file_deleted_under_the_run_is_written_again_whole(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with ResultsFile.open(path, CONFIG) as out:
+        out.append({"id": "q1"})
+        out.append({"id": "q2"})
+        path.unlink()
+        with pytest.warns(RuntimeWarning, match=r"r\.jsonl was deleted.*the 2 result\(s\)"):
+            out.append({"id": "q3"})
+    config, records = read_results(path)
+    assert config == CONFIG and [r["id"] for r in records] == ["q1", "q2", "q3"]
+
+
+def test_a_file_replaced_by_another_configuration_is_not_written_into(tmp_path):
+    path, other = tmp_path / "r.jsonl", tmp_path / "other.jsonl"
+    ResultsFile.open(other, {**CONFIG, "method": "cot"}).close()
+    with ResultsFile.open(path, CONFIG) as out:
+        out.append({"id": "q1"})
+        other.replace(path)
+        with pytest.raises(ValueError, match=r"different configuration.*method: file has 'cot'"):
+            out.append({"id": "q2"})
+    assert _ids(path) == []

@@ -6,7 +6,10 @@ questions already answered, and resuming must not mix results of two different s
 * the first line is a header with the run's configuration and its fingerprint; a run resumes into a file only when
   its fingerprint is the same, otherwise the error names the settings that differ;
 * each result is written as one line, flushed and fsync'ed before the next question starts;
-* a last line cut short by a crash (no newline at the end) is removed when the file is opened again, and counted.
+* a last line cut short by a crash (no newline at the end) is removed when the file is opened again, and counted;
+* a file replaced or deleted under a running evaluation (``git stash``/``checkout``, an editor, a sync tool) is
+  noticed before the next write: it is reopened and the results it lacks are written back, with a warning.
+  Appending to the handle held open would put every later question into a deleted file, without a word.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +140,7 @@ class ResultsFile:
         if self._handle is None:
             raise ValueError(f"{self.path} is closed")
         qid = str(record["id"])
+        self._follow_replacement()
         if qid in self.done:
             raise ValueError(f"{self.path} already holds a result for question {qid!r}")
         self._handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
@@ -143,6 +148,31 @@ class ResultsFile:
         os.fsync(self._handle.fileno())
         self.done.add(qid)
         self.records.append(dict(record))
+
+    def _follow_replacement(self) -> None:
+        """Reopen the file if something replaced or deleted it since it was opened, writing back what it lacks."""
+        assert self._handle is not None
+        held = os.fstat(self._handle.fileno())
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
+            return
+        self._handle.close()
+        self._handle = None
+        reopened = ResultsFile.open(self.path, self.config)  # refuses a file of another configuration
+        missing = [r for r in self.records if str(r["id"]) not in reopened.done]
+        for record in missing:
+            reopened.append(record)
+        self.done, self.records, self._handle = reopened.done, reopened.records, reopened._handle
+        warnings.warn(
+            f"{self.path} was {'deleted' if now is None else 'replaced by another file'} while this run wrote to it "
+            f"(git stash or checkout, an editor, a sync tool?); it was reopened and the {len(missing)} result(s) it "
+            "lacked were written back. Leave results files alone while a run writes them.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def close(self) -> None:
         if self._handle is not None:
