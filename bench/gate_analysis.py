@@ -15,12 +15,12 @@ import sys
 from pathlib import Path
 
 from seakr_integrations.evaluation.auroc import auroc
-from seakr_integrations.evaluation.results import read_results
+from seakr_integrations.evaluation.report import load_runs
 
 
 def _load(directory: Path, method: str) -> dict[str, dict]:
-    _, records = read_results(directory / f"{method}.jsonl")
-    return {str(r["id"]): r for r in records}
+    (run,) = load_runs([directory / f"{method}.jsonl"])
+    return {str(r["id"]): r for r in run.records}
 
 
 def _mean_f1(records: dict[str, dict], ids: list[str]) -> str:
