@@ -3,7 +3,12 @@
 import pytest
 from test_report import _run
 
-from seakr_integrations.evaluation.decisions import decision_summary, describe_trace, gate_agreement
+from seakr_integrations.evaluation.decisions import (
+    decision_summary,
+    describe_trace,
+    gate_agreement,
+    retrieval_benefit,
+)
 from seakr_integrations.evaluation.report import load_runs, write_report
 from seakr_integrations.evaluation.results import ResultsFile
 
@@ -115,6 +120,38 @@ def test_gate_against_closed_book_knowledge():
     assert gate_agreement(RECORDS, [{"id": "zzz", "em": 1.0}]) is None
 
 
+def _scored(f1s):
+    return [{"id": f"q{i}", "f1": f1} for i, f1 in enumerate(f1s)]
+
+
+def test_retrieval_benefit_checks_the_gate_against_where_retrieval_helped():
+    """q0 retrieved (U 0.5), q1 did not (U -4.0), q2 did not and wrote nothing (U inf); q3 is not in SeaKR's run."""
+    empty = _record(
+        "q2", [_step(0, "accept", None, text=""), _step(1, "answer", -1.0)], {"r": ("y", 0.0)}, "r", ["y"], 0.5
+    )
+    seakr = [*RECORDS, empty]
+    single = _scored([1.0, 0.5, 1.0, 1.0])  # above CoT on q0 and q2: helped there
+    cot = _scored([0.0, 1.0, 0.0, 0.0])
+    b = retrieval_benefit(seakr, single, cot)
+    assert (b.questions, b.helped, b.retrieved, b.helped_retrieved) == (3, 2, 1, 1)
+    assert (b.on_retrieved.questions, b.on_retrieved.seakr, b.on_retrieved.single_retrieval, b.on_retrieved.cot) == (
+        1,
+        0.0,
+        1.0,
+        0.0,
+    )
+    assert (b.on_skipped.questions, b.on_skipped.seakr, b.on_skipped.single_retrieval, b.on_skipped.cot) == (
+        2,
+        0.75,
+        0.75,
+        0.5,
+    )
+    # helped: 0.5 and inf, other: -4.0; both helped ones rank above it
+    assert (b.median_helped, b.median_other, b.auroc) == (float("inf"), -4.0, 1.0)
+    assert retrieval_benefit(seakr, _scored([0.0] * 3), cot).auroc is None  # nothing helped: no AUROC
+    assert retrieval_benefit(seakr, [{"id": "zzz", "f1": 1.0}], cot) is None
+
+
 def test_describe_trace_names_each_decision():
     lines = describe_trace(RECORDS[0])
     assert lines[0].startswith("step 1: U = 0.50 vs delta -1.00 -> retrieve")
@@ -138,6 +175,7 @@ def test_report_shows_decisions_gate_and_lost_examples(tmp_path):
         "50.0 / 50.0 / 100.0 (2 q) |" in text
     )
     assert "of 1 known questions it skipped retrieval for 0; of 1 unknown ones it retrieved for 0" in text
+    assert "Did SeaKR retrieve where retrieval helps?" not in text  # needs a single-retrieval run
     lost = text[text.index("SeaKR lost by the widest F1 margin") :]
     assert "**Q q0?** gold ['Lyon']; SeaKR \"Paris\" (F1 0.00), " in lost and '"p" (F1 1.00)' in lost
     assert "Q q1?" not in lost and "  * step 1: U = 0.50" in lost
@@ -152,3 +190,17 @@ def test_no_examples_when_asked_for_none(tmp_path, examples):
     _run(tmp_path, "cot", [1.0, 1.0], dataset="d.jsonl")
     text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md", examples=examples).read_text()
     assert "widest F1 margin" not in text and "| seakr | 1/2 (50%)" in text
+
+
+def test_report_checks_the_gate_against_single_retrieval_and_cot(tmp_path):
+    config = {"method": "seakr", "dataset": "hotpotqa_dev.jsonl", "seakr": {"k": 10}, "retriever": {}}
+    with ResultsFile.open(tmp_path / "runs" / "seakr.jsonl", config) as out:
+        for r in RECORDS:
+            out.append({**r, "retrievals": 1, "lm_calls": 4, "generated_tokens": 100, "seconds": 2.0})
+    _run(tmp_path, "cot", [0.0, 0.0])
+    _run(tmp_path, "single-retrieval", [1.0, 0.5])  # helped on both; SeaKR retrieved on q0 only
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()
+    assert "single retrieval scored above CoT (same prompts, one retrieved passage apart) on 2 of 2 questions; " in text
+    assert "SeaKR retrieved on 1 questions, 1 of them helped ones." in text
+    assert "| retrieved | 1 | 0.0 | 100.0 | 0.0 |" in text and "| never retrieved | 1 | 100.0 | 50.0 | 0.0 |" in text
+    assert "First-step uncertainty" not in text  # every question helped: no AUROC line

@@ -4,18 +4,33 @@ A score table says whether SeaKR won; these counts say why.  Each of SeaKR's thr
 against something the results files already hold: the gate against whether the model knew the answer closed-book
 (the ``closed-book`` run of the same questions), the re-ranking against the dataset's supporting passages, and
 the final choice against the answer it did not choose (both are in the trace, so both can be scored).
+
+The closed-book label says nothing when the model almost never knows an answer (a 0.5B model gets 1 of 100 right),
+so the gate is also checked against a second label that needs no right closed-book answer: did retrieval help on
+this question?  Single retrieval and CoT run on SeaKR's prompts and differ only in the one retrieved passage, so
+single retrieval scoring above CoT marks a question where one retrieval was worth making.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.scoring import score
 
-__all__ = ["DecisionSummary", "decision_summary", "describe_trace", "gate_agreement"]
+__all__ = [
+    "DecisionSummary",
+    "GroupF1",
+    "RetrievalBenefit",
+    "decision_summary",
+    "describe_trace",
+    "gate_agreement",
+    "retrieval_benefit",
+]
 
 
 @dataclass(frozen=True)
@@ -143,6 +158,93 @@ def gate_agreement(
         retrieved = "retrieved" if trace["steps"][0]["decision"] == "retrieve" else "skipped"
         counts[f"{known}_{retrieved}"] += 1
     return dict(counts) if shared else None
+
+
+@dataclass(frozen=True)
+class GroupF1:
+    """Mean F1 of SeaKR, single retrieval and CoT over one group of questions (``None`` for an empty group)."""
+
+    questions: int
+    seakr: float | None
+    single_retrieval: float | None
+    cot: float | None
+
+
+@dataclass(frozen=True)
+class RetrievalBenefit:
+    """SeaKR's gate against where retrieval helped (see :func:`retrieval_benefit`).
+
+    Attributes:
+        questions: Questions all three runs answered with a SeaKR trace.
+        helped: Of those, questions where single retrieval's F1 is above CoT's.
+        retrieved: Questions where SeaKR retrieved at any step.
+        helped_retrieved: Helped questions SeaKR retrieved on.
+        on_retrieved: The three methods' F1 on the questions SeaKR retrieved on.
+        on_skipped: The three methods' F1 on the questions SeaKR never retrieved on.
+        median_helped: Median first-step uncertainty of the helped questions (``inf``: the model wrote nothing).
+        median_other: Median first-step uncertainty of the other questions.
+        auroc: AUROC of the first-step uncertainty for ranking helped questions above the others (0.5 is chance);
+            ``None`` when every question or none was helped.
+    """
+
+    questions: int
+    helped: int
+    retrieved: int
+    helped_retrieved: int
+    on_retrieved: GroupF1
+    on_skipped: GroupF1
+    median_helped: float | None
+    median_other: float | None
+    auroc: float | None
+
+
+def _first_uncertainty(trace: Mapping[str, Any]) -> float:
+    value = (trace["steps"][0].get("uncertainty") or {}).get("value")
+    return float("inf") if value is None else float(value)
+
+
+def retrieval_benefit(
+    seakr: Sequence[Mapping[str, Any]],
+    single_retrieval: Sequence[Mapping[str, Any]],
+    cot: Sequence[Mapping[str, Any]],
+) -> RetrievalBenefit | None:
+    """Did SeaKR retrieve on the questions where retrieval helped, and was its first uncertainty high there?
+
+    Returns ``None`` when the three runs share no question with a SeaKR trace.
+    """
+    single = {str(r["id"]): r for r in single_retrieval}
+    plain = {str(r["id"]): r for r in cot}
+    own = {
+        str(r["id"]): r
+        for r in seakr
+        if _is_seakr_trace(r.get("trace")) and r["trace"]["steps"] and str(r["id"]) in single and str(r["id"]) in plain
+    }
+    if not own:
+        return None
+    helped = {q for q in own if single[q]["f1"] > plain[q]["f1"]}
+    retrieved = {q for q, r in own.items() if any(s["decision"] == "retrieve" for s in r["trace"]["steps"])}
+
+    def group(ids: set[str]) -> GroupF1:
+        def mean(records: Mapping[str, Mapping[str, Any]]) -> float | None:
+            return statistics.mean(records[q]["f1"] for q in ids) if ids else None
+
+        return GroupF1(len(ids), mean(own), mean(single), mean(plain))
+
+    first = {q: _first_uncertainty(r["trace"]) for q, r in own.items()}
+    ids = sorted(own)
+    pos = [first[q] for q in ids if q in helped]
+    neg = [first[q] for q in ids if q not in helped]
+    return RetrievalBenefit(
+        questions=len(own),
+        helped=len(helped),
+        retrieved=len(retrieved),
+        helped_retrieved=len(helped & retrieved),
+        on_retrieved=group(retrieved),
+        on_skipped=group(set(own) - retrieved),
+        median_helped=statistics.median(pos) if pos else None,
+        median_other=statistics.median(neg) if neg else None,
+        auroc=auroc([first[q] for q in ids], [q in helped for q in ids]) if pos and neg else None,
+    )
 
 
 def _u(uncertainty: Mapping[str, Any] | None) -> str:

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.evaluation.auroc import auroc
-from seakr_integrations.evaluation.decisions import decision_summary, describe_trace, gate_agreement
+from seakr_integrations.evaluation.decisions import (
+    RetrievalBenefit,
+    decision_summary,
+    describe_trace,
+    gate_agreement,
+    retrieval_benefit,
+)
 from seakr_integrations.evaluation.results import read_results
 from seakr_integrations.evaluation.runner import EvalSummary, summarize
 
@@ -235,8 +241,40 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
                 f"retrieved for {gate['unknown_retrieved']}.",
                 "",
             ]
+    single = next((run for run in group if run.name == "single-retrieval"), None)
+    cot = next((run for run in group if run.name == "cot"), None)
+    if seakr is not None and single is not None and cot is not None:
+        benefit = retrieval_benefit(seakr.records, single.records, cot.records)
+        if benefit is not None:
+            lines += _benefit_lines(dataset, benefit)
     if seakr is not None and examples > 0:
         lines += _lost_examples(dataset, seakr, [run for run in group if run is not seakr], examples)
+    return lines
+
+
+def _f1(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def _benefit_lines(dataset: str, b: RetrievalBenefit) -> list[str]:
+    """SeaKR's gate against the questions where one retrieval helped (single retrieval's F1 above CoT's)."""
+    lines = [
+        f"Did SeaKR retrieve where retrieval helps? On {dataset}, single retrieval scored above CoT (same prompts, "
+        f"one retrieved passage apart) on {b.helped} of {b.questions} questions; SeaKR retrieved on {b.retrieved} "
+        f"questions, {b.helped_retrieved} of them helped ones.",
+        "",
+        "| SeaKR's gate | questions | SeaKR F1 | single retrieval F1 | CoT F1 |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for label, g in (("retrieved", b.on_retrieved), ("never retrieved", b.on_skipped)):
+        lines.append(f"| {label} | {g.questions} | {_f1(g.seakr)} | {_f1(g.single_retrieval)} | {_f1(g.cot)} |")
+    lines.append("")
+    if b.auroc is not None and b.median_helped is not None and b.median_other is not None:
+        lines += [
+            f"First-step uncertainty, median: {b.median_helped:.2f} on the helped questions, {b.median_other:.2f} "
+            f"on the others; AUROC {b.auroc:.2f} for ranking the helped ones higher (0.5 is chance).",
+            "",
+        ]
     return lines
 
 
