@@ -2,10 +2,8 @@
 # SeaKR against the baselines on 40 questions per dataset (docs/results_40q.md): lines 20-39 added to the
 # 20-question runs of bench/eval_real.sh, with the same model, settings, profiles and SKR training labels.
 # Each command resumes its results files, so it skips lines 0-19 and answers 20-39 only.  The last command
-# extends the Table 3 ablations (always retrieve, no re-ranking, both).  When the report was written it had
-# finished HotpotQA and 2Wiki's always-retrieve and no-rerank; 2Wiki's always-retrieve-no-rerank was still running
-# (not in the report).  The estimator variants stay at 20 questions (docs/results.md): extending them costs about
-# 1 CPU-hour per method.
+# extends the Table 3 ablations (always retrieve, no re-ranking, both).  The estimator variants stay at 20
+# questions (docs/results.md): extending them costs about 1 CPU-hour per method.
 #
 # The commands differ from eval_real.sh's only in grouping (ircot and flare alone), which changes the seconds a
 # method shares through the LM-call cache, not its answers.  Run on the 2-core CPU machine, niced, 2026-11-23.
