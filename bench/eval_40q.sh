@@ -13,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SEAKR:-.venv/bin/seakr}
 N=${N:-40}
-M=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
+# --no-chat-answer-prefix: these runs predate the chat prompt that opens the assistant turn with "Answer:".
+M=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64 --no-chat-answer-prefix)
 q() { echo --dataset "../shared/data/$1_dev.jsonl" --corpus "../shared/data/corpus_$1.jsonl"; }
 for ds in hotpotqa 2wiki; do
   # shellcheck disable=SC2046  # q prints options, split on purpose

@@ -12,6 +12,10 @@
 # results_min0.md), are extended with OUT=runs/min0 EXTRA="--min-tokens 0" (and OUT=runs/min0/plain
 # EXTRA="--min-tokens 0 --no-chat-template").
 #
+# The runs under runs/ were made before the chat prompt opened the assistant turn with "Answer:" (see
+# seakr_integrations/reasoning/prompts.py): LEGACY_PROMPT=1, the default here, passes --no-chat-answer-prefix so
+# that they resume and reproduce.  LEGACY_PROMPT=0 uses the current prompts; give those runs their own OUT.
+#
 # Every step resumes: results files skip the questions already answered, and a calibration whose profiles exist
 # is not redone.  Rerun the script with a larger N to extend the run.
 #
@@ -34,7 +38,9 @@ SEAKR=${SEAKR:-.venv/bin/seakr}
 DATA=${DATA:-../shared/data}
 OUT=${OUT:-runs}
 # shellcheck disable=SC2206  # EXTRA is a list of options, split on purpose
-MODEL=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64 ${EXTRA:-})
+LEGACY=()
+[ "${LEGACY_PROMPT:-1}" = 1 ] && LEGACY=(--no-chat-answer-prefix)
+MODEL=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64 "${LEGACY[@]}" ${EXTRA:-})
 
 for step in $STEPS; do
   for ds in ${DATASETS:-hotpotqa 2wiki}; do

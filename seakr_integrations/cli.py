@@ -94,6 +94,7 @@ def _seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCo
         exemplar_style=args.style,
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
+        chat_answer_prefix=not args.no_chat_answer_prefix,
     )
 
 
@@ -467,6 +468,12 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
     p.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
     p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
+    p.add_argument(
+        "--no-chat-answer-prefix",
+        action="store_true",
+        help="end the chat template's user turn with 'Answer:' instead of opening the assistant turn with it "
+        "(the prompts of the evaluation runs made before 2026-11-24)",
+    )
     p.add_argument(
         "--calibrated", action="store_true", help="use the delta seakr calibrate saved for this model and settings"
     )

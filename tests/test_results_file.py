@@ -36,6 +36,19 @@ def test_a_different_configuration_is_refused_naming_the_settings(tmp_path):
     assert config_fingerprint(CONFIG) != config_fingerprint(other)
 
 
+def test_a_file_from_before_a_setting_existed_resumes_only_with_the_old_value(tmp_path):
+    path = tmp_path / "r.jsonl"
+    ResultsFile.open(path, CONFIG).close()  # its header has no chat_answer_prefix: written before it existed
+    old = {**CONFIG, "seakr": {**CONFIG["seakr"], "chat_answer_prefix": False}}
+    with ResultsFile.open(path, old) as out:
+        out.append({"id": "q1", "f1": 1.0})
+    new = {**CONFIG, "seakr": {**CONFIG["seakr"], "chat_answer_prefix": True}}
+    with pytest.raises(
+        ValueError, match=r"different configuration.*: seakr\.chat_answer_prefix: file has False, this run has True\. "
+    ):
+        ResultsFile.open(path, new)
+
+
 def test_a_line_cut_short_by_a_crash_is_removed_and_the_question_redone(tmp_path):
     path = tmp_path / "r.jsonl"
     with ResultsFile.open(path, CONFIG) as out:

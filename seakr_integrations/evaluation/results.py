@@ -34,6 +34,19 @@ def config_fingerprint(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+_ADDED_SETTINGS: dict[str, Any] = {"chat_answer_prefix": False}
+"""SeaKR settings added after results files were written, with the value those files' runs had: a header that
+lacks one is read with it, so an old file resumes under the settings that reproduce it (and only those)."""
+
+
+def _as_of_now(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the settings added since it was written filled in at their old values."""
+    seakr = config.get("seakr")
+    if not isinstance(seakr, Mapping):
+        return dict(config)
+    return {**config, "seakr": {**_ADDED_SETTINGS, **seakr}}
+
+
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
     out = []
     for key in sorted(set(old) | set(new)):
@@ -113,8 +126,10 @@ class ResultsFile:
             if not resume:
                 raise FileExistsError(f"{path} exists; resume into it, or choose another output file")
             header, records, results.cut_short = _load(path)
-            if header.get("fingerprint") != fingerprint:
-                diff = _differences(header.get("config", {}), config) or ["(the configuration hash differs)"]
+            stored = header.get("config")
+            stored = stored if isinstance(stored, Mapping) else {}
+            if header.get("fingerprint") != fingerprint and config_fingerprint(_as_of_now(stored)) != fingerprint:
+                diff = _differences(_as_of_now(stored), _as_of_now(config)) or ["(the configuration hash differs)"]
                 raise ValueError(
                     f"{path} holds results of a different configuration, so this run will not resume into it: "
                     + "; ".join(diff)

@@ -60,6 +60,9 @@ class SeaKRConfig:
             ``"simple"`` for single-hop and ``"hotpotqa"`` for multi-hop.
         num_exemplars: How many exemplars of the style to show (the paper: 10).
         chat_template: Wrap prompts in the model's chat template; ``None`` does so when the tokenizer has one.
+        chat_answer_prefix: With a chat template, open the assistant turn with ``Answer:`` so the model continues
+            its answer.  ``False`` ends the user turn with it (the first evaluation runs' prompts), which made a
+            small instruct model start many answers with a new ``Question:``.
         on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
             was gathered so far and record the failure in the trace).
         retrieve: When a step retrieves: ``"uncertain"`` (SeaKR's self-aware gate, U > delta), ``"always"`` (the
@@ -96,6 +99,7 @@ class SeaKRConfig:
     exemplar_style: str | None = None
     num_exemplars: int = 10
     chat_template: bool | None = None
+    chat_answer_prefix: bool = True
     on_retrieval_error: RetrievalErrorPolicy = "raise"
     retrieve: RetrievePolicy = "uncertain"
     rerank: bool = True
@@ -123,6 +127,8 @@ class SeaKRConfig:
             raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
         if self.retrieve not in ("uncertain", "always", "never"):
             raise ValueError(f"retrieve={self.retrieve!r}: choose 'uncertain' (SeaKR), 'always' or 'never'")
+        if not isinstance(self.chat_answer_prefix, bool):
+            raise ValueError(f"chat_answer_prefix={self.chat_answer_prefix!r}: must be True (default) or False")
         if not isinstance(self.rerank, bool):
             raise ValueError(f"rerank={self.rerank!r}: must be True (SeaKR) or False (keep the search engine's first)")
         if self.final_strategy not in ("choose", "rationales", "knowledge"):

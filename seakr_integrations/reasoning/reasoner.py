@@ -138,7 +138,11 @@ class SeaKR:
             use_chat = has_template
         elif use_chat and not has_template:
             raise ValueError(f"chat_template=True but {backend.model_name}'s tokenizer has no chat template")
-        self.prompt = PromptBuilder(exemplars(cfg.style, cfg.num_exemplars), backend.chat_prompt if use_chat else None)
+        self.prompt = PromptBuilder(
+            exemplars(cfg.style, cfg.num_exemplars),
+            backend.chat_prompt if use_chat else None,
+            answer_prefix=cfg.chat_answer_prefix,
+        )
         self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
         self._tokenize_text: Callable[[str], list[int]] = lambda text: list(
             tokenizer(text, add_special_tokens=False).input_ids
