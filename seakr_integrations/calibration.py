@@ -19,6 +19,7 @@ from typing import Any
 from seakr_integrations.models import cache_dir, packaged_model
 
 __all__ = [
+    "CalibrationMismatchWarning",
     "DeltaProfile",
     "UncalibratedDeltaWarning",
     "canonical_model_name",
@@ -26,12 +27,18 @@ __all__ = [
     "load_profile",
     "profile_key",
     "profile_path",
+    "prompt_mismatches",
+    "prompt_settings",
     "save_profile",
 ]
 
 
 class UncalibratedDeltaWarning(UserWarning):
     """SeaKR runs with a delta that was not calibrated for this model, layer, source, estimator and k."""
+
+
+class CalibrationMismatchWarning(UncalibratedDeltaWarning):
+    """A profile's delta is applied to a config whose prompt differs from the one it was calibrated with."""
 
 
 def canonical_model_name(name: str) -> str:
@@ -58,6 +65,9 @@ class DeltaProfile:
         dataset: The calibration question file's name.
         questions: How many questions were used.
         sweep: The candidates tried: one dict per delta with the scores measured there.
+        prompt: The prompt settings of the calibration (see :func:`prompt_settings`); empty in profiles saved
+            before they were recorded.  They are not part of the key, but they move the uncertainty's scale, so
+            ``SeaKRConfig.calibrated`` warns when they differ from the config's.
     """
 
     model: str
@@ -71,6 +81,7 @@ class DeltaProfile:
     dataset: str = ""
     questions: int = 0
     sweep: list[dict[str, Any]] = field(default_factory=list)
+    prompt: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -83,6 +94,30 @@ class DeltaProfile:
 def profile_key(model: str, layer: int, source: str, estimator: str, k: int) -> str:
     """The file stem of a profile: one per (model, layer, source, estimator, k)."""
     return f"{canonical_model_name(model)}__layer{layer}__{source}__{estimator}__k{k}"
+
+
+def prompt_settings(config: Any) -> dict[str, Any]:
+    """The settings of a ``SeaKRConfig`` that change the prompt the uncertainty is measured on.
+
+    The same question gives a 2Wiki delta of 0.327 with the HotpotQA exemplars, -0.014 with the 2Wiki ones and -0.271
+    once ``Answer:`` opens the assistant turn (docs/results_prompt_notes.md), so a profile records these.
+    """
+    return {
+        "exemplar_style": config.style,
+        "num_exemplars": config.num_exemplars,
+        "chat_template": config.chat_template,
+        "chat_answer_prefix": config.chat_answer_prefix,
+    }
+
+
+def prompt_mismatches(profile: DeltaProfile, config: Any) -> list[str]:
+    """``"name: calibrated X, now Y"`` for each recorded prompt setting the config changes (none if unrecorded)."""
+    now = prompt_settings(config)
+    return [
+        f"{name}: calibrated {value!r}, now {now[name]!r}"
+        for name, value in profile.prompt.items()
+        if name in now and now[name] != value
+    ]
 
 
 def profile_path(model: str, layer: int, source: str, estimator: str, k: int, root: Path | None = None) -> Path:

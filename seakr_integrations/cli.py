@@ -292,7 +292,9 @@ def _print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfil
     print(
         f"delta = {profile.delta:.4f} for {profile.model} (layer {profile.layer}, {profile.source}, "
         f"{profile.estimator}, k={profile.k}) on {profile.questions} questions of {profile.dataset}; saved to {path}. "
-        "Use it with --calibrated, or SeaKRConfig.calibrated(backend) in Python."
+        "Use it with --calibrated, or SeaKRConfig.calibrated(backend) in Python, with the same prompt settings ("
+        + ", ".join(f"{name}={value}" for name, value in profile.prompt.items())
+        + ")."
     )
 
 

@@ -1,5 +1,6 @@
 """Delta calibration: a sweep that maximises F1 or hits a retrieval rate, saved as a profile SeaKRConfig loads."""
 
+import json
 import warnings
 
 import pytest
@@ -9,10 +10,13 @@ from test_reasoner import CONFIG, is_step, parse
 from seakr_integrations import calibration
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import (
+    CalibrationMismatchWarning,
+    DeltaProfile,
     UncalibratedDeltaWarning,
     canonical_model_name,
     check_calibrated,
     load_profile,
+    prompt_mismatches,
     save_profile,
 )
 from seakr_integrations.evaluation.calibrate import calibrate_delta, threshold_grid
@@ -126,6 +130,45 @@ def test_a_profile_from_another_directory_counts_as_calibrated(tmp_path, monkeyp
     # another delta was not calibrated, wherever the profile came from
     with pytest.warns(UncalibratedDeltaWarning, match="uncalibrated for scripted"):
         assert SeaKR(backend, retriever, loaded.with_(delta=profile.delta + 1.0)).profile is None
+
+
+def test_a_profile_records_its_prompt_and_warns_when_applied_to_another(tmp_path, monkeypatch):
+    monkeypatch.setattr(calibration, "_loaded", {})
+    backend, retriever = setup()
+    config = CONFIG.with_(layer=1, exemplar_style="2wiki")
+    profile = calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False)
+    assert profile.prompt == {
+        "exemplar_style": "2wiki",
+        "num_exemplars": config.num_exemplars,
+        "chat_template": config.chat_template,
+        "chat_answer_prefix": True,
+    }
+    save_profile(profile, tmp_path)
+    assert load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k, tmp_path).prompt == profile.prompt
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same prompt: no warning
+        assert SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict()).delta == profile.delta
+    other = config.with_(exemplar_style="hotpotqa", chat_answer_prefix=False)
+    with pytest.warns(CalibrationMismatchWarning) as caught:
+        assert SeaKRConfig.calibrated(backend, root=tmp_path, **other.to_dict()).delta == profile.delta
+    message = str(caught[0].message)
+    assert "exemplar_style: calibrated '2wiki', now 'hotpotqa'" in message
+    assert "chat_answer_prefix: calibrated True, now False" in message and "calibrate again" in message
+    assert prompt_mismatches(profile, config) == []
+
+
+def test_a_profile_saved_before_prompts_were_recorded_loads_without_a_warning(tmp_path, monkeypatch):
+    monkeypatch.setattr(calibration, "_loaded", {})
+    backend, _ = setup()
+    old = DeltaProfile("scripted", 1, "mlp", "eigenscore", CONFIG.k, 0.5, "rate", 0.5)
+    path = save_profile(old, tmp_path)
+    data = json.loads(path.read_text())
+    del data["prompt"]  # the files written before the field existed
+    path.write_text(json.dumps(data))
+    assert load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k, tmp_path).prompt == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert SeaKRConfig.calibrated(backend, root=tmp_path, **CONFIG.with_(layer=1).to_dict()).delta == 0.5
 
 
 def test_model_names_are_canonical():

@@ -111,6 +111,11 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
     done = _seakr("ask", question, *small, "--calibrated", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["config"]["delta"] == profile["delta"]
+    assert "calibrated on another prompt" not in done.stderr
+    assert profile["prompt"]["num_exemplars"] == 2 and profile["prompt"]["chat_answer_prefix"] is True
+    done = _seakr("ask", question, *small, "--exemplars", "3", "--calibrated", "--json")  # another prompt: warned
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "calibrated on another prompt (num_exemplars: calibrated 2, now 3)" in done.stderr
     done = _seakr("ask", question, *small, "--estimator", "perplexity", "--calibrated", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["config"]["delta"] == profiles["perplexity"]["delta"]

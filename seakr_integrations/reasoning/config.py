@@ -179,8 +179,17 @@ class SeaKRConfig:
 
         Raises:
             LookupError: No profile exists for these settings; the message says how to make one.
+
+        Warns:
+            CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
+                template, ``Answer:`` placement) than these.
         """
-        from seakr_integrations.calibration import load_profile, profile_path
+        from seakr_integrations.calibration import (
+            CalibrationMismatchWarning,
+            load_profile,
+            profile_path,
+            prompt_mismatches,
+        )
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
@@ -191,6 +200,17 @@ class SeaKRConfig:
                 f"no calibrated delta for {backend.model_name} (layer {layer}, {base.source}, {base.estimator}, "
                 f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
                 "settings first"
+            )
+        changed = prompt_mismatches(profile, base)
+        if changed:
+            import warnings
+
+            warnings.warn(
+                f"the delta of {profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)} "
+                f"was calibrated on another prompt ({'; '.join(changed)}), and the prompt moves the uncertainty's "
+                "scale: calibrate again with these settings (in another profile directory) or use the calibration's",
+                CalibrationMismatchWarning,
+                stacklevel=2,
             )
         return base.with_(delta=profile.delta)
 
