@@ -88,6 +88,7 @@ def test_counts_match_the_traces():
     assert (s.titled_rounds, s.chosen_supporting, s.first_supporting) == (1, 1, 0)
     assert s.strategies == {"rationales": 1, "knowledge": 1}
     assert s.chosen_f1 == 0.5 and s.other_f1 == 0.5 and s.best_f1 == 1.0 and s.two_finals == 2
+    assert s.final_f1 == {"knowledge": 1.0, "rationales": 0.0}  # the two final-answer ablations, from the trace
     assert decision_summary([{"id": "b", "f1": 0.0, "trace": {"uncertainty": {}}}]) is None  # closed-book records
 
 
@@ -172,7 +173,7 @@ def test_report_shows_decisions_gate_and_lost_examples(tmp_path):
     assert (
         "| seakr | 1/2 (50%) | 1/3 (33%) | 0/3 (0%) | 1/1 (100%) | 0/1 (0%) | 1/1 (100%) | 0/1 (0%) | "
         "knowledge 1, rationales 1 | "
-        "50.0 / 50.0 / 100.0 (2 q) |" in text
+        "50.0 / 50.0 / 100.0 (2 q) | knowledge 100.0, rationales 0.0 |" in text
     )
     assert "of 1 known questions it skipped retrieval for 0; of 1 unknown ones it retrieved for 0" in text
     assert "Did SeaKR retrieve where retrieval helps?" not in text  # needs a single-retrieval run

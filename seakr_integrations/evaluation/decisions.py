@@ -55,6 +55,9 @@ class DecisionSummary:
         other_f1: Mean F1 the other final answer would have had (questions with two final answers only).
         best_f1: Mean F1 of the better of the two final answers (the most a perfect choice could give).
         two_finals: Questions with two final answers to choose from.
+        final_f1: Mean F1 of each final strategy's answer over the questions that computed it, whichever was given:
+            the rationales-only and knowledge-only ablations read from the same run (both finals are computed
+            before the choice, from the same steps and passages).
     """
 
     questions: int
@@ -73,6 +76,7 @@ class DecisionSummary:
     other_f1: float | None = None
     best_f1: float | None = None
     two_finals: int = 0
+    final_f1: dict[str, float] = field(default_factory=dict)
 
 
 def _is_seakr_trace(trace: Any) -> bool:
@@ -87,6 +91,7 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
     steps = retrieve_steps = empty = first = rerank = below = blind = titled = chosen_sup = first_sup = 0
     strategies: Counter[str] = Counter()
     chosen_f1, other_f1, best_f1 = [], [], []
+    final_f1: dict[str, list[float]] = {}
     for record in traced:
         trace = record["trace"]
         golds = record["golds"]
@@ -112,6 +117,8 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
         strategies[trace["strategy"]] += 1
         chosen_f1.append(record["f1"])
         finals = trace["finals"]
+        for strategy, final in finals.items():
+            final_f1.setdefault(strategy, []).append(score(final["answer"] or "", golds).f1)
         if len(finals) == 2:
             other = next(f for s, f in finals.items() if s != trace["strategy"])
             other_score = score(other["answer"], golds).f1
@@ -134,6 +141,7 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
         other_f1=sum(other_f1) / len(other_f1) if other_f1 else None,
         best_f1=sum(best_f1) / len(best_f1) if best_f1 else None,
         two_finals=len(other_f1),
+        final_f1={strategy: sum(f1s) / len(f1s) for strategy, f1s in sorted(final_f1.items())},
     )
 
 

@@ -207,25 +207,28 @@ def _decision_section(dataset: str, group: list[MethodRun], examples: int) -> li
         "the model wrote nothing, which the gate treats as uncertain), the re-ranking (kept passage below the search "
         "engine's first; rounds where the model wrote nothing after any candidate, so the search order decided; kept "
         "vs search-first passage supporting, where the dataset names supporting titles) and the final answer "
-        "(strategies chosen; mean F1 of the answer given, of the other final answer, and of the better of the two). "
+        "(strategies chosen; mean F1 of the answer given, of the other final answer, and of the better of the two; "
+        "mean F1 of each final answer had it always been given, which is what the rationales-only and "
+        "knowledge-only ablations answer, read from the same trace). "
         "Baselines that search with the question first (single retrieval, IRCoT) have no generation in that round, "
         "so it counts as empty for them by design.",
         "",
         "| method | first step retrieved | rounds retrieving | empty rounds | kept below search-first "
         "| re-ranking blind | kept supporting | search-first supporting | final strategies "
-        "| F1 given / other / better |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        "| F1 given / other / better | F1 of each final |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |",
     ]
     for run, s in sorted(summaries, key=lambda item: item[0].name):
         finals = ", ".join(f"{k} {v}" for k, v in sorted(s.strategies.items()))
         f1s = f"{100 * s.chosen_f1:.1f}"
+        each = ", ".join(f"{k} {100 * v:.1f}" for k, v in s.final_f1.items())
         if s.other_f1 is not None and s.best_f1 is not None:
             f1s += f" / {100 * s.other_f1:.1f} / {100 * s.best_f1:.1f} ({s.two_finals} q)"
         lines.append(
             f"| {run.name} | {_pct(s.first_step_retrievals, s.questions)} | {_pct(s.retrieve_steps, s.steps)} | "
             f"{_pct(s.empty_steps, s.steps)} | {_pct(s.picked_below_first, s.rerank_rounds)} | "
             f"{_pct(s.blind_rounds, s.rerank_rounds)} | {_pct(s.chosen_supporting, s.titled_rounds)} | "
-            f"{_pct(s.first_supporting, s.titled_rounds)} | {finals} | {f1s} |"
+            f"{_pct(s.first_supporting, s.titled_rounds)} | {finals} | {f1s} | {each} |"
         )
     lines.append("")
     closed = next((run for run in group if run.method == "closed-book"), None)
