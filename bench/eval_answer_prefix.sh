@@ -9,7 +9,9 @@
 # which the two baselines do not read); closed-book, IRCoT and FLARE without it.  Every command resumes its results
 # files, so a larger N extends the runs.  seakr-rationales-only and seakr-knowledge-only are not run: SeaKR's trace
 # holds both final answers, which the report scores (a rerun of rationales-only gave the trace's answer on 8 of 8
-# HotpotQA questions).  The first SeaKR, single-retrieval and CoT files were made with a patched prompts.py that gives
+# HotpotQA questions).  The committed ablation files were run seakr-no-rerank alone, then seakr-always-retrieve with
+# seakr-always-retrieve-no-rerank (same options): grouping changes the seconds a method shares through the LM-call
+# cache, not its answers.  The first SeaKR, single-retrieval and CoT files were made with a patched prompts.py that gives
 # the same prompt text (docs/results_prompt_notes.md).  Run on the 2-core CPU machine, niced, 2026-11-22 to 11-24.
 #
 #   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations (default: all)
