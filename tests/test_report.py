@@ -71,6 +71,22 @@ def test_one_method_run_twice_is_told_apart_by_its_file_name(tmp_path):
     assert rows[0].startswith("| seakr (seakr-f1-delta) | 2 | 100.0 |") and rows[1].startswith("| seakr | 2 | 50.0 |")
 
 
+def test_report_compares_seakr_with_each_method_question_by_question(tmp_path):
+    _run(tmp_path, "seakr", [1.0, 1.0, 0.5, 0.0, 1.0])
+    _run(tmp_path, "cot", [0.0, 0.0, 0.5, 0.0, 0.0])  # SeaKR higher on 3, equal on 2: +60
+    _run(tmp_path, "ircot", [1.0, 0.0, 1.0, 1.0, 1.0])  # higher on 1, lower on 2, equal on 2: -10
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()
+    cot = next(line for line in text.splitlines() if line.startswith("| cot | 5 | +60.0 | "))
+    lo, hi = (float(x) for x in cot.split(" | ")[3].split(" to "))
+    assert 0 < lo <= 60 <= hi <= 100 and cot.endswith("| 3 | 0 | 2 |")  # never lower: the interval stays above 0
+    ircot = next(line for line in text.splitlines() if line.startswith("| ircot | 5 | -10.0 | "))
+    lo, hi = (float(x) for x in ircot.split(" | ")[3].split(" to "))
+    assert lo < 0 < hi and ircot.endswith("| 1 | 2 | 2 |")
+    assert "| seakr | 5 | +0.0" not in text  # not against itself
+    _run(tmp_path / "alone", "cot", [0.0, 1.0])
+    assert "F1 difference" not in write_report(load_runs([tmp_path / "alone" / "runs"]), tmp_path / "a.md").read_text()
+
+
 def test_bootstrap_interval_is_seeded_and_brackets_the_mean():
     values = [0.0, 1.0] * 20
     low, high = bootstrap_interval(values)
