@@ -116,12 +116,11 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
                 first_sup += top["title"].casefold() in gold_titles
         strategies[trace["strategy"]] += 1
         chosen_f1.append(record["f1"])
-        finals = trace["finals"]
-        for strategy, final in finals.items():
-            final_f1.setdefault(strategy, []).append(score(final["answer"] or "", golds).f1)
-        if len(finals) == 2:
-            other = next(f for s, f in finals.items() if s != trace["strategy"])
-            other_score = score(other["answer"], golds).f1
+        scores = {strategy: score(final["answer"] or "", golds).f1 for strategy, final in trace["finals"].items()}
+        for strategy, f1 in scores.items():
+            final_f1.setdefault(strategy, []).append(f1)
+        if len(scores) == 2:
+            other_score = next(f1 for strategy, f1 in scores.items() if strategy != trace["strategy"])
             other_f1.append(other_score)
             best_f1.append(max(record["f1"], other_score))
     return DecisionSummary(
