@@ -193,9 +193,9 @@ class SeaKRConfig:
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
+        where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
         profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
         if profile is None:
-            where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
             raise LookupError(
                 f"no calibrated delta for {backend.model_name} (layer {layer}, {base.source}, {base.estimator}, "
                 f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
@@ -206,9 +206,9 @@ class SeaKRConfig:
             import warnings
 
             warnings.warn(
-                f"the delta of {profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)} "
-                f"was calibrated on another prompt ({'; '.join(changed)}), and the prompt moves the uncertainty's "
-                "scale: calibrate again with these settings (in another profile directory) or use the calibration's",
+                f"the delta of {where} was calibrated on another prompt ({'; '.join(changed)}), and the prompt "
+                "moves the uncertainty's scale: calibrate again with these settings (in another profile directory) "
+                "or use the calibration's",
                 CalibrationMismatchWarning,
                 stacklevel=2,
             )
