@@ -30,6 +30,7 @@ __all__ = [
     "prompt_mismatches",
     "prompt_settings",
     "save_profile",
+    "warn_prompt_mismatch",
 ]
 
 
@@ -120,6 +121,27 @@ def prompt_mismatches(profile: DeltaProfile, config: Any) -> list[str]:
     ]
 
 
+def warn_prompt_mismatch(profile: DeltaProfile, config: Any, *, stacklevel: int) -> None:
+    """Warn (once per profile and change, per process) when ``config`` runs the profile's delta on another prompt.
+
+    ``stacklevel`` counts from the caller of this function, as for :func:`warnings.warn`.
+    """
+    changed = prompt_mismatches(profile, config)
+    seen = f"{profile.key}|{changed}"
+    if not changed or seen in _warned:
+        return
+    _warned.add(seen)
+    import warnings
+
+    warnings.warn(
+        f"the delta of profile {profile.key} ({profile.delta}) was calibrated on another prompt "
+        f"({'; '.join(changed)}), and the prompt moves the uncertainty's scale: calibrate again with these "
+        "settings (in another profile directory) or use the calibration's",
+        CalibrationMismatchWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
 def profile_path(model: str, layer: int, source: str, estimator: str, k: int, root: Path | None = None) -> Path:
     """Where the profile for these settings lives: ``<cache>/calibration/<key>.json`` by default."""
     return (root or cache_dir() / "calibration") / f"{profile_key(model, layer, source, estimator, k)}.json"
@@ -172,7 +194,9 @@ def check_calibrated(model: str, layer: int, config: Any) -> DeltaProfile | None
 
     ``config`` is the run's ``SeaKRConfig``.  A profile already loaded from another directory counts when its delta is
     the config's (the config was built from it).  Runs whose gate does not read delta (``retrieve="always"`` or
-    ``"never"``) are not checked.
+    ``"never"``) are not checked.  A config that runs the profile's delta on another prompt than the calibration's
+    (changed after ``SeaKRConfig.calibrated``, e.g. with ``.with_(exemplar_style=...)``) gets a
+    :class:`CalibrationMismatchWarning`.
     """
     if config.retrieve != "uncertain":
         return None
@@ -192,4 +216,6 @@ def check_calibrated(model: str, layer: int, config: Any) -> DeltaProfile | None
             UncalibratedDeltaWarning,
             stacklevel=3,
         )
+    if profile is not None and profile.delta == config.delta:
+        warn_prompt_mismatch(profile, config, stacklevel=3)
     return profile

@@ -134,6 +134,7 @@ def test_a_profile_from_another_directory_counts_as_calibrated(tmp_path, monkeyp
 
 def test_a_profile_records_its_prompt_and_warns_when_applied_to_another(tmp_path, monkeypatch):
     monkeypatch.setattr(calibration, "_loaded", {})
+    monkeypatch.setattr(calibration, "_warned", set())
     backend, retriever = setup()
     config = CONFIG.with_(layer=1, exemplar_style="2wiki")
     profile = calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False)
@@ -155,6 +156,27 @@ def test_a_profile_records_its_prompt_and_warns_when_applied_to_another(tmp_path
     assert "exemplar_style: calibrated '2wiki', now 'hotpotqa'" in message
     assert "chat_answer_prefix: calibrated True, now False" in message and "calibrate again" in message
     assert prompt_mismatches(profile, config) == []
+
+
+def test_a_calibrated_config_changed_afterwards_warns_when_seakr_runs_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(calibration, "_loaded", {})
+    monkeypatch.setattr(calibration, "_warned", set())
+    backend, retriever = setup()
+    config = CONFIG.with_(layer=1, exemplar_style="2wiki")
+    save_profile(calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False), tmp_path)
+    monkeypatch.setattr(calibration, "_warned", set())  # calibrating ran SeaKR with its warning silenced
+    loaded = SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SeaKR(backend, retriever, loaded)  # the calibration's prompt
+    with pytest.warns(UncalibratedDeltaWarning) as caught:  # its own delta: uncalibrated, not a mismatch
+        SeaKR(backend, retriever, loaded.with_(exemplar_style="hotpotqa", delta=loaded.delta + 1))
+    assert not [w for w in caught if w.category is CalibrationMismatchWarning]
+    with pytest.warns(CalibrationMismatchWarning, match="exemplar_style: calibrated '2wiki', now 'hotpotqa'"):
+        SeaKR(backend, retriever, loaded.with_(exemplar_style="hotpotqa"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process for the same change
+        SeaKR(backend, retriever, loaded.with_(exemplar_style="hotpotqa"))
 
 
 def test_a_profile_saved_before_prompts_were_recorded_loads_without_a_warning(tmp_path, monkeypatch):

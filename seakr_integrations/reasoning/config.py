@@ -184,12 +184,7 @@ class SeaKRConfig:
             CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
                 template, ``Answer:`` placement) than these.
         """
-        from seakr_integrations.calibration import (
-            CalibrationMismatchWarning,
-            load_profile,
-            profile_path,
-            prompt_mismatches,
-        )
+        from seakr_integrations.calibration import load_profile, profile_path, warn_prompt_mismatch
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
@@ -201,17 +196,7 @@ class SeaKRConfig:
                 f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
                 "settings first"
             )
-        changed = prompt_mismatches(profile, base)
-        if changed:
-            import warnings
-
-            warnings.warn(
-                f"the delta of {where} was calibrated on another prompt ({'; '.join(changed)}), and the prompt "
-                "moves the uncertainty's scale: calibrate again with these settings (in another profile directory) "
-                "or use the calibration's",
-                CalibrationMismatchWarning,
-                stacklevel=2,
-            )
+        warn_prompt_mismatch(profile, base, stacklevel=2)
         return base.with_(delta=profile.delta)
 
     def with_(self, **changes: Any) -> SeaKRConfig:
