@@ -13,9 +13,8 @@
 # seakr-always-retrieve-no-rerank (same options): grouping changes the seconds a method shares through the LM-call
 # cache, not its answers.  The first SeaKR, single-retrieval and CoT files were made with a patched prompts.py that gives
 # the same prompt text (docs/results_prompt_notes.md).  Run on the 2-core CPU machine, niced, 2026-11-22 to 11-24:
-# N=100 for 2Wiki's seakr, baselines and skr; on HotpotQA N=80 for seakr, N=100 for single-retrieval, cot and
-# skr-knn, N=40 for closed-book, ircot and flare; N=20 for the ablations.  The 11-24 runs resumed method by method
-# (HotpotQA: single-retrieval, seakr, cot, skr), same options.
+# N=100 for seakr, baselines and skr on both datasets; N=20 for the ablations.  The 11-24 runs resumed method by
+# method (HotpotQA: single-retrieval, seakr, cot, skr, then seakr alone and the three baselines together), same options.
 #
 #   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations (default: all)
 set -euo pipefail
