@@ -15,14 +15,17 @@
 # the same prompt text (docs/results_prompt_notes.md).  Run on the 2-core CPU machine, niced, 2026-11-22 to 11-24:
 # N=100 for seakr, baselines and skr on both datasets; N=20 for the ablations.  The 11-24 runs resumed method by
 # method (HotpotQA: single-retrieval, seakr, cot, skr, then seakr alone and the three baselines together), same options.
+# The estimators step ran on 2Wiki only (its two commands with ds=2wiki, N=20, 2026-11-24), and only
+# seakr-perplexity finished its 20 lines before the session ended.
 #
-#   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations (default: all)
+#   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators
+#                                                     (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SEAKR:-.venv/bin/seakr}
 N=${N:-20}
 OUT=runs/answer-prefix
-STEPS=${*:-calibrate seakr baselines skr ablations}
+STEPS=${*:-calibrate seakr baselines skr ablations estimators}
 M=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
 for step in $STEPS; do
   for ds in hotpotqa 2wiki; do
@@ -45,7 +48,15 @@ for step in $STEPS; do
       ablations)
         $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" "${profiles[@]}" \
           --method seakr-always-retrieve --method seakr-no-rerank --method seakr-always-retrieve-no-rerank ;;
-      *) echo "unknown step $step (calibrate seakr baselines skr ablations)" >&2; exit 2 ;;
+      estimators)  # every estimator's delta from one calibration (EigenScore's matches the calibrate step's)
+        est=$OUT/profiles-estimators/$ds
+        ls "$est"/*__perplexity__k10.json >/dev/null 2>&1 ||
+          $S calibrate "${q[@]}" --start 200 --limit 20 "${M[@]}" --objective rate --target-rate 0.5 \
+            --all-estimators --profile-dir "$est"
+        $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" --calibrated --profile-dir "$est" \
+          --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt \
+          --method seakr-energy ;;
+      *) echo "unknown step $step (calibrate seakr baselines skr ablations estimators)" >&2; exit 2 ;;
     esac
   done
 done
