@@ -15,8 +15,8 @@
 # the same prompt text (docs/results_prompt_notes.md).  Run on the 2-core CPU machine, niced, 2026-11-22 to 11-24:
 # N=100 for seakr, baselines and skr on both datasets; N=20 for the ablations.  The 11-24 runs resumed method by
 # method (HotpotQA: single-retrieval, seakr, cot, skr, then seakr alone and the three baselines together), same options.
-# The estimators step ran on 2Wiki only (its two commands with ds=2wiki, N=20, 2026-11-24) and was stopped at the
-# session's end: perplexity, LN-entropy and multi-perplexity have lines 0-19, prompt lines 0-7, energy none.
+# The estimators step ran with N=20 on 2Wiki, then on HotpotQA (its two commands by hand, 2Wiki first; the 2Wiki
+# eval was stopped after prompt's line 7 on 11-24 and resumed on 11-24 with the same options).
 #
 #   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators
 #                                                     (default: all)
