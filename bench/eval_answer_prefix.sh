@@ -19,7 +19,10 @@
 # eval was stopped after prompt's line 7 on 11-24 and resumed on 11-24 with the same options).  Then seakr-energy
 # alone on HotpotQA with N=40 (same options; lines 20-39), then on 2Wiki with N=40, then on 11-24/25 on HotpotQA
 # and then 2Wiki with N=100 (lines 40-99).  On 11-25 seakr-no-rerank alone (the ablations step's options) on HotpotQA
-# with N=40 (lines 20-39), then seakr-always-retrieve alone on 2Wiki with N=40 (lines 20-39).
+# with N=40 (lines 20-39), then seakr-always-retrieve alone on 2Wiki with N=40 (lines 20-39).  On 11-25, each
+# method alone with the ablations step's options: seakr-no-rerank on HotpotQA with N=100 (lines 40-99), then
+# seakr-always-retrieve on HotpotQA with N=40, on 2Wiki with N=60, on HotpotQA with N=60, on 2Wiki with N=100, and
+# on HotpotQA with N=80, then N=100.
 #
 #   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators
 #                                                     (default: all)
