@@ -25,7 +25,8 @@
 # on HotpotQA with N=80, then N=100; then seakr-no-rerank on 2Wiki with N=40 (lines 20-39), and on 11-25 with
 # N=100 (lines 40-99); then seakr-always-retrieve-no-rerank alone on 2Wiki, then on HotpotQA, with N=100 (lines
 # 20-99).  Then the estimators step's 2Wiki eval (not energy) with N=40 (lines 20-39), then HotpotQA's with N=40,
-# stopped once seakr-perplexity had lines 20-39 (before seakr-ln-entropy's first batch).
+# stopped once seakr-perplexity had lines 20-39 (before seakr-ln-entropy's first batch); then seakr-ln-entropy with
+# seakr-multi-perplexity on HotpotQA with N=40 (same options).
 #
 #   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators
 #                                                     (default: all)
