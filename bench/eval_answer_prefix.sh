@@ -28,7 +28,9 @@
 # stopped once seakr-perplexity had lines 20-39 (before seakr-ln-entropy's first batch); then seakr-ln-entropy with
 # seakr-multi-perplexity on HotpotQA with N=40 (same options).  Then, in one queue on 11-25, the estimators step's
 # HotpotQA eval (not energy) with N=40 (seakr-prompt lines 20-39), 2Wiki's with N=100 (lines 40-99) and HotpotQA's
-# with N=70 (lines 40-69); then seakr-perplexity alone on HotpotQA with N=100 (same options; lines 70-99).
+# with N=70 (lines 40-69); then seakr-perplexity alone on HotpotQA with N=100 (same options; lines 70-99).  Then,
+# on 11-25, HotpotQA's seakr-ln-entropy, seakr-multi-perplexity and seakr-prompt in one command with N=100 (same
+# options; lines 70-99).
 #
 #   N=20 bash bench/eval_answer_prefix.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators
 #                                                     (default: all)
