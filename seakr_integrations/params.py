@@ -19,7 +19,9 @@ class SamplingConfig:
     ``stop`` but temperature 0.
 
     Attributes:
-        k: Number of sampled continuations (SeaKR: 20).  At least 2: EigenScore compares samples with each other.
+        k: Number of sampled continuations (SeaKR: 20).  At least 2: EigenScore compares samples with each other;
+            0 asks for the greedy continuation alone (no samples, no read-out), for calls whose uncertainty nobody
+            reads.
         temperature: Sampling temperature of the k samples.
         top_k: Keep only the ``top_k`` most likely tokens (0 or -1 disables).
         top_p: Nucleus sampling mass (1.0 disables).
@@ -48,10 +50,10 @@ class SamplingConfig:
         if isinstance(self.stop, str):
             raise ValueError(f"stop must be a list of strings, not the string {self.stop!r}: use stop=[{self.stop!r}]")
         object.__setattr__(self, "stop", tuple(self.stop))
-        if not isinstance(self.k, int) or self.k < 2:
+        if not isinstance(self.k, int) or self.k < 0 or self.k == 1:
             raise ValueError(
                 f"k={self.k!r}: EigenScore compares the k samples with each other, so it needs at least 2 "
-                "(SeaKR uses k=20)"
+                "(SeaKR uses k=20); k=0 asks for the greedy continuation alone"
             )
         if self.temperature < 0:
             raise ValueError(f"temperature={self.temperature}: must be >= 0 (SeaKR samples at 1.0)")

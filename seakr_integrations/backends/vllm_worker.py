@@ -11,8 +11,9 @@ token ids, which the driver can recompute; vLLM's internal request ids carry ran
 
 vLLM returns normalised log-probabilities only, and the energy estimator needs the raw logits' logsumexp at each
 generated position.  A second forward hook, on the model's ``logits_processor`` module (whose output is the raw
-logits, one row per scheduled request), records that logsumexp for the requests the driver names when it starts
-capturing (its greedy requests); the driver's id is the prefix of vLLM's internal id.
+logits, one row per scheduled request), records that logsumexp for the requests whose ids start with the prefix the
+driver names when it starts capturing (its greedy requests); the driver's id, which has no ``-``, is the part of
+vLLM's internal id before its first ``-``.
 
 This module is imported by the workers: it must stay light (torch and our layer lookup only).
 """
@@ -41,14 +42,6 @@ def token_digest(token_ids: Sequence[int]) -> str:
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
 
 
-def _leading_run(by_position: dict[int, float]) -> list[float]:
-    """Values at positions 0, 1, 2... up to the first position not recorded (the driver checks the length)."""
-    values = []
-    while len(values) in by_position:
-        values.append(by_position[len(values)])
-    return values
-
-
 class SeaKRWorkerExtension:
     """Worker methods reachable by ``collective_rpc("seakr_<name>")``; ``self`` is the vLLM worker."""
 
@@ -71,7 +64,7 @@ class SeaKRWorkerExtension:
         self._seakr_capturing = False
         self._seakr_captured: dict[str, np.ndarray] = {}
         self._seakr_fired = 0
-        self._seakr_lse_for: set[str] = set()
+        self._seakr_lse_prefix = ""
         self._seakr_lse: dict[str, dict[int, float]] = {}
         self._seakr_handle = target.register_forward_hook(self._seakr_hook)
         logits_module = getattr(model, "logits_processor", None)
@@ -90,15 +83,15 @@ class SeaKRWorkerExtension:
                 handle.remove()
             setattr(self, name, None)
 
-    def seakr_set_capture(self, on: bool, lse_for: Sequence[str] = ()) -> None:
-        """Start (clearing earlier vectors) or stop capturing; ``lse_for``: the request ids (as the driver gave
-        them) whose raw logits' logsumexp to record at every generated position."""
+    def seakr_set_capture(self, on: bool, lse_prefix: str = "") -> None:
+        """Start (clearing earlier vectors) or stop capturing; ``lse_prefix``: record the raw logits' logsumexp at
+        every generated position of the requests whose ids start with it (none when empty)."""
         self._seakr_capturing = bool(on)
         if on:
             self._seakr_captured = {}
             self._seakr_fired = 0
             self._seakr_lse = {}
-            self._seakr_lse_for = set(lse_for)
+            self._seakr_lse_prefix = str(lse_prefix)
 
     def seakr_pop_vectors(self) -> dict[str, Any]:
         """The captured vectors and how often the hook ran.
@@ -115,7 +108,9 @@ class SeaKRWorkerExtension:
             "data": stacked.tobytes(),
             "shape": list(stacked.shape),
             "fired": self._seakr_fired,
-            "lse": {rid: _leading_run(by_position) for rid, by_position in lse.items()},
+            "lse": {
+                rid: [[position, value] for position, value in by_position.items()] for rid, by_position in lse.items()
+            },
         }
 
     def _seakr_batch(self) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -132,16 +127,17 @@ class SeaKRWorkerExtension:
 
     def _seakr_logits_hook(self, _module: torch.nn.Module, _inputs: Any, logits: Any) -> None:
         """Record ``logsumexp`` of the raw logits of the named requests' rows (one row per request, batch order)."""
-        if not (self._seakr_capturing and self._seakr_lse_for and isinstance(logits, torch.Tensor)):
+        prefix = self._seakr_lse_prefix
+        if not (self._seakr_capturing and prefix and isinstance(logits, torch.Tensor)):
             return
         req_ids, _, positions = self._seakr_batch()
         if logits.shape[0] != len(req_ids):  # speculative decoding: several rows per request; left unrecorded
             return
         wanted: list[tuple[int, str, int]] = []  # (row, driver's id, generated position)
         for i, req_id in enumerate(req_ids):
-            name = req_id if req_id in self._seakr_lse_for else req_id.rsplit("-", 1)[0]
+            name = req_id.split("-", 1)[0]
             prompt = self._seakr_prompt(req_id)
-            if name in self._seakr_lse_for and prompt is not None:
+            if name.startswith(prefix) and prompt is not None:
                 generated = int(positions[i]) - (len(prompt) - 1)
                 if generated >= 0:  # a chunk that ends before the prompt's end predicts nothing
                     wanted.append((i, name, generated))

@@ -1,0 +1,132 @@
+"""The non-blocking path of a self-aware back-end: submit each prompt when it is issued, collect each output when
+it is finished.
+
+``SelfAwareBackend.generate(prompts)`` is the simple call: it returns when the slowest prompt of the batch is done.
+A driver that answers many questions at once needs more.  Each question's call should reach the model the moment
+the question issues it, and the question should go on the moment its own outputs are back, not when everybody's
+slowest sample is.  A ``GenerationStream`` offers exactly that: ``submit`` returns a ticket at once, ``collect``
+makes one unit of progress (an engine step, or one batch) and returns the tickets that finished.
+
+Two implementations exist:
+
+* :class:`BatchingStream`, every back-end's default: each ``collect`` runs whatever is pending as one ``generate``
+  call (the HF back-end, wrappers, anything that cannot take requests while it runs).
+* ``VLLMStream`` (``seakr_integrations.backends.vllm``): requests join vLLM's running engine batch as they are
+  submitted, and each prompt is returned after the engine step that finished its last sample's read-out.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+
+if TYPE_CHECKING:
+    from seakr_integrations.backends.base import SelfAwareBackend
+
+__all__ = ["BatchingStream", "Finished", "GenerationStream"]
+
+Finished = tuple[int, SelfAwareOutput | Exception]
+"""A finished ticket: its output, or the exception that failed it (that prompt alone)."""
+
+
+class GenerationStream(ABC):
+    """Prompts in flight on one back-end; one driver thread uses it (it is not thread-safe).
+
+    Use it as a context manager: leaving the block (normally, by an error or by an interrupt) cancels whatever is
+    still running, so no request of ours is left in the engine.
+    """
+
+    @abstractmethod
+    def submit(self, prompt: str, config: SamplingConfig) -> int:
+        """Start generating ``prompt`` (a greedy continuation and ``config.k`` samples); returns its ticket.
+
+        Raises:
+            ValueError: The prompt is empty, does not fit the model's context with ``max_tokens``, or reads another
+                layer or source than the prompts in flight.
+        """
+
+    @abstractmethod
+    def collect(self) -> list[Finished]:
+        """Make one unit of progress and return the tickets finished since the last call (maybe none).
+
+        Blocks for at most that unit (one engine step, or one batch); returns at once when nothing is pending.
+        """
+
+    @property
+    @abstractmethod
+    def pending(self) -> int:
+        """Tickets submitted and not yet collected."""
+
+    @abstractmethod
+    def cancel(self, tickets: Iterable[int] | None = None) -> None:
+        """Stop generating these tickets (all when ``None``); they are never returned by ``collect``."""
+
+    def close(self) -> None:
+        """Cancel everything still in flight and release the back-end.  Safe to call twice."""
+        self.cancel()
+
+    def __enter__(self) -> GenerationStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class BatchingStream(GenerationStream):
+    """Runs whatever is pending when it is collected as one ``generate`` call per (layer, source).
+
+    The back-end is free again after each call, so prompts submitted while a batch runs (by questions whose
+    searches just came back) join the next one.  A batch that fails is run again prompt by prompt, so a bad prompt
+    fails only its own ticket.
+
+    Args:
+        backend: The back-end whose ``generate`` serves the batches.
+    """
+
+    def __init__(self, backend: SelfAwareBackend) -> None:
+        self.backend = backend
+        self._pending: dict[int, tuple[str, SamplingConfig]] = {}
+        self._next_ticket = 0
+
+    def submit(self, prompt: str, config: SamplingConfig) -> int:
+        self.backend._checked_prompts([prompt])
+        if not isinstance(config, SamplingConfig):
+            raise ValueError(f"config must be a SamplingConfig, got {type(config).__name__}")
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        self._pending[ticket] = (prompt, config)
+        return ticket
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def collect(self) -> list[Finished]:
+        batch, self._pending = self._pending, {}
+        groups: dict[tuple[int | None, str], list[int]] = {}
+        for ticket, (_, config) in batch.items():
+            groups.setdefault((config.layer, config.source), []).append(ticket)
+        finished: list[Finished] = []
+        for tickets in groups.values():
+            finished.extend(self._run(tickets, batch))
+        return finished
+
+    def _run(self, tickets: list[int], batch: dict[int, tuple[str, SamplingConfig]]) -> list[Finished]:
+        try:
+            outputs = self.backend.generate([batch[t][0] for t in tickets], [batch[t][1] for t in tickets])
+        except Exception as error:
+            if len(tickets) == 1:
+                return [(tickets[0], error)]
+            return [item for t in tickets for item in self._run([t], batch)]
+        return list(zip(tickets, outputs, strict=True))
+
+    def cancel(self, tickets: Iterable[int] | None = None) -> None:
+        if tickets is None:
+            self._pending.clear()
+            return
+        for ticket in tickets:
+            self._pending.pop(ticket, None)
