@@ -85,8 +85,13 @@ def test_a_chain_that_never_states_the_answer_is_asked_for_it():
 
 
 @pytest.mark.parametrize("name", ["cot", "single-retrieval", "ircot", "flare"])
-def test_baselines_by_name_sample_the_minimum(name):
-    method = make_method(name, ScriptedBackend(whole_chain), FakeRetriever(default=DOCS), CONFIG)
-    assert method.describe()["seakr"]["k"] == 2
+def test_baselines_by_name_ask_for_the_greedy_continuation_only(name):
+    """Nobody reads a baseline's uncertainty: every call is greedy alone (no samples, no read-out)."""
+    backend = ScriptedBackend(whole_chain)
+    method = make_method(name, backend, FakeRetriever(default=DOCS), CONFIG)
     [answer] = method.answer_many([QUESTION])
     assert answer.prediction in ("France", "Germany") and answer.lm_calls >= 1
+    assert backend.batches and all(config.k == 0 for batch in backend.batches for _, config in batch)
+    assert all(o.samples == [] for o in backend.outputs)
+    steps = answer.trace["steps"]
+    assert all(s["uncertainty"]["estimator"] == "none" for s in steps)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,17 +277,17 @@ def test_search_many_and_asearch_agree_with_search(retriever):
     assert single == one_by_one[0] and many == one_by_one
 
 
-def test_answer_many_over_elasticsearch_uses_search_many(retriever, monkeypatch):
-    calls: list[list[str]] = []
-    search_many = retriever.search_many
+def test_answer_many_over_elasticsearch_searches_from_several_threads(retriever, monkeypatch):
+    threads: list[str] = []
+    search = retriever.search
 
-    def spy(queries, k=3, **kwargs):
-        calls.append(list(queries))
-        return search_many(queries, k, **kwargs)
+    def spy(query, k=3):
+        threads.append(threading.current_thread().name)
+        return search(query, k)
 
-    monkeypatch.setattr(retriever, "search_many", spy)
+    monkeypatch.setattr(retriever, "search", spy)
     results = SeaKR(ScriptedBackend(eiffel), retriever, CONFIG).answer_many([EIFFEL_QUESTION, EIFFEL_QUESTION + " "])
-    assert calls == [["Eiffel Tower stands", "Eiffel Tower stands"]]
+    assert len(threads) == 2 and all(name.startswith("seakr-search") for name in threads)
     assert [r.answer for r in results] == ["France", "France"] and [r.passages[0].id for r in results] == ["p01"] * 2
 
 

@@ -1,5 +1,6 @@
-"""Searches of one round run together: ``SeaKR.answer_many`` hands a retriever that has ``search_many`` all the
-searches of a round at once, and ``ElasticsearchRetriever.search_many`` runs them concurrently on its asyncio client.
+"""Searches run concurrently: ``SeaKR.answer_many`` sends each question's search to the retriever as soon as the
+question issues it, on the driver's search threads, and ``ElasticsearchRetriever.search_many`` runs a list of
+searches concurrently on its asyncio client.
 
 The loop's side is tested with the scripted back-end of ``fakes.py``; the retriever's side against a local stub
 that answers like Elasticsearch after a delay and records how many requests it served at once (the emulator would
@@ -38,48 +39,47 @@ def by_last_word(query: str) -> list[Passage]:
     return [passage(query.split()[-1])]
 
 
-class BatchRetriever(FakeRetriever):
-    """A FakeRetriever that also has ``search_many``; records each batch.  ``failing`` queries get an error."""
+class SlowRetriever(FakeRetriever):
+    """A FakeRetriever whose searches take ``delay`` seconds; records how many ran at once.  ``failing`` queries get
+    an error."""
 
-    def __init__(self, *args, failing: Sequence[str] = (), broken: Exception | None = None, **kwargs) -> None:
+    def __init__(self, *args, delay: float = 0.2, failing: Sequence[str] = (), **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.batches: list[list[str]] = []
+        self.delay = delay
         self.failing = set(failing)
-        self.broken = broken
+        self.running = 0
+        self.peak = 0
+        self._lock = threading.Lock()
 
-    def search_many(self, queries, k=3, *, return_exceptions=False):
-        self.batches.append(list(queries))
-        if self.broken is not None:
-            raise self.broken
-        out: list = []
-        for q in queries:
-            if any(word in q for word in self.failing):
-                out.append(ConnectionError(f"shard failed for {q!r}"))
-            else:
-                out.append(self.search(q, k))
-        return out
+    def search(self, query, k=3):
+        with self._lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        try:
+            time.sleep(self.delay)
+            if any(word in query for word in self.failing):
+                raise ConnectionError(f"shard failed for {query!r}")
+            return super().search(query, k)
+        finally:
+            with self._lock:
+                self.running -= 1
 
 
-def test_a_rounds_searches_go_to_search_many_in_one_call_and_change_nothing_else():
-    batched = BatchRetriever(default=by_last_word)
-    together = SeaKR(ScriptedBackend(respond), batched, CONFIG).answer_many(QUESTIONS)
-    assert len(batched.batches) == 1 and sorted(batched.batches[0]) == sorted(q for q, _ in batched.queries)
-    assert len(batched.batches[0]) == 3
+def test_searches_of_many_questions_run_at_once_and_change_nothing_else():
+    slow = SlowRetriever(default=by_last_word)
+    started = time.perf_counter()
+    together = SeaKR(ScriptedBackend(respond), slow, CONFIG).answer_many(QUESTIONS)
+    elapsed = time.perf_counter() - started
+    assert slow.peak == 3 and len(slow.queries) == 3  # each search went out as soon as its question issued it
+    assert elapsed < 3 * slow.delay  # a functional check of overlap, generous on a busy machine (0.2 s each)
     plain = FakeRetriever(default=by_last_word)
     expected = SeaKR(ScriptedBackend(respond), plain, CONFIG).answer_many(QUESTIONS)
     assert [r.to_dict() for r in together] == [r.to_dict() for r in expected]
     assert [r.passages[0].id for r in together] == ["question", "question", "question"]
 
 
-def test_one_question_searches_plainly():
-    batched = BatchRetriever(default=by_last_word)
-    SeaKR(ScriptedBackend(respond), batched, CONFIG).answer(QUESTIONS[0])
-    assert batched.batches == [] and len(batched.queries) == 1
-
-
 def test_events_of_each_question_keep_their_order():
-    batched = BatchRetriever(default=by_last_word)
-    seakr = SeaKR(ScriptedBackend(respond), batched, CONFIG)
+    seakr = SeaKR(ScriptedBackend(respond), SlowRetriever(default=by_last_word, delay=0.01), CONFIG)
     events = list(seakr.iter_events(QUESTIONS))
     alone = [
         e.kind
@@ -89,47 +89,47 @@ def test_events_of_each_question_keep_their_order():
         assert [e.kind for e in events if e.question_index == i] == alone
 
 
-def test_a_failed_search_in_the_batch_affects_only_its_question():
-    batched = BatchRetriever(default=by_last_word, failing=["Beta"])
+def test_a_failed_search_affects_only_its_question():
     config = CONFIG.with_(on_retrieval_error="answer_without")
-    results = SeaKR(ScriptedBackend(respond), batched, config).answer_many(QUESTIONS)
+    results = SeaKR(
+        ScriptedBackend(respond), SlowRetriever(default=by_last_word, failing=["Beta"]), config
+    ).answer_many(QUESTIONS)
     assert [r.stop_reason for r in results][1] == "retrieval error"
     assert results[1].steps[0].error.startswith("ConnectionError: shard failed for ")
     assert [bool(r.passages) for r in results] == [True, False, True]
-    with pytest.raises(RetrievalError, match=r"'Beta question\?'.*ConnectionError: shard failed"):
-        SeaKR(ScriptedBackend(respond), BatchRetriever(default=by_last_word, failing=["Beta"]), CONFIG).answer_many(
-            QUESTIONS
-        )
+    slow = SlowRetriever(default=by_last_word, failing=["Beta"])
+    with pytest.raises(RetrievalError, match=r"'Beta question\?'.*ConnectionError: shard failed") as raised:
+        SeaKR(ScriptedBackend(respond), slow, CONFIG).answer_many(QUESTIONS)
+    others = raised.value.results  # the other questions' answers are not lost
+    assert [type(r).__name__ for r in others] == ["SeaKRResult", "RetrievalError", "SeaKRResult"]
 
 
-def test_a_search_many_that_raises_or_miscounts_fails_every_search_of_the_round():
-    config = CONFIG.with_(on_retrieval_error="answer_without")
-    broken = BatchRetriever(default=by_last_word, broken=TimeoutError("cluster busy"))
-    results = SeaKR(ScriptedBackend(respond), broken, config).answer_many(QUESTIONS)
-    assert [r.steps[0].error for r in results] == ["TimeoutError: cluster busy"] * 3
+def test_observers_that_search_themselves_search_on_the_search_threads_with_the_callers_context():
+    import contextvars
 
-    class Miscounting(BatchRetriever):
-        def search_many(self, queries, k=3, *, return_exceptions=False):
-            return super().search_many(queries, k)[:-1]
+    run_id = contextvars.ContextVar("run_id", default=None)
 
-    results = SeaKR(ScriptedBackend(respond), Miscounting(default=by_last_word), config).answer_many(QUESTIONS)
-    assert all("search_many returned list of 2 results for 3 queries" in r.steps[0].error for r in results)
-
-
-def test_observers_that_search_themselves_are_searched_one_by_one():
     class Routing(Observer):
         def __init__(self) -> None:
-            self.searched: list[str] = []
+            self.searched: list[tuple[str, str | None, str]] = []
 
         def search(self, retriever, query, k):
-            self.searched.append(query)
+            self.searched.append((query, run_id.get(), threading.current_thread().name))
             return retriever.search(query, k)
 
-    batched = BatchRetriever(default=by_last_word)
     observers = [Routing(), None, None]
-    events = list(SeaKR(ScriptedBackend(respond), batched, CONFIG).iter_events(QUESTIONS, observers=observers))
-    assert len(observers[0].searched) == 1  # through the adapter's hook
-    assert [len(b) for b in batched.batches] == [2]  # the other two together
+    token = run_id.set("run-1")
+    try:
+        events = list(
+            SeaKR(ScriptedBackend(respond), FakeRetriever(default=by_last_word), CONFIG).iter_events(
+                QUESTIONS, observers=observers
+            )
+        )
+    finally:
+        run_id.reset(token)
+    ((query, seen, thread),) = observers[0].searched  # through the adapter's hook
+    assert query == "Unsure Alpha question" or query.startswith("Unsure")
+    assert seen == "run-1" and thread.startswith("seakr-search")
     assert sum(e.kind == "answered" for e in events) == 3
 
 

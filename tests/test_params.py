@@ -23,7 +23,7 @@ def test_defaults_are_the_authors():
     ("kwargs", "message"),
     [
         ({"k": 1}, "EigenScore .* at least 2"),
-        ({"k": 0}, "at least 2"),
+        ({"k": -1}, "at least 2"),
         ({"temperature": -1}, "temperature"),
         ({"top_p": 0.0}, "top_p"),
         ({"top_p": 1.5}, "top_p"),

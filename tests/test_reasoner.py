@@ -12,7 +12,7 @@ import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig
-from seakr_integrations.reasoning.reasoner import _choose
+from seakr_integrations.reasoning.seakr_loop import choose as _choose
 from seakr_integrations.reasoning.trace import FinalTrace
 from seakr_integrations.uncertainty.estimate import Uncertainty
 

@@ -263,13 +263,17 @@ class VLLMBackend(SelfAwareBackend):
         greedy = self._sampling_params(temperature=0.0, **common)
         # top-k/top-p are applied by TopKTopPLogitsProcessor (same rule, no full-vocabulary sort); CUMULATIVE
         # output reports each sample the moment it finishes, so its read-out can join the running batch.
-        sampled = None if config.k == 0 else self._sampling_params(
-            n=config.k,
-            temperature=config.temperature,
-            seed=config.seed,
-            extra_args={"seakr_top_k": max(config.top_k, 0), "seakr_top_p": config.top_p},
-            output_kind=RequestOutputKind.CUMULATIVE,
-            **common,
+        sampled = (
+            None
+            if config.k == 0
+            else self._sampling_params(
+                n=config.k,
+                temperature=config.temperature,
+                seed=config.seed,
+                extra_args={"seakr_top_k": max(config.top_k, 0), "seakr_top_p": config.top_p},
+                output_kind=RequestOutputKind.CUMULATIVE,
+                **common,
+            )
         )
         readout = self._sampling_params(max_tokens=1, temperature=0.0, detokenize=False)
         return greedy, sampled, readout
@@ -309,4 +313,3 @@ class VLLMBackend(SelfAwareBackend):
             llm.llm_engine.engine_core.shutdown()
         except Exception:  # pragma: no cover - best effort at teardown
             log.debug("vLLM engine shutdown raised", exc_info=True)
-

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 from seakr_integrations.reasoning.answer import extract_answer
 from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
 from seakr_integrations.reasoning.config import SeaKRConfig
-from seakr_integrations.reasoning.reasoner import SeaKR
+from seakr_integrations.reasoning.reasoner import Reasoner, SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.estimate import ESTIMATORS, LOOP_ESTIMATORS, estimate
 
@@ -67,9 +67,9 @@ class Method(Protocol):
 
 
 class SeaKRMethod:
-    """SeaKR (or one of its ablations) as an evaluation method."""
+    """SeaKR (or one of its ablations, or a baseline) as an evaluation method."""
 
-    def __init__(self, name: str, seakr: SeaKR) -> None:
+    def __init__(self, name: str, seakr: Reasoner) -> None:
         self.name = name
         self.seakr = seakr
 
@@ -151,13 +151,9 @@ def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) ->
     )
 
 
-BASELINE_K = 2
-"""Samples per call for the baselines: the back-ends' minimum (the baselines never read the uncertainty)."""
-
-
 def _baseline(name: str) -> MethodFactory:
     def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
-        return SeaKRMethod(name, BASELINES[name](backend, retriever, config.with_(k=BASELINE_K)))
+        return SeaKRMethod(name, BASELINES[name](backend, retriever, config))  # greedy calls only: k is unused
 
     return factory
 

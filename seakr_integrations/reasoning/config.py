@@ -136,7 +136,9 @@ class SeaKRConfig:
                 f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
             )
         if self.k == 0:
-            raise ValueError("k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)")
+            raise ValueError(
+                "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"
+            )
         self.sampling()  # validates k, temperature, top_k, top_p, min/max_tokens, stops, layer and source
 
     @property

@@ -26,6 +26,7 @@ __all__ = [
     "PassagesReranked",
     "PassagesRetrieved",
     "QuestionAnswered",
+    "QuestionFailed",
     "SeaKREvent",
     "StepAssessed",
     "StepFinished",
@@ -113,12 +114,30 @@ class QuestionAnswered(SeaKREvent):
     result: SeaKRResult = field(repr=False)
 
 
+@dataclass(frozen=True)
+class QuestionFailed(SeaKREvent):
+    """The question failed with ``error``; the other questions of the batch went on."""
+
+    kind: ClassVar[str] = "failed"
+    error: Exception = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "question_index": self.question_index,
+            "question": self.question,
+            "error": f"{type(self.error).__name__}: {self.error}",
+        }
+
+
 class Observer:
     """Per-question hooks into the loop; every method is optional (the defaults do nothing / search plainly).
 
     One observer serves one question, so an adapter can attach each question's model calls and searches to that
     question's run in its framework (a LangChain run manager, a LlamaIndex span) even when many questions share
-    a batch.  Hooks run on the thread that drives the loop; an exception raised in one aborts the question.
+    a batch.  Hooks run on the thread that drives the loop, except ``search``, which runs on one of the driver's
+    search threads (with the driver thread's context variables) so that a search never holds up other questions;
+    an exception raised in a hook fails its own question only.
     """
 
     def on_event(self, event: SeaKREvent) -> None:

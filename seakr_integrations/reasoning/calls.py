@@ -1,0 +1,242 @@
+"""How a question's program talks to the model and to the search engine: the plumbing under every algorithm.
+
+SeaKR and the baselines decide differently, but they build their prompts, fit them into the model's context, score
+and count their LM calls, force out an answer that was not stated, build masked queries and handle search failures
+the same way.  That shared part lives here once, so the algorithms (``seakr_loop``, ``baselines``) read as their
+papers do and a comparison between them measures the strategy and nothing else.
+
+Each method that needs the model or the retriever is a sub-program: it yields a ``Generate`` or ``Search`` request
+(see ``state``) and is used with ``yield from`` inside a question's program.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator, Sequence
+from typing import Any
+
+from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.events import PassagesRetrieved
+from seakr_integrations.reasoning.exemplars import exemplars
+from seakr_integrations.reasoning.prompts import PromptBuilder
+from seakr_integrations.reasoning.query import BuiltQuery, build_query
+from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Scored, Search
+from seakr_integrations.reasoning.trace import FinalTrace, StepTrace
+from seakr_integrations.retrieval.passage import Passage
+from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
+from seakr_integrations.uncertainty.prompt import probe_after, prompt_uncertainty
+
+__all__ = ["NOT_MEASURED", "ModelCalls", "RetrievalError"]
+
+NOT_MEASURED = Uncertainty(math.nan, "none", 0, note="not measured: nothing reads this call's uncertainty")
+"""The uncertainty of a call made without samples (``measured=False``)."""
+
+
+class RetrievalError(RuntimeError):
+    """The retriever failed while answering a question (the message names the question and the query)."""
+
+
+class ModelCalls:
+    """Prompts, LM calls and searches for the programs of one back-end and one configuration.
+
+    Args:
+        backend: The self-aware back-end (its tokenizer and context length shape the prompts).
+        config: The settings (exemplars, chat template, sampling, estimator, error policy...).
+
+    Raises:
+        ValueError: ``config.chat_template=True`` for a tokenizer without a chat template.
+    """
+
+    PROBE_TOKENS = 3
+    """Tokens the prompt probe may generate ("Yes", "No" and what a tokenizer splits them into)."""
+
+    def __init__(self, backend: SelfAwareBackend, config: SeaKRConfig) -> None:
+        self.backend = backend
+        self.config = config
+        tokenizer = backend.tokenizer
+        use_chat = config.chat_template
+        has_template = bool(getattr(tokenizer, "chat_template", None))
+        if use_chat is None:
+            use_chat = has_template
+        elif use_chat and not has_template:
+            raise ValueError(f"chat_template=True but {backend.model_name}'s tokenizer has no chat template")
+        self.builder = PromptBuilder(
+            exemplars(config.style, config.num_exemplars),
+            backend.chat_prompt if use_chat else None,
+            answer_prefix=config.chat_answer_prefix,
+        )
+        self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
+        self._tokenize_text: Callable[[str], list[int]] = lambda text: list(
+            tokenizer(text, add_special_tokens=False).input_ids
+        )
+        self._budget = backend.max_context - config.max_tokens - 1
+
+    # -------------------------------------------------------------------------------------------- prompts
+    def fits(self, prompt: str, budget: int | None = None) -> bool:
+        """Whether ``prompt`` has at most ``budget`` tokens (default: room left for a full continuation)."""
+        budget = self._budget if budget is None else budget
+        # Every token covers at least one byte, so a prompt with fewer bytes than the budget (plus room for the
+        # special tokens the tokenizer adds) fits without tokenising it twice (the back-end tokenises it again).
+        if len(prompt.encode("utf-8")) + 8 <= budget:
+            return True
+        return len(self.backend.tokenize(prompt)) <= budget
+
+    def prompt(self, state: QuestionState, steps: Sequence[str], passages: Sequence[Passage]) -> str:
+        """The prompt, dropping the oldest passages while it does not fit the model's context."""
+        shown = list(passages)
+        while True:
+            prompt = self.builder(state.question, steps, [p.text for p in shown])
+            if self.fits(prompt):
+                return prompt
+            if not shown:
+                raise ValueError(
+                    f"the prompt for question {state.question!r} does not fit {self.backend.model_name}'s context of "
+                    f"{self.backend.max_context} tokens even without passages: lower num_exemplars "
+                    f"(now {self.config.num_exemplars}) or max_tokens (now {self.config.max_tokens})"
+                )
+            dropped = shown.pop(0)
+            state.note(f"passage {dropped.id} was left out of a prompt to fit the model's context")
+
+    def call(
+        self,
+        state: QuestionState,
+        steps: Sequence[str],
+        passages: Sequence[Passage],
+        *,
+        sentence: bool,
+        measured: bool = True,
+    ) -> Call:
+        """The LM call for the next step (``sentence``: one reasoning sentence) or a whole answer.
+
+        ``measured=False`` asks for the greedy continuation alone: no samples, no read-out, no uncertainty.
+        """
+        stops = self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence)
+        sampling = self.config.sampling(stops)
+        return self.prompt(state, steps, passages), sampling if measured else sampling.with_(k=0)
+
+    # ------------------------------------------------------------------------------------------- LM calls
+    def run(self, state: QuestionState, calls: Sequence[Call]) -> Generator[Generate, Any, list[Scored]]:
+        """Generate ``calls`` and score each output (a call with ``k=0`` is not scored); counts and reports them."""
+        state.lm_calls += len(calls)
+        state.observer.on_lm_start([p for p, _ in calls])
+        try:
+            outputs: list[SelfAwareOutput] = yield Generate(tuple(calls))
+            state.generated_tokens += sum(o.generated_tokens() for o in outputs)
+            uncertainties = yield from self._score(state, calls, outputs)
+        except Exception as error:
+            state.observer.on_lm_error(error)
+            raise
+        state.observer.on_lm_end(outputs, uncertainties)
+        return list(zip(outputs, uncertainties, strict=True))
+
+    def _score(
+        self, state: QuestionState, calls: Sequence[Call], outputs: list[SelfAwareOutput]
+    ) -> Generator[Generate, Any, list[Uncertainty]]:
+        measured = [i for i, (_, c) in enumerate(calls) if c.k > 0]
+        scores = [NOT_MEASURED] * len(calls)
+        if self.config.estimator != "prompt":
+            for i in measured:
+                scores[i] = estimate(outputs[i], self.config.estimator, self.config.alpha)
+            return scores
+        probes = self.probe_calls([calls[i][0] for i in measured], [outputs[i] for i in measured])
+        sent = [(i, probe) for i, probe in zip(measured, probes, strict=True) if probe is not None]
+        replies: list[SelfAwareOutput] = (yield Generate(tuple(p for _, p in sent))) if sent else []
+        state.lm_calls += len(sent)
+        for i in measured:
+            scores[i] = self.probe_uncertainty(None)
+        for (i, _), reply in zip(sent, replies, strict=True):
+            scores[i] = self.probe_uncertainty(reply)
+        return scores
+
+    def probe_calls(self, prompts: Sequence[str], outputs: Sequence[SelfAwareOutput]) -> list[Call | None]:
+        """The "prompt" estimator's probes (the paper's Table 3): after each call, ask the model whether it has
+        sufficient knowledge, with the call's prompt and generation in front (``None`` where that does not fit)."""
+        sampling = SamplingConfig(
+            k=0,
+            max_tokens=self.PROBE_TOKENS,
+            stop=("\n",),
+            seed=self.config.seed,
+            layer=self.config.layer,
+            source=self.config.source,
+        )
+        probes = [probe_after(p, o.greedy.text) for p, o in zip(prompts, outputs, strict=True)]
+        budget = self.backend.max_context - self.PROBE_TOKENS
+        return [(p, sampling) if self.fits(p, budget) else None for p in probes]
+
+    def probe_uncertainty(self, reply: SelfAwareOutput | None) -> Uncertainty:
+        """``1 - P(yes)`` of a probe's greedy reply; a probe that did not fit counts as uncertain."""
+        if reply is None:
+            note = f"the probe does not fit {self.backend.model_name}'s context; the model counts as uncertain"
+            return Uncertainty(math.inf, "prompt", num_samples=0, note=note)
+        return Uncertainty(prompt_uncertainty(reply.greedy.text, reply.greedy.logprobs), "prompt", num_samples=0)
+
+    def final_answers(
+        self, state: QuestionState, items: list[tuple[str, Scored, str, list[str]]], *, measured: bool = True
+    ) -> Generator[Generate, Any, list[FinalTrace]]:
+        """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
+        " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5)."""
+        finals, forced = [], []
+        for i, (prompt, (out, u), strategy, context) in enumerate(items):
+            answer = extract_answer(out.greedy.text)
+            finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context))  # type: ignore[arg-type]
+            if answer is None:
+                again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
+                if self.fits(again):
+                    forced.append((i, again))
+                else:
+                    state.note(f"no answer from {strategy} and no room left in the context to ask for one")
+        if forced:
+            sampling = self.config.sampling(self.config.stops(has_steps=True, one_sentence=False))
+            sampling = sampling if measured else sampling.with_(k=0)
+            scored = yield from self.run(state, [(p, sampling) for _, p in forced])
+            for (i, _), (out, u) in zip(forced, scored, strict=True):
+                old = finals[i]
+                text = ANSWER_PROMPT.rstrip() + out.greedy.text
+                generation = (old.generation + text).strip()
+                finals[i] = FinalTrace(old.strategy, extract_answer(text), generation, u, True, old.context)
+        return finals
+
+    # ------------------------------------------------------------------------------------------- searches
+    def query(self, state: QuestionState, out: SelfAwareOutput, threshold: float) -> BuiltQuery:
+        """The search query from a step's greedy text: words with a token below ``threshold`` masked (SPEC 6)."""
+        return build_query(
+            out.greedy,
+            state.question,
+            state.steps[-1] if state.steps else None,
+            self._decode,
+            self._tokenize_text,
+            threshold=threshold,
+            max_tokens=self.config.query_max_tokens,
+            content_filter=self.config.content_filter,
+        )
+
+    def search(self, state: QuestionState, step: StepTrace, query: str) -> Generator[Search, Any, list[Passage] | None]:
+        """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``).
+
+        The driver runs the search and sends the results back, or throws the search's exception in at the
+        ``yield``, so it is handled here either way."""
+        state.searches += 1
+        try:
+            results = yield Search(query, self.config.n_candidates)
+            bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
+            if bad:
+                raise TypeError(f"the retriever returned {bad[0]} objects; search() must return Passage objects")
+            found = list(results)
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            if self.config.on_retrieval_error == "raise":
+                raise RetrievalError(
+                    f"retrieval failed for question {state.question!r} (query {query!r}): {message}; pass "
+                    "on_retrieval_error='answer_without' to answer without the passage"
+                ) from exc
+            step.error = message
+            step.stop = "retrieval error"
+            state.note(f"retrieval failed for query {query!r} ({message}); answered without it")
+            state.emit(PassagesRetrieved(state.index, state.question, step.index, query, (), message))
+            return None
+        state.emit(PassagesRetrieved(state.index, state.question, step.index, query, tuple(found)))
+        return found

@@ -1,0 +1,197 @@
+"""The streaming driver: many question programs at once, each going on as soon as its own results are back.
+
+Every LM call a program issues goes to the back-end's stream at once (``SelfAwareBackend.stream``: vLLM adds it to
+its running engine batch; other back-ends batch whatever is pending when they are free), and every search goes to
+a small thread pool at once.  The driver thread then waits for whatever finishes first (an engine step's outputs,
+or a search) and hands it to the program that asked, which runs until its next request.  No question waits for
+another question's slowest sample or search: there are no rounds.
+
+A program's failure (an exception it raises, or a failed call or search it does not handle) ends that question
+alone, reported as ``Failed``; the others go on.  An interrupt, or closing the iterator, cancels every request still
+in the engine and every search not yet started.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import queue
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.reasoning.events import Observer, SeaKREvent
+from seakr_integrations.reasoning.state import Call, Generate, Program, QuestionState, Search
+from seakr_integrations.retrieval.passage import Retriever
+
+__all__ = ["Answered", "Driver", "Failed"]
+
+SEARCH_THREADS = 8
+"""Searches running at once at most (an Elasticsearch client's default connection pool holds 10)."""
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A program returned ``value``."""
+
+    state: QuestionState
+    value: Any
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A program failed with ``error``; the other questions went on."""
+
+    state: QuestionState
+    error: Exception
+
+
+@dataclass(eq=False)
+class _Waiting:
+    """A program waiting for the outputs of its LM calls."""
+
+    state: QuestionState
+    program: Program
+    outputs: list[SelfAwareOutput | None]
+    left: int
+    error: Exception | None = None
+
+    def put(self, slot: int, result: SelfAwareOutput | Exception) -> bool:
+        """Record one call's result; True when every call is back."""
+        if isinstance(result, Exception):
+            self.error = self.error or result
+        else:
+            self.outputs[slot] = result
+        self.left -= 1
+        return self.left == 0
+
+
+class Driver:
+    """Runs question programs over one back-end and one retriever.
+
+    Args:
+        backend: Serves the LM calls (through its ``stream()``).
+        retriever: Serves the searches (through each question's ``Observer.search``).
+        max_in_flight: Questions in progress at once (their calls share the engine's batches).
+    """
+
+    def __init__(self, backend: SelfAwareBackend, retriever: Retriever | None, max_in_flight: int) -> None:
+        if not isinstance(max_in_flight, int) or isinstance(max_in_flight, bool) or max_in_flight < 1:
+            raise ValueError(f"max_in_flight={max_in_flight!r}: must be an integer >= 1")
+        self.backend = backend
+        self.retriever = retriever
+        self.max_in_flight = max_in_flight
+
+    def run(self, programs: Iterable[tuple[QuestionState, Program]]) -> Iterator[SeaKREvent | Answered | Failed]:
+        """Run ``programs``; yields each program's events as they happen and its ``Answered`` or ``Failed`` end."""
+        waiting = iter(programs)
+        exhausted = False
+        alive: dict[int, Program] = {}  # id(program) -> program, started and not finished
+        ready: deque[tuple[QuestionState, Program, Any, Exception | None]] = deque()
+        listeners: dict[Call, list[tuple[_Waiting, int]]] = {}  # identical calls in flight are generated once
+        tickets: dict[int, Call] = {}
+        searches: queue.SimpleQueue[tuple[QuestionState, Program, Future]] = queue.SimpleQueue()
+        searching = 0
+        pool = ThreadPoolExecutor(min(self.max_in_flight, SEARCH_THREADS), thread_name_prefix="seakr-search")
+        stream = self.backend.stream()
+
+        def send(state: QuestionState, program: Program, value: Any, error: Exception | None) -> list[Any]:
+            """Advance one program to its next request and dispatch it; returns what it emitted."""
+            nonlocal searching
+            out: list[Any] = []
+            state.outbox = out
+            try:
+                request = program.send(value) if error is None else program.throw(error)
+            except StopIteration as done:
+                del alive[id(program)]
+                return [*out, Answered(state, done.value)]
+            except Exception as failure:
+                del alive[id(program)]
+                return [*out, Failed(state, failure)]
+            if isinstance(request, Search):
+                searching += 1
+                future = pool.submit(contextvars.copy_context().run, _search, state.observer, self.retriever, request)
+                future.add_done_callback(lambda f: searches.put((state, program, f)))
+            elif isinstance(request, Generate) and request.calls:
+                self._submit(
+                    stream,
+                    _Waiting(state, program, [None] * len(request.calls), len(request.calls)),
+                    request.calls,
+                    listeners,
+                    tickets,
+                    ready,
+                )
+            else:
+                ready.append((state, program, None, TypeError(f"a program yielded {request!r}: not a request")))
+            return out
+
+        try:
+            while True:
+                while not exhausted and len(alive) < self.max_in_flight:
+                    nxt = next(waiting, None)
+                    if nxt is None:
+                        exhausted = True
+                        break
+                    alive[id(nxt[1])] = nxt[1]
+                    ready.append((nxt[0], nxt[1], None, None))
+                if ready:
+                    yield from send(*ready.popleft())
+                    continue
+                if not alive:
+                    return
+                done: list[tuple[QuestionState, Program, Future]] = []
+                if stream.pending:  # one engine step (or one batch); searches finish meanwhile on their threads
+                    for ticket, result in stream.collect():
+                        for w, slot in listeners.pop(tickets.pop(ticket), []):
+                            if w.put(slot, result):
+                                ready.append((w.state, w.program, w.outputs, w.error))
+                elif searching:
+                    done.append(searches.get())  # nothing to generate: wait for a search
+                else:  # pragma: no cover - every live program waits on a call or a search
+                    raise RuntimeError("the driver has live questions but nothing in flight")
+                while not searches.empty():
+                    done.append(searches.get())
+                for state, program, future in done:
+                    searching -= 1
+                    error = future.exception()
+                    if error is not None and not isinstance(error, Exception):
+                        raise error  # an interrupt inside a search: not a search failure
+                    ready.append((state, program, None if error else future.result(), error))  # type: ignore[arg-type]
+        finally:
+            stream.close()
+            pool.shutdown(wait=False, cancel_futures=True)
+            for program in alive.values():
+                program.close()
+
+    @staticmethod
+    def _submit(
+        stream: Any,
+        waiting: _Waiting,
+        calls: tuple[Call, ...],
+        listeners: dict[Call, list[tuple[_Waiting, int]]],
+        tickets: dict[int, Call],
+        ready: deque,
+    ) -> None:
+        """Send each call to the stream at once (an identical call already in flight is shared)."""
+        for slot, call in enumerate(calls):
+            if call in listeners:
+                listeners[call].append((waiting, slot))
+                continue
+            try:
+                ticket = stream.submit(*call)
+            except Exception as error:  # a bad prompt fails its own question only
+                if waiting.put(slot, error):
+                    ready.append((waiting.state, waiting.program, waiting.outputs, waiting.error))
+                continue
+            listeners[call] = [(waiting, slot)]
+            tickets[ticket] = call
+
+
+def _search(observer: Observer, retriever: Retriever | None, request: Search) -> Any:
+    """One search, on a pool thread, through the question's observer (which may route it through a framework)."""
+    if retriever is None:
+        raise ValueError("this program searched, but no retriever was given")
+    return observer.search(retriever, request.query, request.k)

@@ -1,0 +1,255 @@
+"""SeaKR's algorithm (SPEC section 5): when to retrieve, which passage to keep, how to answer.
+
+Multi-hop: generate the next reasoning step and measure the model's uncertainty about it.  A step that states the
+answer ends the loop (checked before the gate).  A certain step is accepted; an uncertain (or empty) one is dropped
+and becomes a search query instead (its low-confidence words masked, SPEC section 6).  Each new search result is
+tried in the prompt, and the passage after which the model is least uncertain is kept together with the step it
+wrote (self-aware re-ranking).  The loop stops at a repeated query, when no new passage is found, or at the step or
+passage limit.  Then the model answers twice, once from its own rationales and once from the gathered knowledge,
+and the less uncertain answer wins (self-aware reasoning).
+
+Single-hop: answer directly when certain; else try each retrieved passage alone and keep the least uncertain answer.
+
+Each question runs as a program (see ``state``): the model calls and searches below are ``yield from`` requests that
+the driver serves; batching, threads and counting live elsewhere (``driver``, ``calls``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from seakr_integrations.reasoning.answer import has_answer, is_unknown
+from seakr_integrations.reasoning.calls import ModelCalls
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
+from seakr_integrations.reasoning.state import Program, QuestionState
+from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.retrieval.passage import Passage
+from seakr_integrations.uncertainty.estimate import Uncertainty
+
+__all__ = ["SeaKRLoop", "best", "choose"]
+
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+class SeaKRLoop:
+    """SeaKR's decisions for one question at a time.
+
+    Args:
+        config: SeaKR's settings (delta, N, limits, ablations).
+        calls: The model and search plumbing the decisions use.
+    """
+
+    def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
+        self.config = config
+        self.calls = calls
+
+    def program(self, state: QuestionState) -> Program:
+        """The whole answer to ``state.question``, as a program that returns a ``SeaKRResult``."""
+        return self.single_hop(state) if self.config.mode == "single_hop" else self.multi_hop(state)
+
+    # ---------------------------------------------------------------------------------------- the gate
+    def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
+        """Self-aware retrieval: an empty step, or an uncertainty above delta (single-hop: not below it), calls for
+        retrieval; ``config.retrieve`` can replace the gate by always or never."""
+        if self.config.retrieve != "uncertain":
+            return self.config.retrieve == "always"
+        if not text.strip():
+            return True
+        if self.config.mode == "single_hop":
+            return not u.value < self.config.delta
+        return u.value > self.config.delta
+
+    def assess(self, state: QuestionState) -> Generator[Any, Any, Assessment]:
+        """The gate alone on the model's next step (multi-hop) or direct answer (single-hop)."""
+        single = self.config.mode == "single_hop"
+        call = self.calls.call(state, state.steps, state.docs, sentence=not single)
+        ((out, u),) = yield from self.calls.run(state, [call])
+        text = out.greedy.text.strip()
+        return Assessment(state.question, text, u, self.needs_retrieval(text, u), has_answer(text), out)
+
+    # ------------------------------------------------------------------------------------------ multi-hop
+    def multi_hop(self, state: QuestionState) -> Program:
+        searched: set[str] = set()
+        while True:
+            step = yield from self.round(state, searched)
+            state.emit(StepFinished(state.index, state.question, snapshot(step)))
+            if step.stop:
+                break
+        finals = yield from self.final_answers(state)
+        if self.config.final_strategy == "choose":
+            winner = choose(finals["rationales"], finals["knowledge"])
+        else:
+            winner = finals[self.config.final_strategy]
+        return self._result(state, winner, finals, state.trace[-1].stop or "step limit")
+
+    def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:
+        """One step of the loop; sets ``step.stop`` when the loop must end."""
+        cfg = self.config
+        call = self.calls.call(state, state.steps, state.docs, sentence=True)
+        ((out, u),) = yield from self.calls.run(state, [call])
+        text = out.greedy.text.strip()
+        step = StepTrace(len(state.trace), out.greedy.text, u, "accept")
+        state.trace.append(step)
+        if has_answer(text):  # checked before the uncertainty gate
+            step.decision, step.accepted, step.stop = "answer", text, "answer found"
+            state.steps.append(text)
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            return step
+        if not self.needs_retrieval(text, u):
+            step.accepted = text
+            state.steps.append(text)
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+        else:
+            step.decision = "retrieve"
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            query = self.calls.query(state, out, cfg.mask_threshold)
+            step.query, step.masked_words = query.text, list(query.masked)
+            if query.text in searched:
+                step.stop = "repeated query"
+                return step
+            searched.add(query.text)
+            found = yield from self.calls.search(state, step, query.text)
+            if found is None:
+                return step
+            yield from self.rerank(state, step, found)
+            if step.stop:
+                return step
+            if has_answer(state.steps[-1]):
+                step.stop = "answer found"
+                return step
+        if len(state.steps) >= cfg.max_steps:
+            step.stop = "step limit"
+        elif len(state.docs) >= cfg.max_docs:
+            step.stop = "passage limit"
+        return step
+
+    # ------------------------------------------------------------------------------------------ re-ranking
+    def rerank(self, state: QuestionState, step: StepTrace, found: list[Passage]) -> Generator[Any, Any, None]:
+        """Try each new passage in the prompt; keep the one whose step is least uncertain, and its step."""
+        chosen = {d.id for d in state.docs}
+        new = [p for p in found if p.id not in chosen]
+        if not self.config.rerank:
+            new = new[:1]  # ablation: the search engine's first new passage, no self-aware choice
+        if not new:
+            step.stop = "no new passages"
+            return
+        scored = yield from self.score_candidates(state, new)
+        # rank = position in the search results, counting the passages skipped as already chosen
+        positions = {p.id: rank for rank, p in enumerate(found, 1)}
+        step.candidates = [c for c, _ in scored]
+        for c in step.candidates:
+            c.rank = positions[c.passage.id]
+        winner = step.candidates[best(step.candidates)]
+        winner.chosen = True
+        state.docs.append(winner.passage)
+        state.steps.append(winner.generation.strip())
+        step.chosen = winner.passage.id
+        step.accepted = winner.generation.strip()
+        state.emit(PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen))
+
+    def score_candidates(
+        self, state: QuestionState, found: Sequence[Passage]
+    ) -> Generator[Any, Any, list[tuple[CandidateTrace, FinalTrace | None]]]:
+        """Each passage's uncertainty, all in one request: multi-hop scores the next step written with it after the
+        chosen passages; single-hop the answer written from it alone.  An empty generation (single-hop: an unknown
+        answer) ranks last."""
+        ranked = list(enumerate(found, 1))
+        if self.config.mode == "multi_hop":
+            calls = [self.calls.call(state, state.steps, [*state.docs, p], sentence=True) for _, p in ranked]
+            scored = yield from self.calls.run(state, calls)
+            return [
+                (CandidateTrace(p, rank, o.greedy.text, u, u.value if o.greedy.text.strip() else float("inf")), None)
+                for (rank, p), (o, u) in zip(ranked, scored, strict=True)
+            ]
+        calls = [self.calls.call(state, [], [p], sentence=False) for _, p in ranked]
+        scored = yield from self.calls.run(state, calls)
+        items = [(c[0], s, "passage", [p.id]) for c, s, (_, p) in zip(calls, scored, ranked, strict=True)]
+        answers = yield from self.calls.final_answers(state, items)
+        out = []
+        for (rank, p), (o, _), final in zip(ranked, scored, answers, strict=True):
+            value = final.uncertainty.value if o.greedy.text.strip() and not is_unknown(final.answer) else float("inf")
+            out.append((CandidateTrace(p, rank, final.generation, final.uncertainty, value), final))
+        return out
+
+    def rerank_only(self, state: QuestionState) -> Generator[Any, Any, list[CandidateTrace]]:
+        """Self-aware re-ranking alone of ``state.found``, best first."""
+        if not state.found:
+            return []
+        scored = yield from self.score_candidates(state, state.found)
+        candidates = [c for c, _ in scored]
+        candidates[best(candidates)].chosen = True
+        return sorted(candidates, key=lambda c: (c.rank_value, c.rank))
+
+    # ------------------------------------------------------------------------------------- final reasoning
+    def final_answers(self, state: QuestionState) -> Generator[Any, Any, dict[str, FinalTrace]]:
+        """(a) reason from the rationales, (b) reason from the chosen passages, in one request (only the one
+        ``config.final_strategy`` names, when it names one)."""
+        rationale = list(state.steps)
+        if rationale and has_answer(rationale[-1]):
+            kept = [s for s in _SENTENCES.split(rationale[-1]) if not has_answer(s)]
+            rationale[-1] = " ".join(kept)
+        rationale = [s for s in rationale if s.strip()]
+        as_passages = [Passage(f"step {i}", "", s) for i, s in enumerate(rationale, 1)]
+        contexts = {"rationales": as_passages, "knowledge": state.docs}
+        wanted = [s for s in contexts if self.config.final_strategy in ("choose", s)]
+        calls = [self.calls.call(state, [], contexts[s], sentence=False) for s in wanted]
+        scored = yield from self.calls.run(state, calls)
+        items = [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)]
+        finals = yield from self.calls.final_answers(state, items)
+        return {f.strategy: f for f in finals}
+
+    # ------------------------------------------------------------------------------------------- single-hop
+    def single_hop(self, state: QuestionState) -> Program:
+        direct_call = self.calls.call(state, [], [], sentence=False)
+        ((out, u),) = yield from self.calls.run(state, [direct_call])
+        (direct,) = yield from self.calls.final_answers(state, [(direct_call[0], (out, u), "direct", [])])
+        step = StepTrace(0, out.greedy.text, direct.uncertainty, "accept")
+        state.trace.append(step)
+        finals = {"direct": direct}
+        winner = direct
+        stop_reason = "certain without retrieval"
+        if self.needs_retrieval(out.greedy.text, direct.uncertainty):
+            step.decision, step.query = "retrieve", state.question
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            found = yield from self.calls.search(state, step, state.question)
+            stop_reason = step.stop or "answered from passages"
+            if found:
+                scored = yield from self.score_candidates(state, found)
+                step.candidates = [c for c, _ in scored]
+                i = best(step.candidates)
+                step.candidates[i].chosen = True
+                step.chosen = step.candidates[i].passage.id
+                state.docs.append(step.candidates[i].passage)
+                winner = finals["passage"] = scored[i][1]  # type: ignore[assignment]
+                state.emit(
+                    PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen)
+                )
+            elif found is not None:
+                step.stop = stop_reason = "no passages found"
+        else:
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+        state.emit(StepFinished(state.index, state.question, snapshot(step)))
+        return self._result(state, winner, finals, stop_reason)
+
+    def _result(
+        self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace], stop: str
+    ) -> SeaKRResult:
+        return state.result(winner, finals, stop, self.config.to_dict())
+
+
+def best(candidates: Sequence[CandidateTrace]) -> int:
+    """Index of the least uncertain candidate; ties keep the search order."""
+    return min(range(len(candidates)), key=lambda i: (candidates[i].rank_value, i))
+
+
+def choose(rationales: FinalTrace, knowledge: FinalTrace) -> FinalTrace:
+    """The less uncertain of the two final answers; a missing or "unknown" answer loses; a tie goes to knowledge."""
+    bad_r, bad_k = is_unknown(rationales.answer), is_unknown(knowledge.answer)
+    if bad_r != bad_k:
+        return knowledge if bad_r else rationales
+    if bad_r:
+        return knowledge
+    return rationales if rationales.uncertainty.value < knowledge.uncertainty.value else knowledge

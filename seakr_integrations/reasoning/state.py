@@ -1,0 +1,103 @@
+"""One question in flight, and what its program asks of the driver.
+
+A question's program (SeaKR's loop or a baseline) is a generator.  It yields what it needs next, a ``Generate``
+(LM calls) or a ``Search``, and the driver sends back the outputs or the passages, or throws the failure in at the
+``yield``.  So a program reads as a plain sequential algorithm: it never sees the back-end, the retriever, threads
+or the other questions, and the driver is free to run any number of programs at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+from seakr_integrations.reasoning.events import AnswerChosen, Observer, SeaKREvent
+from seakr_integrations.reasoning.trace import FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.retrieval.passage import Passage
+from seakr_integrations.uncertainty.estimate import Uncertainty
+
+__all__ = ["Call", "Generate", "Program", "QuestionState", "Request", "Scored", "Search"]
+
+Call = tuple[str, SamplingConfig]
+"""One LM call: the prompt and its sampling parameters."""
+
+Scored = tuple[SelfAwareOutput, Uncertainty]
+"""An LM call's output and its uncertainty."""
+
+
+@dataclass(frozen=True)
+class Generate:
+    """A program's LM calls; the driver sends back one ``SelfAwareOutput`` per call, in order."""
+
+    calls: tuple[Call, ...]
+
+
+@dataclass(frozen=True)
+class Search:
+    """A program's search; the driver sends back the retriever's passages."""
+
+    query: str
+    k: int
+
+
+Request = Generate | Search
+Program = Generator[Request, Any, Any]
+
+
+class QuestionState:
+    """What one question has gathered so far: its steps, passages, trace, notes and costs.
+
+    Args:
+        question: The question text.
+        index: Its position in the batch (events carry it).
+        observer: Its hooks (framework callbacks); a do-nothing ``Observer`` when ``None``.
+    """
+
+    def __init__(self, question: str, index: int = 0, observer: Observer | None = None) -> None:
+        self.question = question
+        self.index = index
+        self.observer = observer or Observer()
+        self.steps: list[str] = []
+        self.docs: list[Passage] = []
+        self.found: list[Passage] = []
+        self.trace: list[StepTrace] = []
+        self.notes: list[str] = []
+        self.lm_calls = 0
+        self.generated_tokens = 0
+        self.searches = 0
+        self.outbox: list[Any] = []
+        """Events waiting for the driver to yield them."""
+
+    def note(self, text: str) -> None:
+        """Record something the user should know about this answer (once)."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def emit(self, event: SeaKREvent) -> SeaKREvent:
+        """Hand ``event`` to the observer and queue it for the driver to yield."""
+        self.observer.on_event(event)
+        self.outbox.append(event)
+        return event
+
+    def result(
+        self, winner: FinalTrace, finals: dict[str, FinalTrace], stop: str, config: dict[str, Any]
+    ) -> SeaKRResult:
+        """The finished answer: announce the final choice, then the result record with the whole trace."""
+        self.emit(AnswerChosen(self.index, self.question, dict(finals), winner.strategy, winner.answer or ""))
+        return SeaKRResult(
+            question=self.question,
+            answer=winner.answer or "",
+            strategy=winner.strategy,
+            finals=finals,
+            steps=self.trace,
+            passages=list(self.docs),
+            stop_reason=stop,
+            notes=self.notes,
+            lm_calls=self.lm_calls,
+            generated_tokens=self.generated_tokens,
+            searches=self.searches,
+            config=config,
+        )
