@@ -23,7 +23,7 @@ from pydantic import ConfigDict, Field, field_validator
 from langchain_seakr._observer import LangChainObserver, LangChainSearch
 from langchain_seakr._seakr import SeaKRComponent
 from langchain_seakr.retrievers import PassageIndexRetriever
-from seakr_integrations.reasoning.events import QuestionAnswered
+from seakr_integrations.reasoning.events import QuestionAnswered, QuestionFailed
 from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = ["SeaKRChain"]
@@ -126,12 +126,18 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
 
     def _answer(
         self, questions: list[str], run_managers: Sequence[CallbackManagerForChainRun | None]
-    ) -> Iterator[tuple[int, SeaKRResult, LangChainObserver]]:
+    ) -> Iterator[tuple[int, SeaKRResult | Exception, LangChainObserver]]:
+        """Each question's result, or the exception it failed with (the others go on), as it finishes."""
         observers = [self._observer(rm) for rm in run_managers]
         seakr = self.seakr(LangChainSearch(self.retriever))
-        for event in seakr.iter_events(questions, max_in_flight=self.max_in_flight, observers=observers):
+        events = seakr.iter_events(
+            questions, max_in_flight=self.max_in_flight, observers=observers, return_exceptions=True
+        )
+        for event in events:
             if isinstance(event, QuestionAnswered):
                 yield event.question_index, event.result, observers[event.question_index]
+            elif isinstance(event, QuestionFailed):
+                yield event.question_index, event.error, observers[event.question_index]
 
     # ----------------------------------------------------------------------------------------------- Runnable
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
@@ -139,6 +145,8 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
 
     def _invoke(self, input: Any, run_manager: CallbackManagerForChainRun) -> Any:
         ((_, result, observer),) = list(self._answer([question_of(input)], [run_manager]))
+        if isinstance(result, Exception):
+            raise result
         return self._output(result, observer)
 
     def batch(
@@ -167,7 +175,8 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
         if valid:
             questions = [question_of(inputs[i]) for i in valid]
             for j, result, observer in self._answer(questions, [run_manager[i] for i in valid]):
-                outputs[valid[j]] = self._output(result, observer)
+                # a failed question's exception stays in its place; LangChain raises it or returns it
+                outputs[valid[j]] = result if isinstance(result, Exception) else self._output(result, observer)
         return outputs
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:

@@ -42,6 +42,7 @@ class MethodAnswer:
         lm_calls: Prompts generated.
         generated_tokens: Tokens generated (greedy continuations and samples).
         trace: The method's decision trace, JSON-ready.
+        error: Why the question failed (``"TypeName: message"``), or ``None`` when it was answered.
     """
 
     prediction: str
@@ -49,6 +50,7 @@ class MethodAnswer:
     lm_calls: int
     generated_tokens: int
     trace: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
 
 
 @runtime_checkable
@@ -77,7 +79,8 @@ class SeaKRMethod:
         return {"method": self.name, "seakr": self.seakr.config.to_dict()}
 
     def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
-        return [_answer(r) for r in self.seakr.answer_many(list(questions))]
+        """Answers in order; a question that failed gets an answer with its ``error`` (the others are kept)."""
+        return [_answer(r) for r in self.seakr.answer_many(list(questions), return_exceptions=True)]
 
 
 class ClosedBookMethod:
@@ -119,7 +122,9 @@ class ClosedBookMethod:
         return answers
 
 
-def _answer(result: SeaKRResult) -> MethodAnswer:
+def _answer(result: SeaKRResult | Exception) -> MethodAnswer:
+    if isinstance(result, Exception):
+        return MethodAnswer("", 0, 0, 0, error=f"{type(result).__name__}: {result}")
     return MethodAnswer(result.answer, result.searches, result.lm_calls, result.generated_tokens, result.to_dict())
 
 

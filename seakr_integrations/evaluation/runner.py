@@ -2,7 +2,8 @@
 
 The loop is deliberately plain: take the questions the results file does not hold yet, answer them in small
 batches (questions in one batch share back-end batches), score each answer as SPEC section 8 says, append each
-record durably, and keep a running EM/F1 on the progress bar.  Killing it at any point loses at most the batch
+record durably, and keep a running EM/F1 on the progress bar.  A question that fails is recorded as a failed row
+(scored 0, with its error) and the others go on.  Killing it at any point loses at most the batch
 in flight; running the same command again continues from there.
 """
 
@@ -33,6 +34,7 @@ class EvalSummary:
         lm_calls: Mean prompts generated per question.
         generated_tokens: Mean tokens generated per question (samples included).
         seconds: Mean wall-clock seconds per question (a batch's time shared equally by its questions).
+        failed: Records of questions that failed (scored 0; their ``error`` says why).
     """
 
     questions: int
@@ -42,6 +44,7 @@ class EvalSummary:
     lm_calls: float
     generated_tokens: float
     seconds: float
+    failed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -57,7 +60,14 @@ def summarize(records: Sequence[dict[str, Any]]) -> EvalSummary:
         return sum(float(r[key]) for r in records) / n
 
     return EvalSummary(
-        n, mean("em"), mean("f1"), mean("retrievals"), mean("lm_calls"), mean("generated_tokens"), mean("seconds")
+        n,
+        mean("em"),
+        mean("f1"),
+        mean("retrievals"),
+        mean("lm_calls"),
+        mean("generated_tokens"),
+        mean("seconds"),
+        sum(1 for r in records if r.get("error")),
     )
 
 
@@ -76,6 +86,8 @@ def _record(question: Question, answer: MethodAnswer, seconds: float, keep_trace
         "generated_tokens": answer.generated_tokens,
         "seconds": seconds,
     }
+    if answer.error is not None:  # a failed question is a row of its own, scored 0, and the run goes on
+        record["error"] = answer.error
     if question.supporting_titles:  # lets the report check which passages the re-ranking kept
         record["supporting_titles"] = list(question.supporting_titles)
     if keep_trace:

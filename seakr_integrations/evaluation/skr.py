@@ -156,7 +156,12 @@ class SKRkNN:
                 for i, answer in zip(picked, method.answer_many([questions[i] for i in picked]), strict=True):
                     trace = {"skr": {"retrieve": retrieve, "known_neighbours": decisions[i][1]}, **answer.trace}
                     out[i] = MethodAnswer(
-                        answer.prediction, answer.retrievals, answer.lm_calls, answer.generated_tokens, trace
+                        answer.prediction,
+                        answer.retrievals,
+                        answer.lm_calls,
+                        answer.generated_tokens,
+                        trace,
+                        answer.error,
                     )
         return out  # type: ignore[return-value]
 
