@@ -53,15 +53,14 @@ def test_threshold_grid_spans_always_to_never():
 
 def test_f1_objective_picks_the_best_threshold_and_shares_calls_across_the_sweep(monkeypatch):
     backend, retriever = setup()
-    calls = []
-    real = CachedBackend.generate
+    caches = []
+    real = CachedBackend.stream
 
-    def spy(self, prompts, config=None, **kw):
-        out = real(self, prompts, config, **kw)
-        calls.append((self.hits, self.misses))
-        return out
+    def spy(self):
+        caches.append(self)
+        return real(self)
 
-    monkeypatch.setattr(CachedBackend, "generate", spy)
+    monkeypatch.setattr(CachedBackend, "stream", spy)
     profile = calibrate_delta(backend, retriever, QUESTIONS, CONFIG, points=4, dataset="toy.jsonl", progress=False)
     rows = profile.sweep
     assert [r["delta"] for r in rows] == sorted(r["delta"] for r in rows) and len(rows) == 6
@@ -70,7 +69,7 @@ def test_f1_objective_picks_the_best_threshold_and_shares_calls_across_the_sweep
     chosen = [r for r in rows if r.get("chosen")]
     assert len(chosen) == 1 and chosen[0]["f1"] == 1.0 and profile.delta == chosen[0]["delta"]
     assert max(r["delta"] for r in rows if r["f1"] == 1.0) == profile.delta  # ties: fewer retrievals
-    hits, misses = calls[-1]
+    hits, misses = caches[-1].hits, caches[-1].misses
     assert hits > misses  # the sweep's runs share most of their calls
     assert (profile.model, profile.k, profile.objective, profile.questions) == ("scripted", CONFIG.k, "f1", 6)
 

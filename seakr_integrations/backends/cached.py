@@ -8,11 +8,12 @@ saves most of the sweep's cost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.proxy import ProxyBackend
+from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
@@ -54,9 +55,69 @@ class CachedBackend(ProxyBackend):
         self.hits += len(keys) - len(new)
         return [self._memory[key] for key in keys]
 
+    def stream(self) -> GenerationStream:
+        """The inner back-end's stream for what is not cached yet; remembered outputs come back at once."""
+        return _CachedStream(self, self.inner.stream())
+
     def close(self) -> None:
         """Forget the outputs (the inner back-end stays open: it belongs to the caller)."""
         self._memory.clear()
 
     def __repr__(self) -> str:
         return f"CachedBackend({self.inner!r}, remembered={len(self._memory)})"
+
+
+class _CachedStream(GenerationStream):
+    """A remembered (prompt, settings) is finished at the next ``collect``; the rest go to the inner stream."""
+
+    def __init__(self, cache: CachedBackend, inner: GenerationStream) -> None:
+        self.cache, self.inner = cache, inner
+        self._hits: list[int] = []
+        self._keys: dict[int, tuple[str, SamplingConfig]] = {}  # our ticket -> its key
+        self._waiting: dict[int, list[int]] = {}  # inner ticket -> our tickets
+        self._next_ticket = 0
+
+    def submit(self, prompt: str, config: SamplingConfig) -> int:
+        key = (prompt, config)
+        ticket = self._next_ticket
+        if key in self.cache._memory:
+            self._hits.append(ticket)
+            self.cache.hits += 1
+        else:
+            inner_ticket = self.inner.submit(prompt, config)
+            self._waiting[inner_ticket] = [ticket]
+            self.cache.misses += 1
+        self._next_ticket += 1
+        self._keys[ticket] = key
+        return ticket
+
+    @property
+    def pending(self) -> int:
+        return len(self._keys)
+
+    def collect(self) -> list[Finished]:
+        finished: list[Finished] = [(t, self.cache._memory[self._keys.pop(t)]) for t in self._hits]
+        self._hits = []
+        if finished or not self.inner.pending:
+            return finished
+        for inner_ticket, result in self.inner.collect():
+            for ticket in self._waiting.pop(inner_ticket, []):
+                key = self._keys.pop(ticket)
+                if not isinstance(result, Exception):
+                    self.cache._memory[key] = result
+                finished.append((ticket, result))
+        return finished
+
+    def cancel(self, tickets: Iterable[int] | None = None) -> None:
+        chosen = set(self._keys if tickets is None else tickets)
+        self._hits = [t for t in self._hits if t not in chosen]
+        for inner_ticket, ours in list(self._waiting.items()):
+            if set(ours) <= chosen:
+                self.inner.cancel([inner_ticket])
+                del self._waiting[inner_ticket]
+        for t in chosen:
+            self._keys.pop(t, None)
+
+    def close(self) -> None:
+        self.cancel()
+        self.inner.close()
