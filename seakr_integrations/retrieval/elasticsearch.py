@@ -6,10 +6,10 @@ Elasticsearch.  :class:`ElasticsearchRetriever` implements the core's ``Retrieve
 and DRAGIN send: ``multi_match`` of ``best_fields`` type over ``[title, txt]`` with ``tie_breaker`` 0.5 (a
 passage scores by its better field plus half the other), top ``k``, and only the passage text goes to the LM.
 
-Searches from the reasoning loop come one round at a time, one per question in flight; :meth:`search_many` runs
-such a round concurrently on an asyncio client (see :mod:`~seakr_integrations.retrieval.background_loop`), so
-``SeaKR.answer_many`` waits for one search round trip per round, not one per question.  Build the index with
-``seakr index CORPUS.jsonl --es URL --index NAME`` (:func:`~.es_index.build_elasticsearch_index`).
+The reasoning loop sends each question's search as soon as the question issues it, several at once from the
+driver's search threads (the client is thread-safe); :meth:`search_many` runs a list of searches concurrently on an
+asyncio client (see :mod:`~seakr_integrations.retrieval.background_loop`) for callers that have one.  Build the
+index with ``seakr index CORPUS.jsonl --es URL --index NAME`` (:func:`~.es_index.build_elasticsearch_index`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class ElasticsearchRetriever:
     Example:
         >>> retriever = ElasticsearchRetriever("wiki", url="http://localhost:9200")  # doctest: +SKIP
         >>> retriever.search("Who lived longer, Alejandro Jodorowsky or Philip Saville?", k=3)  # doctest: +SKIP
-        >>> SeaKR(VLLMBackend("qwen"), retriever).answer_many(questions)  # searches of a round run concurrently
+        >>> SeaKR(VLLMBackend("qwen"), retriever).answer_many(questions)  # searches run concurrently
     """
 
     def __init__(
@@ -230,9 +230,9 @@ class ElasticsearchRetriever:
     ) -> list[list[Passage]] | list[SearchResult]:
         """:meth:`search` for every query, all at once on the asyncio client; results in order.
 
-        This is what SeaKR's driver calls with the searches of one round (one per question in flight), so they
-        cost one round trip instead of one per question.  It blocks the calling thread (any thread, including
-        one inside a running event loop: the searches run on the retriever's own loop).
+        For callers with many queries at hand (a bulk job, a benchmark): they cost about one round trip instead
+        of one per query.  It blocks the calling thread (any thread, including one inside a running event loop:
+        the searches run on the retriever's own loop).
 
         Args:
             queries: The queries.
