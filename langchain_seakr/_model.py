@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import concurrent_backend
@@ -57,7 +57,11 @@ class SelfAwareModelMixin(BaseModel):
     """A ``SelfAwareBackend`` instance to use; when omitted one is loaded (once per process) from
     ``backend_kind`` and ``model`` on first use."""
     backend_kind: Literal["hf", "vllm"] = "hf"
-    """``"hf"`` (transformers) or ``"vllm"``, used when no ``backend`` instance is given."""
+    """``"hf"`` (transformers) or ``"vllm"``, used when no ``backend`` instance and no ``base_url`` is given."""
+    base_url: str | None = None
+    """A ``seakr serve`` server (e.g. ``"http://127.0.0.1:8000"``) whose model to use instead of loading one."""
+    api_key: SecretStr | None = None
+    """The server's API key, if it has one."""
     model: str = Field(default="smollm2-135m-instruct", alias="model_name")
     """A packaged model's short name or a local Hugging Face directory (the back-end's name when one is given)."""
     k: int = 20
@@ -92,6 +96,8 @@ class SelfAwareModelMixin(BaseModel):
     def _check(self) -> SelfAwareModelMixin:
         if self.backend is not None:
             self.model = self.backend.model_name
+        elif self.base_url is not None:
+            pass  # the server's model: known once connected
         elif self.backend_kind not in BACKEND_KINDS:  # pragma: no cover - Literal already checks it
             raise ValueError(f"backend_kind={self.backend_kind!r}: choose one of {BACKEND_KINDS}")
         elif not Path(self.model).expanduser().is_dir() and self.model.strip().lower() not in known_model_names():
@@ -107,6 +113,12 @@ class SelfAwareModelMixin(BaseModel):
         """The back-end (loaded on first access when only a model name was given), as its process-wide
         ``ConcurrentBackend`` so that concurrent async calls take turns and share batches."""
         if self._backend is None:
+            if self.backend is None and self.base_url is not None:
+                from seakr_integrations.backends.remote import RemoteBackend
+
+                key = self.api_key.get_secret_value() if self.api_key is not None else None
+                self.backend = RemoteBackend(self.base_url, api_key=key)
+                self.model = self.backend.model_name
             self._backend = concurrent_backend(self.backend or shared_backend(self.backend_kind, self.model))
         return self._backend
 

@@ -16,7 +16,6 @@ from langchain_seakr._observer import LangChainObserver, search_documents
 from langchain_seakr._seakr import SeaKRComponent
 from seakr_integrations.reasoning.reasoner import RetrievalError
 from seakr_integrations.reasoning.trace import Assessment
-from seakr_integrations.retrieval.bm25 import BM25Index
 
 __all__ = ["GateDecision", "PassageIndexRetriever", "UncertaintyGatedRetriever"]
 
@@ -67,6 +66,8 @@ class PassageIndexRetriever(BaseRetriever):
     @classmethod
     def from_path(cls, path: str | Path, **kwargs: Any) -> PassageIndexRetriever:
         """A retriever over the BM25 index built at ``path`` by ``seakr index CORPUS --out PATH``."""
+        from seakr_integrations.retrieval.bm25 import BM25Index
+
         return cls(index=BM25Index.open(path), **kwargs)
 
     @classmethod

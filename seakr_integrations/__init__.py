@@ -5,11 +5,13 @@ retrievers (``retrieval``), the SeaKR loop and its trace (``reasoning``), packag
 LangChain and LlamaIndex adapters live in ``langchain_seakr`` and ``llamaindex_seakr``.
 """
 
+from typing import Any
+
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig, SeaKRResult
-from seakr_integrations.retrieval import BM25Index, Passage, Retriever
+from seakr_integrations.retrieval import Passage, Retriever
 from seakr_integrations.uncertainty import Uncertainty, eigenscore, estimate
 
 __all__ = [
@@ -29,3 +31,12 @@ __all__ = [
     "estimate",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``BM25Index`` on first use: tantivy is the ``bm25`` extra, absent from a light client install."""
+    if name == "BM25Index":
+        from seakr_integrations.retrieval.bm25 import BM25Index
+
+        return BM25Index
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

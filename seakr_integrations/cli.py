@@ -27,6 +27,10 @@ __all__ = ["main"]
 
 
 def _build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
+    if getattr(args, "server", None):
+        from seakr_integrations.backends.remote import RemoteBackend
+
+        return RemoteBackend(args.server, api_key=os.environ.get("SEAKR_API_KEY") or None)
     from seakr_integrations.backends.loading import load_backend
 
     return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
@@ -449,6 +453,12 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
     p.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
+    )
     p.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
     p.add_argument("--mode", choices=["multi_hop", "single_hop"], default="multi_hop")
     p.add_argument("-k", type=int, default=20, help="samples per LM call (default 20)")
@@ -591,7 +601,23 @@ def build_parser() -> argparse.ArgumentParser:
     index.set_defaults(func=_index)
     models = sub.add_parser("models", help="list the models that install from PyPI")
     models.set_defaults(func=_models)
+    serve = sub.add_parser(
+        "serve",
+        help="serve a model with vLLM's OpenAI-compatible server plus seakr's self-aware routes (/v1/seakr/...)",
+        description="Starts `vllm serve MODEL` with seakr's plugin and the settings its read-out needs; binds "
+        "127.0.0.1 unless --host is given. Every option after MODEL goes to vllm serve unchanged.",
+    )
+    serve.add_argument("model", help="a short name (`seakr models`) or a local model directory")
+    serve.add_argument("--dry-run", action="store_true", help="print the vllm serve command line and exit")
+    serve.add_argument("vllm_args", nargs=argparse.REMAINDER, help="options for vllm serve (e.g. --port 8001)")
+    serve.set_defaults(func=_serve)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from seakr_integrations.serving.launch import serve
+
+    return serve(args.model, args.vllm_args, dry_run=args.dry_run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -59,6 +59,8 @@ class SelfAwareOutput:
         samples: The k sampled continuations, each with an ``eos_vector``.
         layer: The 0-based decoder layer the vectors were read from.
         source: ``"mlp"`` (that layer's MLP output) or ``"residual"`` (the residual stream after the layer).
+        scores: Uncertainties already computed where the vectors are (a ``seakr serve`` server), by estimator
+            name; ``estimate`` returns these when the output carries no vectors.
     """
 
     prompt: str
@@ -67,6 +69,7 @@ class SelfAwareOutput:
     samples: list[Continuation]
     layer: int
     source: str
+    scores: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def generated_tokens(self) -> int:
         """Tokens generated for this prompt: the greedy continuation and every sample (the cost of the call)."""

@@ -6,8 +6,11 @@ through ``llm.collective_rpc("seakr_...")``, so no pickled callable ever crosses
 need ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``).
 
 While capture is on, a forward hook on the chosen layer (or its MLP) keeps, for every request whose scheduled
-chunk ends at its prompt's last token, that token's vector.  Vectors are keyed by a digest of the request's prompt
-token ids, which the driver can recompute; vLLM's internal request ids carry random suffixes and are not used.
+chunk ends at its prompt's last token, that token's vector.  In-process, vectors are keyed by a digest of the
+request's prompt token ids, which the driver can recompute.  In a server, where many handlers share the workers,
+only read-out requests are kept (their ids start with a prefix the server names), each under its own request id
+(vLLM appends ``-<random>`` to the id it was given; the part before the first ``-`` is ours), and each handler
+pops exactly its own.
 
 vLLM returns normalised log-probabilities only, and the energy estimator needs the raw logits' logsumexp at each
 generated position.  A second forward hook, on the model's ``logits_processor`` module (whose output is the raw
@@ -65,6 +68,7 @@ class SeaKRWorkerExtension:
         self._seakr_captured: dict[str, np.ndarray] = {}
         self._seakr_fired = 0
         self._seakr_lse_prefix = ""
+        self._seakr_readout_prefix = ""
         self._seakr_lse: dict[str, dict[int, float]] = {}
         self._seakr_handle = target.register_forward_hook(self._seakr_hook)
         logits_module = getattr(model, "logits_processor", None)
@@ -83,28 +87,46 @@ class SeaKRWorkerExtension:
                 handle.remove()
             setattr(self, name, None)
 
-    def seakr_set_capture(self, on: bool, lse_prefix: str = "") -> None:
-        """Start (clearing earlier vectors) or stop capturing; ``lse_prefix``: record the raw logits' logsumexp at
-        every generated position of the requests whose ids start with it (none when empty)."""
+    def seakr_set_capture(self, on: bool, lse_prefix: str = "", readout_prefix: str = "") -> None:
+        """Start (clearing earlier vectors) or stop capturing.
+
+        Args:
+            on: Capture or not.
+            lse_prefix: Record the raw logits' logsumexp at every generated position of the requests whose ids
+                start with it (none when empty).
+            readout_prefix: When set, keep vectors only of requests whose ids start with it, each under the
+                driver's request id (a server's concurrent handlers then take exactly their own); when empty, keep
+                every request's vector under the digest of its prompt.
+        """
         self._seakr_capturing = bool(on)
         if on:
             self._seakr_captured = {}
             self._seakr_fired = 0
             self._seakr_lse = {}
             self._seakr_lse_prefix = str(lse_prefix)
+            self._seakr_readout_prefix = str(readout_prefix)
 
-    def seakr_pop_vectors(self) -> dict[str, Any]:
-        """The captured vectors and how often the hook ran.
+    def seakr_pop_vectors(
+        self, keys: Sequence[str] | None = None, lse_ids: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """The captured vectors and how often the hook ran: all of them, or only ``keys`` (and the logsumexps of
+        ``lse_ids``), which are then forgotten while the others stay.
 
         Vectors travel as one float32 buffer (``data``, rows in ``keys`` order, ``shape``): collective_rpc results
         are decoded without a type, so tensors and numpy arrays would arrive as undecoded tuples.
         """
-        captured, self._seakr_captured = self._seakr_captured, {}
-        keys = list(captured)
-        stacked = np.stack([captured[k] for k in keys]).astype(np.float32) if keys else np.zeros((0, 0), np.float32)
-        lse, self._seakr_lse = self._seakr_lse, {}
+        if keys is None:
+            captured, self._seakr_captured = self._seakr_captured, {}
+        else:
+            captured = {k: self._seakr_captured.pop(k) for k in keys if k in self._seakr_captured}
+        names = list(captured)
+        stacked = np.stack([captured[k] for k in names]).astype(np.float32) if names else np.zeros((0, 0), np.float32)
+        if lse_ids is None:
+            lse, self._seakr_lse = self._seakr_lse, {}
+        else:
+            lse = {rid: self._seakr_lse.pop(rid) for rid in lse_ids if rid in self._seakr_lse}
         return {
-            "keys": keys,
+            "keys": names,
             "data": stacked.tobytes(),
             "shape": list(stacked.shape),
             "fired": self._seakr_fired,
@@ -159,14 +181,17 @@ class SeaKRWorkerExtension:
         else:
             value = output
         req_ids, last_rows, positions = self._seakr_batch()
-        wanted: list[tuple[int, list[int]]] = []  # (row, prompt) of requests whose chunk ends at the prompt's end
+        only = self._seakr_readout_prefix
+        wanted: list[tuple[int, str]] = []  # (row, key) of requests whose chunk ends at the prompt's end
         for i, req_id in enumerate(req_ids):
+            if only and not req_id.startswith(only):
+                continue
             prompt = self._seakr_prompt(req_id)
             if prompt is not None and int(positions[i]) == len(prompt) - 1:
-                wanted.append((int(last_rows[i]), prompt))
+                wanted.append((int(last_rows[i]), req_id.split("-", 1)[0] if only else token_digest(prompt)))
         if not wanted:  # a decode-only step: nothing to copy
             return
         rows = torch.as_tensor([r for r, _ in wanted], device=value.device)
         picked = value.index_select(0, rows).float().cpu().numpy()
-        for j, (_, prompt) in enumerate(wanted):
-            self._seakr_captured[token_digest(prompt)] = picked[j]
+        for j, (_, key) in enumerate(wanted):
+            self._seakr_captured[key] = picked[j]

@@ -8,7 +8,8 @@ The reasoning loop depends only on :class:`Retriever` (``search(query, k) -> lis
 ``elasticsearch`` client only when used, so this package imports without it.
 """
 
-from seakr_integrations.retrieval.bm25 import BM25Index
+from typing import Any
+
 from seakr_integrations.retrieval.corpus import iter_passages, read_corpus, validate_passage
 from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
 from seakr_integrations.retrieval.es_connection import (
@@ -41,3 +42,12 @@ __all__ = [
     "read_corpus",
     "validate_passage",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``BM25Index`` on first use: tantivy is the ``bm25`` extra, absent from a light client install."""
+    if name == "BM25Index":
+        from seakr_integrations.retrieval.bm25 import BM25Index
+
+        return BM25Index
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -72,6 +72,14 @@ def estimate(output: SelfAwareOutput, estimator: str = "eigenscore", alpha: floa
     """
     if estimator not in ESTIMATORS:
         raise ValueError(f"unknown estimator {estimator!r}; known: {', '.join(ESTIMATORS)} (and the prompt probe)")
+    remote = output.scores.get(estimator)
+    if remote is not None and any(s.eos_vector is None for s in output.samples):
+        if estimator == "eigenscore" and alpha != DEFAULT_ALPHA:
+            raise ValueError(
+                f"alpha={alpha}: the server computed EigenScore with alpha={DEFAULT_ALPHA}; ask it for the vectors "
+                "(RemoteBackend(return_vectors=True)) to score with another alpha"
+            )
+        return remote
     kept = [s for s in output.samples if s.text.strip()]
     dropped = len(output.samples) - len(kept)
     common = {"estimator": estimator, "num_dropped": dropped}

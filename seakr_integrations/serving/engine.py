@@ -1,0 +1,235 @@
+"""Self-aware generation inside ``vllm serve``: the greedy step, k samples and their EOS read-outs, on the server's
+own async engine, for any number of concurrent HTTP requests.
+
+Per prompt: the greedy request and the ``n=k`` request start together; each sample that finishes gets its read-out
+request (``prompt + sample[:-1] + EOS``, ``max_tokens=1``) at once, while the others still run; the worker hook
+(``vllm_worker``) keeps the read-out's vector under the read-out's own request id, and the handler takes exactly its
+own vectors back (``seakr_pop_vectors(keys=...)``).  Nothing is shared between requests, so concurrent clients never
+see each other's vectors, and every request of theirs joins the one engine batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from seakr_integrations.backends.base import eos_scoring_sequence
+from seakr_integrations.backends.vllm_stream import continuation
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
+from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+from seakr_integrations.uncertainty.estimate import ESTIMATORS, estimate
+
+__all__ = ["GREEDY_PREFIX", "READOUT_PREFIX", "ServerEngine"]
+
+GREEDY_PREFIX = "seakrg"
+"""Request ids of greedy requests (the worker records their raw logits' logsumexp)."""
+READOUT_PREFIX = "seakrr"
+"""Request ids of read-out requests (the worker keeps their last position's vector under the id)."""
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    model: str
+    num_layers: int
+    hidden_size: int
+    max_context: int
+    eos_token_id: int
+
+
+class ServerEngine:
+    """The self-aware generation of one ``vllm serve`` process.
+
+    Args:
+        engine: vLLM's ``EngineClient`` (``app.state.engine_client``).
+        facts: The model's name and shape.
+        tokenizer: The served model's tokenizer.
+        layer: The decoder layer the hook reads (this server's; requests for another layer are refused).
+        source: ``"mlp"`` or ``"residual"``.
+        custom_top_k_top_p: Whether seakr's top-k/top-p logits processor is loaded (``seakr serve`` loads it); else
+            vLLM's own top-k/top-p apply the same rule.
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        facts: ModelFacts,
+        tokenizer: Any,
+        layer: int,
+        source: str,
+        supports_logits: bool,
+        custom_top_k_top_p: bool,
+    ) -> None:
+        from vllm import SamplingParams
+
+        self.engine = engine
+        self.facts = facts
+        self.tokenizer = tokenizer
+        self.layer = layer
+        self.source = source
+        self.supports_logits = supports_logits
+        self._custom = custom_top_k_top_p
+        self._params = SamplingParams
+
+    @classmethod
+    async def start(cls, engine: Any, layer: int | None, source: str, custom_top_k_top_p: bool) -> ServerEngine:
+        """Install the read-out hook in every worker and start capturing; raises with the setting to change when
+        the engine cannot run it."""
+        config = engine.model_config
+        num_layers = int(config.get_total_num_hidden_layers())
+        layer = max(num_layers // 2 - 1, 0) if layer is None else int(layer)
+        if not 0 <= layer < num_layers:
+            raise ValueError(f"layer {layer} is out of range for a model with {num_layers} decoder layers")
+        if not getattr(config, "enforce_eager", False):
+            raise ValueError(
+                "the engine runs compiled (no --enforce-eager): the hidden-state hook would never fire; start the "
+                "server with `seakr serve`, or pass --enforce-eager to vllm serve"
+            )
+        try:
+            (installed, *_) = await engine.collective_rpc("seakr_install_hook", args=(layer, source))
+            await engine.collective_rpc("seakr_set_capture", args=(True, GREEDY_PREFIX, READOUT_PREFIX))
+        except Exception as exc:
+            if "V2 model runner" in str(exc):
+                raise ValueError(V2_RUNNER_HINT) from exc
+            raise ValueError(
+                "the vLLM workers have no seakr methods: start the server with `seakr serve`, or pass "
+                "--worker-extension-cls seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension to vllm serve "
+                f"({type(exc).__name__}: {exc})"
+            ) from exc
+        tokenizer = engine.get_tokenizer()
+        facts = ModelFacts(
+            str(config.served_model_name or config.model),
+            num_layers,
+            int(config.get_hidden_size()),
+            int(config.max_model_len),
+            int(tokenizer.eos_token_id),
+        )
+        return cls(engine, facts, tokenizer, layer, source, bool(installed.get("logits")), custom_top_k_top_p)
+
+    @property
+    def estimators(self) -> tuple[str, ...]:
+        return tuple(e for e in ESTIMATORS if e != "energy" or self.supports_logits)
+
+    def info(self) -> dict[str, Any]:
+        f = self.facts
+        return {
+            "model": f.model,
+            "num_layers": f.num_layers,
+            "hidden_size": f.hidden_size,
+            "max_context": f.max_context,
+            "eos_token_id": f.eos_token_id,
+            "default_layer": self.layer,
+            "layers": [self.layer],
+            "source": self.source,
+            "estimators": list(self.estimators),
+            "supports_logits": self.supports_logits,
+            "chat_template": bool(getattr(self.tokenizer, "chat_template", None)),
+        }
+
+    # ------------------------------------------------------------------------------------------- requests
+    def params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
+        """vLLM parameters of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs."""
+        from vllm.sampling_params import RequestOutputKind
+
+        common = {"max_tokens": config.max_tokens, "min_tokens": config.min_tokens, "stop": list(config.stop)}
+        greedy = self._params(temperature=0.0, logprobs=0, **common)
+        top = (
+            {"extra_args": {"seakr_top_k": max(config.top_k, 0), "seakr_top_p": config.top_p}}
+            if self._custom
+            else {"top_k": config.top_k if config.top_k > 0 else -1, "top_p": config.top_p}
+        )
+        sampled = None
+        if config.k:
+            sampled = self._params(
+                n=config.k,
+                temperature=config.temperature,
+                seed=config.seed,
+                logprobs=0,
+                output_kind=RequestOutputKind.CUMULATIVE,
+                **top,
+                **common,
+            )
+        readout = self._params(max_tokens=1, temperature=0.0, detokenize=False)
+        return greedy, sampled, readout
+
+    async def generate(self, prompt: str, ids: list[int], config: SamplingConfig) -> SelfAwareOutput:
+        """One prompt's greedy continuation and samples with their EOS vectors."""
+        from vllm.inputs import TokensPrompt
+
+        greedy_params, sample_params, readout_params = self.params(config)
+        tag = uuid.uuid4().hex
+        greedy_id = f"{GREEDY_PREFIX}{tag}"
+        greedy_task = asyncio.ensure_future(self._last(TokensPrompt(prompt_token_ids=ids), greedy_params, greedy_id))
+        samples: list[Continuation | None] = [None] * config.k
+        readouts: dict[str, asyncio.Future] = {}  # identical samples share one read-out
+        keys: list[str] = []
+        try:
+            if sample_params is not None:
+                async for out in self.engine.generate(
+                    TokensPrompt(prompt_token_ids=ids), sample_params, f"seakrs{tag}"
+                ):
+                    for c in out.outputs:
+                        if c.finish_reason is None or samples[c.index] is not None:
+                            continue
+                        samples[c.index] = continuation(c)
+                        sequence = eos_scoring_sequence(ids, list(c.token_ids), self.facts.eos_token_id)
+                        key = ",".join(map(str, sequence[len(ids) :]))
+                        if key not in readouts:
+                            readouts[key] = asyncio.ensure_future(self._readout(sequence, readout_params))
+                        keys.append(key)
+            greedy = continuation(await greedy_task)
+            vectors = dict(zip(readouts, await asyncio.gather(*readouts.values()), strict=True))
+        except BaseException:
+            greedy_task.cancel()
+            for task in readouts.values():
+                task.cancel()
+            raise
+        if self.supports_logits:
+            greedy.logit_lse = await self._logsumexp(greedy_id, len(greedy.token_ids))
+        ordered = sorted((i, s) for i, s in enumerate(samples) if s is not None)
+        for (_, sample), key in zip(ordered, keys, strict=False):
+            sample.eos_vector = vectors[key]
+        return SelfAwareOutput(prompt, ids, greedy, [s for _, s in ordered], self.layer, self.source)
+
+    async def vectors(self, sequences: list[list[int]]) -> np.ndarray:
+        """The hidden state at the last position of each token sequence (the stand-alone scoring pass)."""
+        readout = self._params(max_tokens=1, temperature=0.0, detokenize=False)
+        return np.stack(await asyncio.gather(*(self._readout(s, readout) for s in sequences)))
+
+    async def _last(self, prompt: Any, params: Any, request_id: str) -> Any:
+        last = None
+        async for out in self.engine.generate(prompt, params, request_id):
+            last = out
+        if last is None or not last.finished:
+            raise RuntimeError("the engine ended a request without a result")
+        return last.outputs[0]
+
+    async def _readout(self, sequence: list[int], params: Any) -> np.ndarray:
+        from vllm.inputs import TokensPrompt
+
+        request_id = f"{READOUT_PREFIX}{uuid.uuid4().hex}"
+        await self._last(TokensPrompt(prompt_token_ids=sequence), params, request_id)
+        (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=([request_id], []))
+        if request_id not in popped["keys"]:
+            raise RuntimeError("the worker kept no hidden state for a read-out; the capture hook missed it")
+        data = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
+        return data[popped["keys"].index(request_id)].copy()
+
+    async def _logsumexp(self, greedy_id: str, n: int) -> list[float]:
+        (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=([], [greedy_id]))
+        by_position = {int(at): float(v) for at, v in popped["lse"].get(greedy_id, [])}
+        values = [by_position[i] for i in range(n) if i in by_position]
+        if len(values) < n:
+            raise RuntimeError(f"the worker recorded no raw-logit logsumexp for some of the {n} greedy tokens")
+        return values
+
+    def scores(self, output: SelfAwareOutput, estimators: tuple[str, ...], alpha: float) -> dict[str, Any]:
+        """Each requested estimator's uncertainty (energy only where the model exposes its logits)."""
+        wanted = [e for e in estimators if e in self.estimators]
+        if not output.samples:
+            wanted = [e for e in wanted if e in ("perplexity", "energy")]
+        return {name: estimate(output, name, alpha) for name in wanted}

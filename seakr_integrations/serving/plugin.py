@@ -1,0 +1,228 @@
+"""seakr's routes in vLLM's own OpenAI-compatible server (the ``vllm.endpoint_plugins`` entry point ``seakr``).
+
+``vllm serve`` loads this plugin when ``VLLM_PLUGINS`` names ``seakr`` (``seakr serve`` sets it).  The standard
+routes stay as they are; the plugin adds, under ``/v1/seakr`` (so ``--api-key`` protects them like ``/v1/...``):
+
+* ``GET /v1/seakr/info``: the model, its layers, the layer and source read, the estimators served, the limits;
+* ``POST /v1/seakr/generate``: prompts (or chat conversations) in; per prompt the greedy continuation, the k samples
+  and each requested estimator's uncertainty out (EOS vectors only when asked for);
+* ``POST /v1/seakr/tokenize``, ``/detokenize``, ``/chat_prompt``: the tokenizer calls a torch-free client needs;
+* ``POST /v1/seakr/vectors``: the hidden state at the last position of given token sequences.
+
+A bad request is a 400 whose message names the field or the limit; an unexpected failure is a 500 with its reason,
+and the server goes on.  The worker side (the read-out hook) is ``SeaKRWorkerExtension``, mixed into vLLM's
+workers with ``--worker-extension-cls``.
+"""
+
+import asyncio
+import logging
+import os
+from argparse import Namespace
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from seakr_integrations.serving.launch import TOP_K_TOP_P
+from seakr_integrations.serving.protocol import BadRequest, Limits, parse_generate
+
+__all__ = ["SeaKREndpointPlugin", "endpoint_plugin"]
+
+log = logging.getLogger("seakr.serve")
+
+class SeaKREndpointPlugin:
+    """vLLM endpoint plugin: attaches seakr's routes and starts the read-out hook with the engine."""
+
+    name = "seakr"
+    required_tasks = ("generate",)
+
+    def attach_router(self, app: Any) -> None:
+        app.include_router(_router())
+
+    async def init_state(self, engine_client: Any, state: Any, args: Namespace) -> None:
+        from seakr_integrations.serving.engine import ServerEngine
+
+        state.seakr_limits = Limits.from_environment()
+        state.seakr = None
+        state.seakr_error = "this server has no engine (render-only)"
+        if engine_client is None:
+            return
+        processors = [str(p) for p in (getattr(args, "logits_processors", None) or [])]
+        layer = os.environ.get("SEAKR_SERVE_LAYER")
+        source = os.environ.get("SEAKR_SERVE_SOURCE", "mlp")
+        try:
+            state.seakr = await ServerEngine.start(
+                engine_client, None if layer is None else int(layer), source, TOP_K_TOP_P in processors
+            )
+        except Exception as exc:  # the standard routes keep working; seakr's answer 503 with the reason
+            state.seakr_error = str(exc)
+            log.error("seakr routes disabled: %s", exc)
+            return
+        log.info("seakr routes ready: %s", state.seakr.info())
+
+
+def endpoint_plugin() -> SeaKREndpointPlugin:
+    """The ``vllm.endpoint_plugins`` entry point's factory."""
+    return SeaKREndpointPlugin()
+
+
+def _router() -> APIRouter:
+    router = APIRouter(prefix="/v1/seakr", tags=["seakr"])
+
+    def error(status: int, message: str) -> JSONResponse:
+        kind = {400: "BadRequestError", 503: "ServiceUnavailableError"}.get(status, "InternalServerError")
+        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+    def engine_of(request: Request) -> Any:
+        engine = getattr(request.app.state, "seakr", None)
+        if engine is None:
+            raise _Unavailable(getattr(request.app.state, "seakr_error", "seakr is not initialised"))
+        return engine
+
+    async def body_of(request: Request) -> Any:
+        try:
+            return await request.json()
+        except Exception:
+            raise BadRequest("the request body is not valid JSON") from None
+
+    async def guarded(request: Request, handler: Any) -> Any:
+        try:
+            return await handler(engine_of(request), await body_of(request) if request.method == "POST" else None)
+        except BadRequest as exc:
+            return error(400, str(exc))
+        except _Unavailable as exc:
+            return error(503, str(exc))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the server goes on; the client learns why
+            log.exception("seakr request failed")
+            return error(500, f"{type(exc).__name__}: {exc}")
+
+    @router.get("/info")
+    async def info(raw_request: Request) -> Any:
+        async def handle(engine: Any, _: Any) -> Any:
+            limits = raw_request.app.state.seakr_limits
+            return {**engine.info(), "limits": dict(limits.__dict__)}
+
+        return await guarded(raw_request, handle)
+
+    @router.post("/generate")
+    async def generate(raw_request: Request) -> Any:
+        async def handle(engine: Any, body: Any) -> Any:
+            from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
+
+            request = parse_generate(body, raw_request.app.state.seakr_limits)
+            config = request.config
+            if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
+                raise BadRequest(
+                    f"this server reads layer {engine.layer} ({engine.source}); the request asks for layer "
+                    f"{config.layer} ({config.source}): leave layer/source out, or start a server with "
+                    "SEAKR_SERVE_LAYER / SEAKR_SERVE_SOURCE set to them"
+                )
+            prompts = request.prompts or [_chat_prompt(engine.tokenizer, m) for m in request.messages or []]
+            ids = [list(engine.tokenizer(p).input_ids) for p in prompts]
+            limit = engine.facts.max_context - config.max_tokens - 1
+            for i, p in enumerate(ids):
+                if len(p) > limit:
+                    raise BadRequest(
+                        f"prompt {i} has {len(p)} tokens: with max_tokens={config.max_tokens} the limit (the model's "
+                        f"context of {engine.facts.max_context} tokens) leaves room for {limit}; shorten it"
+                    )
+            outputs = await asyncio.gather(*(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True)))
+            result = []
+            for output in outputs:
+                item = {
+                    "prompt": output.prompt,
+                    "prompt_token_ids": output.prompt_token_ids,
+                    "greedy": continuation_to_json(output.greedy, with_lse=True),
+                    "samples": [continuation_to_json(s) for s in output.samples],
+                    "layer": output.layer,
+                    "source": output.source,
+                    "uncertainty": {
+                        name: uncertainty_to_json(u)
+                        for name, u in engine.scores(output, request.estimators, request.alpha).items()
+                    },
+                    "eos_vectors": None,
+                }
+                if request.return_vectors and output.samples:
+                    item["eos_vectors"] = encode_vectors(output.eos_vectors(), request.vector_dtype)
+                result.append(item)
+            return {"model": engine.facts.model, "outputs": result}
+
+        return await guarded(raw_request, handle)
+
+    @router.post("/tokenize")
+    async def tokenize(raw_request: Request) -> Any:
+        async def handle(engine: Any, body: Any) -> Any:
+            texts = _strings(body, "texts")
+            special = bool(body.get("add_special_tokens", True))
+            return {"token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in texts]}
+
+        return await guarded(raw_request, handle)
+
+    @router.post("/detokenize")
+    async def detokenize(raw_request: Request) -> Any:
+        async def handle(engine: Any, body: Any) -> Any:
+            rows = body.get("token_ids") if isinstance(body, dict) else None
+            if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+                raise BadRequest("'token_ids' must be a list of lists of token ids")
+            vocab = len(engine.tokenizer)
+            for r in rows:
+                if not all(isinstance(t, int) and 0 <= t < vocab for t in r):
+                    raise BadRequest(f"token ids must be integers in 0..{vocab - 1}")
+            skip = bool(body.get("skip_special_tokens", True))
+            return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in rows]}
+
+        return await guarded(raw_request, handle)
+
+    @router.post("/chat_prompt")
+    async def chat_prompt(raw_request: Request) -> Any:
+        async def handle(engine: Any, body: Any) -> Any:
+            messages = body.get("messages") if isinstance(body, dict) else None
+            return {"prompt": _chat_prompt(engine.tokenizer, messages)}
+
+        return await guarded(raw_request, handle)
+
+    @router.post("/vectors")
+    async def vectors(raw_request: Request) -> Any:
+        async def handle(engine: Any, body: Any) -> Any:
+            from seakr_integrations.serving.wire import encode_vectors
+
+            rows = body.get("sequences") if isinstance(body, dict) else None
+            limits = raw_request.app.state.seakr_limits
+            if not isinstance(rows, list) or not rows or len(rows) > limits.max_prompts:
+                raise BadRequest(f"'sequences' must be a list of 1 to {limits.max_prompts} token-id lists")
+            for r in rows:
+                if not isinstance(r, list) or not 0 < len(r) <= engine.facts.max_context:
+                    raise BadRequest(f"each sequence must hold 1 to {engine.facts.max_context} token ids")
+                if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in r):
+                    raise BadRequest("token ids must be non-negative integers")
+            if body.get("layer", engine.layer) != engine.layer or body.get("source", engine.source) != engine.source:
+                raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
+            return {"vectors": encode_vectors(await engine.vectors(rows), "float32")}
+
+        return await guarded(raw_request, handle)
+
+    return router
+
+
+class _Unavailable(RuntimeError):
+    pass
+
+
+def _strings(body: Any, key: str) -> list[str]:
+    values = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        raise BadRequest(f"'{key}' must be a non-empty list of strings")
+    return values
+
+
+def _chat_prompt(tokenizer: Any, messages: Any) -> str:
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list of {'role': ..., 'content': ...} objects")
+    if not getattr(tokenizer, "chat_template", None):
+        raise BadRequest("this model's tokenizer has no chat template: send 'prompts' instead of 'messages'")
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    except Exception as exc:
+        raise BadRequest(f"the chat template rejected these messages: {exc}") from None

@@ -1,0 +1,116 @@
+"""The JSON form of self-aware outputs on the wire between ``seakr serve`` and ``RemoteBackend``.
+
+Both sides use these functions, so what the server sends is exactly what the client reads.  Plain JSON types only
+(no numpy on the wire): EOS vectors, sent only when asked for, travel as base64 of little-endian float16 or float32
+rows with their shape; non-finite uncertainties travel as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (strict
+JSON has no such numbers).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+import numpy as np
+
+from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.uncertainty.estimate import Uncertainty
+
+__all__ = [
+    "continuation_from_json",
+    "continuation_to_json",
+    "decode_vectors",
+    "encode_vectors",
+    "number_from_json",
+    "number_to_json",
+    "output_from_json",
+    "uncertainty_from_json",
+    "uncertainty_to_json",
+]
+
+VECTOR_DTYPES = ("float16", "float32")
+
+
+def number_to_json(value: float) -> float | str:
+    """``value``, or ``"inf"``/``"-inf"``/``"nan"`` when it is not finite."""
+    if math.isfinite(value):
+        return float(value)
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def number_from_json(value: float | str) -> float:
+    return float(value)
+
+
+def encode_vectors(vectors: np.ndarray, dtype: str = "float16") -> dict[str, Any]:
+    """Rows of vectors as ``{"dtype", "shape", "data"}`` (base64 of little-endian values)."""
+    if dtype not in VECTOR_DTYPES:
+        raise ValueError(f"vector dtype {dtype!r}: choose one of {', '.join(VECTOR_DTYPES)}")
+    array = np.ascontiguousarray(vectors, dtype=np.dtype(dtype).newbyteorder("<"))
+    return {"dtype": dtype, "shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def decode_vectors(encoded: dict[str, Any]) -> np.ndarray:
+    """The float32 array that :func:`encode_vectors` encoded."""
+    dtype = encoded.get("dtype")
+    if dtype not in VECTOR_DTYPES:
+        raise ValueError(f"vector dtype {dtype!r} is not one of {', '.join(VECTOR_DTYPES)}")
+    raw = base64.b64decode(encoded["data"])
+    array = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+    return array.reshape([int(n) for n in encoded["shape"]]).astype(np.float32)
+
+
+def uncertainty_to_json(u: Uncertainty) -> dict[str, Any]:
+    data = u.to_dict()
+    data["value"] = number_to_json(u.value)
+    return data
+
+
+def uncertainty_from_json(data: dict[str, Any]) -> Uncertainty:
+    return Uncertainty(**{**data, "value": number_from_json(data["value"])})
+
+
+def continuation_to_json(c: Continuation, *, with_lse: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "text": c.text,
+        "token_ids": list(c.token_ids),
+        "logprobs": [number_to_json(lp) for lp in c.logprobs],
+        "finish_reason": c.finish_reason,
+        "stop_reason": c.stop_reason,
+    }
+    if with_lse and c.logit_lse is not None:
+        data["logit_lse"] = [number_to_json(v) for v in c.logit_lse]
+    return data
+
+
+def continuation_from_json(data: dict[str, Any]) -> Continuation:
+    lse = data.get("logit_lse")
+    return Continuation(
+        data["text"],
+        [int(t) for t in data["token_ids"]],
+        [number_from_json(lp) for lp in data["logprobs"]],
+        data["finish_reason"],
+        data.get("stop_reason"),
+        logit_lse=None if lse is None else [number_from_json(v) for v in lse],
+    )
+
+
+def output_from_json(prompt: str, data: dict[str, Any]) -> SelfAwareOutput:
+    """A ``SelfAwareOutput`` from one entry of the server's ``outputs`` (vectors only when they were sent);
+    the server's uncertainties go to ``scores``."""
+    samples = [continuation_from_json(s) for s in data["samples"]]
+    if data.get("eos_vectors") is not None:
+        vectors = decode_vectors(data["eos_vectors"])
+        for sample, vector in zip(samples, vectors, strict=True):
+            sample.eos_vector = vector
+    output = SelfAwareOutput(
+        prompt,
+        [int(t) for t in data["prompt_token_ids"]],
+        continuation_from_json(data["greedy"]),
+        samples,
+        int(data["layer"]),
+        str(data["source"]),
+    )
+    output.scores = {name: uncertainty_from_json(u) for name, u in (data.get("uncertainty") or {}).items()}
+    return output
