@@ -172,3 +172,25 @@ def test_an_unreachable_server_is_a_clear_error_after_the_retries():
         RemoteBackend("http://127.0.0.1:9", retries=1)
     with pytest.raises(ValueError, match="give the server's URL"):
         RemoteBackend("localhost:8000")
+
+
+def test_seakr_serve_is_vllm_serve_with_the_plugin_and_the_settings_the_readout_needs():
+    from seakr_integrations.serving.launch import TOP_K_TOP_P, WORKER_EXTENSION, serve_command
+
+    args, env = serve_command("smollm2", ["--port", "8123"], on_cpu=True)
+    assert args[1:4] == ["-m", "vllm.entrypoints.cli.main", "serve"]
+    assert env["VLLM_PLUGINS"].split(",")[-1] == "seakr" and env["VLLM_USE_V2_MODEL_RUNNER"] == "0"
+    flags = " ".join(args)
+    for part in (
+        "--host 127.0.0.1",
+        f"--worker-extension-cls {WORKER_EXTENSION}",
+        "--enforce-eager",
+        "--enable-prefix-caching",
+        f"--logits-processors {TOP_K_TOP_P}",
+        "--served-model-name smollm2",
+        "--no-enable-chunked-prefill",
+        "--port 8123",
+    ):
+        assert part in flags
+    args, _ = serve_command("smollm2", ["--host", "0.0.0.0", "--max-model-len", "1024"], on_cpu=False)
+    assert "127.0.0.1" not in args and args.count("--max-model-len") == 1 and "--block-size" not in args

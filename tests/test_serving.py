@@ -123,6 +123,28 @@ def test_seakr_answers_through_the_server(remote):
         assert r.steps and r.steps[0].uncertainty.estimator == "eigenscore" and r.lm_calls >= 2
 
 
+def test_langchain_and_llamaindex_run_through_the_server(server):
+    from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRChain
+    from llamaindex_seakr import PassageRetriever, SeaKRLLM, SeaKRQueryEngine
+    from seakr_integrations.demo import demo_index
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    config = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=2, retrieve="always")
+    chain = SeaKRChain(
+        retriever=PassageIndexRetriever(index=demo_index()),
+        llm=ChatSeaKR(base_url=server, api_key=KEY),
+        config=config,
+        return_trace=True,
+    )
+    out = chain.invoke("Who directed the film Jaws?")
+    assert out["documents"] and out["trace"]["steps"][0]["decision"] == "retrieve"
+    llm = SeaKRLLM(base_url=server, api_key=KEY)
+    assert KEY not in repr(llm)
+    engine = SeaKRQueryEngine(PassageRetriever(demo_index(), top_k=3), llm, config=config)
+    response = engine.query("Who directed the film Jaws?")
+    assert response.source_nodes and response.metadata["trace"]["steps"]
+
+
 def test_plain_openai_routes_keep_working(server):
     import httpx
 

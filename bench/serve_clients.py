@@ -1,0 +1,142 @@
+"""Benchmark one ``seakr serve`` server under 1, 4 and 8 concurrent client processes (CPU).
+
+Starts ``seakr serve MODEL`` on a free 127.0.0.1 port, then for each client count runs that many processes at once,
+each answering its own 5 HotpotQA questions of ../shared/data with ``SeaKRChain`` (a LangChain retriever over a
+BM25 index of the HotpotQA corpus, ``ChatSeaKR(base_url=...)``).  Prints one JSON line per client count (questions
+per minute, wall time) and the ratio of 8 clients to 1, then the per-call overhead of the HTTP path: the median time
+of a greedy one-token call through ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
+
+    python bench/serve_clients.py --clients 1 4 8 --per-client 5
+
+Lighter SeaKR settings than the paper's (k=10, 64 tokens, 4 exemplars, at most 3 steps) keep it to minutes on a
+CPU; they are printed with the results.  Results go to docs/benchmarks.md with the command and the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SETTINGS = {"k": 10, "max_tokens": 64, "num_exemplars": 4, "max_steps": 3}
+
+CLIENT = """
+import json, sys
+from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRChain
+from seakr_integrations.reasoning import SeaKRConfig
+url, index, settings, questions = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+retriever = PassageIndexRetriever.from_path(index)
+chain = SeaKRChain(retriever=retriever, llm=ChatSeaKR(base_url=url), config=SeaKRConfig(**settings))
+for q in questions:
+    chain.invoke(q)
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--per-client", type=int, default=5)
+    args = parser.parse_args()
+    import httpx
+
+    from seakr_integrations.retrieval.bm25 import BM25Index
+
+    questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()]
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        index = BM25Index.build(DATA / "corpus_hotpotqa.jsonl", Path(tmp) / "index", progress=False)
+        port = _free_port()
+        url = f"http://127.0.0.1:{port}"
+        log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
+        command = [sys.executable, "-m", "seakr_integrations.cli", "serve", args.model, "--port", str(port)]
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            while True:
+                if server.poll() is not None:
+                    raise SystemExit((Path(tmp) / "server.log").read_text()[-3000:])
+                try:
+                    if httpx.get(url + "/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(1)
+            rates = {}
+            for n in args.clients:
+                started = time.perf_counter()
+                procs = []
+                for i in range(n):
+                    mine = questions[i * args.per_client : (i + 1) * args.per_client]
+                    argv = [sys.executable, "-c", CLIENT, url, str(index.path), json.dumps(SETTINGS), json.dumps(mine)]
+                    procs.append(subprocess.Popen(argv, stderr=subprocess.PIPE, text=True))
+                failed = [p.communicate()[1][-2000:] for p in procs if p.wait() != 0]
+                wall = time.perf_counter() - started
+                if failed:
+                    raise SystemExit(failed[0])
+                rates[n] = n * args.per_client / wall * 60
+                print(
+                    json.dumps(
+                        {
+                            "clients": n,
+                            "questions": n * args.per_client,
+                            "wall_s": round(wall, 1),
+                            "questions_per_minute": round(rates[n], 2),
+                            "settings": SETTINGS,
+                            "machine": machine,
+                        }
+                    )
+                )
+            if 1 in rates and max(rates) > 1:
+                print(
+                    json.dumps({"ratio": f"{max(rates)} clients / 1", "value": round(rates[max(rates)] / rates[1], 2)})
+                )
+            print(json.dumps({"http_overhead_ms": _overhead(url, args.model)}))
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(60)
+            log.close()
+
+
+def _overhead(url: str, model: str, calls: int = 20) -> dict[str, float]:
+    """Median seconds of a greedy one-token call over HTTP and in-process (the server is idle meanwhile)."""
+    from seakr_integrations.backends.remote import RemoteBackend
+    from seakr_integrations.backends.vllm import VLLMBackend
+
+    prompt = "Question: What is the capital of France?\nAnswer:"
+
+    def median(backend: object) -> float:
+        times = []
+        for _ in range(calls):
+            t = time.perf_counter()
+            backend.generate([prompt], k=0, max_tokens=1)  # type: ignore[attr-defined]
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    remote = median(RemoteBackend(url))
+    local_backend = VLLMBackend(model)
+    local = median(local_backend)
+    local_backend.close()
+    return {
+        "remote_ms": round(remote * 1000, 1),
+        "in_process_ms": round(local * 1000, 1),
+        "overhead_ms": round((remote - local) * 1000, 1),
+    }
+
+
+if __name__ == "__main__":
+    main()
