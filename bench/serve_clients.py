@@ -66,7 +66,7 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
         command = [sys.executable, "-m", "seakr_integrations.cli", "serve", args.model, "--port", str(port)]
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
         try:
             while True:
                 if server.poll() is not None:

@@ -40,7 +40,8 @@ def _start(tmp: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     log = (tmp / f"server-{port}.log").open("w")
     command = [sys.executable, "-m", "seakr_integrations.cli", "serve", "smollm2", "--port", str(port)]
     command += ["--dtype", "float32", "--max-model-len", "512", "--seed", "0", *extra]
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # cwd: a stale *.egg-info in the checkout would hide the installed entry points from vLLM's plugin loader
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

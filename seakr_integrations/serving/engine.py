@@ -39,6 +39,7 @@ class ModelFacts:
     hidden_size: int
     max_context: int
     eos_token_id: int
+    vocab_size: int
 
 
 class ServerEngine:
@@ -101,12 +102,14 @@ class ServerEngine:
                 f"({type(exc).__name__}: {exc})"
             ) from exc
         tokenizer = engine.get_tokenizer()
+        name = config.served_model_name or config.model
         facts = ModelFacts(
-            str(config.served_model_name or config.model),
+            str(name[0] if isinstance(name, (list, tuple)) else name),
             num_layers,
             int(config.get_hidden_size()),
             int(config.max_model_len),
             int(tokenizer.eos_token_id),
+            int(config.get_vocab_size()),
         )
         return cls(engine, facts, tokenizer, layer, source, bool(installed.get("logits")), custom_top_k_top_p)
 

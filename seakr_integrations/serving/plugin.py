@@ -166,9 +166,9 @@ def _router() -> APIRouter:
             rows = body.get("token_ids") if isinstance(body, dict) else None
             if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
                 raise BadRequest("'token_ids' must be a list of lists of token ids")
-            vocab = len(engine.tokenizer)
+            vocab = engine.facts.vocab_size
             for r in rows:
-                if not all(isinstance(t, int) and 0 <= t < vocab for t in r):
+                if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in r):
                     raise BadRequest(f"token ids must be integers in 0..{vocab - 1}")
             skip = bool(body.get("skip_special_tokens", True))
             return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in rows]}
@@ -195,8 +195,9 @@ def _router() -> APIRouter:
             for r in rows:
                 if not isinstance(r, list) or not 0 < len(r) <= engine.facts.max_context:
                     raise BadRequest(f"each sequence must hold 1 to {engine.facts.max_context} token ids")
-                if not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in r):
-                    raise BadRequest("token ids must be non-negative integers")
+                vocab = engine.facts.vocab_size
+                if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in r):
+                    raise BadRequest(f"token ids must be integers in 0..{vocab - 1}")
             if body.get("layer", engine.layer) != engine.layer or body.get("source", engine.source) != engine.source:
                 raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
             return {"vectors": encode_vectors(await engine.vectors(rows), "float32")}
