@@ -178,7 +178,10 @@ def test_seakr_serve_is_vllm_serve_with_the_plugin_and_the_settings_the_readout_
     from seakr_integrations.serving.launch import TOP_K_TOP_P, WORKER_EXTENSION, serve_command
 
     args, env = serve_command("smollm2", ["--port", "8123"], on_cpu=True)
-    assert args[1:4] == ["-m", "vllm.entrypoints.cli.main", "serve"]
+    assert args[1:4] in (
+        ["-m", "vllm.entrypoints.cli.main", "serve"],
+        ["-m", "vllm.entrypoints.launchers.api_server.entry", "--model"],
+    )
     assert env["VLLM_PLUGINS"].split(",")[-1] == "seakr" and env["VLLM_USE_V2_MODEL_RUNNER"] == "0"
     flags = " ".join(args)
     for part in (

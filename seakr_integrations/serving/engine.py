@@ -169,7 +169,7 @@ class ServerEngine:
         greedy_task = asyncio.ensure_future(self._last(TokensPrompt(prompt_token_ids=ids), greedy_params, greedy_id))
         samples: list[Continuation | None] = [None] * config.k
         readouts: dict[str, asyncio.Future] = {}  # identical samples share one read-out
-        keys: list[str] = []
+        keys: list[str | None] = [None] * config.k  # each sample's read-out
         try:
             if sample_params is not None:
                 async for out in self.engine.generate(
@@ -183,7 +183,7 @@ class ServerEngine:
                         key = ",".join(map(str, sequence[len(ids) :]))
                         if key not in readouts:
                             readouts[key] = asyncio.ensure_future(self._readout(sequence, readout_params))
-                        keys.append(key)
+                        keys[c.index] = key
             greedy = continuation(await greedy_task)
             vectors = dict(zip(readouts, await asyncio.gather(*readouts.values()), strict=True))
         except BaseException:
@@ -193,10 +193,11 @@ class ServerEngine:
             raise
         if self.supports_logits:
             greedy.logit_lse = await self._logsumexp(greedy_id, len(greedy.token_ids))
-        ordered = sorted((i, s) for i, s in enumerate(samples) if s is not None)
-        for (_, sample), key in zip(ordered, keys, strict=False):
-            sample.eos_vector = vectors[key]
-        return SelfAwareOutput(prompt, ids, greedy, [s for _, s in ordered], self.layer, self.source)
+        if any(s is None for s in samples):
+            raise RuntimeError("the engine finished without returning every sample")
+        for sample, key in zip(samples, keys, strict=True):
+            sample.eos_vector = vectors[key]  # type: ignore[union-attr,index]
+        return SelfAwareOutput(prompt, ids, greedy, samples, self.layer, self.source)  # type: ignore[arg-type]
 
     async def vectors(self, sequences: list[list[int]]) -> np.ndarray:
         """The hidden state at the last position of each token sequence (the stand-alone scoring pass)."""

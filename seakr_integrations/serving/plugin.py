@@ -30,6 +30,7 @@ __all__ = ["SeaKREndpointPlugin", "endpoint_plugin"]
 
 log = logging.getLogger("seakr.serve")
 
+
 class SeaKREndpointPlugin:
     """vLLM endpoint plugin: attaches seakr's routes and starts the read-out hook with the engine."""
 
