@@ -51,7 +51,10 @@ class SelfAwareModelMixin(BaseModel):
     ``k`` samples whose hidden states measure the uncertainty (SeaKR's defaults: 20 samples at 1.0, 50, 0.9).
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
+    # hide_input_in_errors: a validation error must never echo api_key
+    model_config = ConfigDict(
+        extra="forbid", arbitrary_types_allowed=True, populate_by_name=True, hide_input_in_errors=True
+    )
 
     backend: Any = Field(default=None, exclude=True)
     """A ``SelfAwareBackend`` instance to use; when omitted one is loaded (once per process) from
@@ -94,6 +97,8 @@ class SelfAwareModelMixin(BaseModel):
 
     @model_validator(mode="after")
     def _check(self) -> SelfAwareModelMixin:
+        if self.api_key is not None and self.base_url is None:
+            raise ValueError("api_key is the key of a `seakr serve` server: pass its base_url too")
         if self.backend is not None:
             self.model = self.backend.model_name
         elif self.base_url is not None:

@@ -279,7 +279,10 @@ def test_models_reject_what_they_cannot_do():
     with pytest.raises(ValidationError, match="k=1"):
         ChatSeaKR(model="smollm2-135m-instruct", k=1)
     with pytest.raises(ValidationError, match="Extra inputs"):
+        ChatSeaKR(model="smollm2-135m-instruct", organization="sk-nothing")
+    with pytest.raises(ValidationError, match="pass its base_url too") as raised:
         ChatSeaKR(model="smollm2-135m-instruct", api_key="sk-nothing")
+    assert "sk-nothing" not in str(raised.value)
     with pytest.raises(ValidationError, match="estimator"):
         ChatSeaKR(model="smollm2-135m-instruct", estimator="vibes")
     with pytest.raises(ValidationError, match="search"):
