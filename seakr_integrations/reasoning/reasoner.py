@@ -9,6 +9,7 @@ users expect: ``answer``, ``answer_many`` (like LangChain's ``batch``, with ``re
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
@@ -28,7 +29,7 @@ from seakr_integrations.uncertainty.estimate import Uncertainty
 __all__ = ["Reasoner", "RetrievalError", "SeaKR"]
 
 
-class Reasoner:
+class Reasoner(ABC):
     """A way of answering questions over a self-aware back-end and a retriever (SeaKR, or a baseline).
 
     Subclasses say which program answers one question (:meth:`program`); everything else is shared.
@@ -59,9 +60,9 @@ class Reasoner:
         self.calls = ModelCalls(backend, self.config)
         """The model and search plumbing of this back-end and configuration."""
 
+    @abstractmethod
     def program(self, state: QuestionState) -> Program:
         """The program that answers ``state.question`` and returns its ``SeaKRResult``."""
-        raise NotImplementedError
 
     # ----------------------------------------------------------------------------------------------- answers
     def answer(self, question: str) -> SeaKRResult:
