@@ -18,11 +18,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PACKAGED_MODELS", "PackagedModel", "cache_dir", "known_model_names", "packaged_model", "resolve_model"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "PACKAGED_MODELS",
+    "PackagedModel",
+    "cache_dir",
+    "known_model_names",
+    "packaged_model",
+    "resolve_model",
+]
 
 log = logging.getLogger(__name__)
 
 _COMPLETE_MARKER = ".seakr-complete"
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+"""The model every entry point loads when none is named: the smallest packaged one, so a first try runs on a CPU."""
 
 
 @dataclass(frozen=True)

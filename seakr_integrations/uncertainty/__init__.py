@@ -10,10 +10,15 @@ from seakr_integrations.uncertainty.prompt import (
     probe_prompt,
     prompt_uncertainty,
 )
+from seakr_integrations.uncertainty.registry import REGISTRY, Estimator, check_estimator, estimator_names
 
 __all__ = [
     "DEFAULT_ALPHA",
     "ESTIMATORS",
+    "REGISTRY",
+    "Estimator",
+    "check_estimator",
+    "estimator_names",
     "LOOP_ESTIMATORS",
     "PROBE_SUFFIX",
     "PROBE_TEMPLATE",
