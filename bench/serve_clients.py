@@ -53,6 +53,9 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--per-client", type=int, default=5)
+    parser.add_argument(
+        "--dtype", default="float32", help="engine dtype of server and in-process engine (float32: CPUs without bf16)"
+    )
     args = parser.parse_args()
     import httpx
 
@@ -66,6 +69,7 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
         command = [sys.executable, "-m", "seakr_integrations.cli", "serve", args.model, "--port", str(port)]
+        command += ["--dtype", args.dtype]
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
         try:
             while True:
@@ -105,36 +109,60 @@ def main() -> None:
                 print(
                     json.dumps({"ratio": f"{max(rates)} clients / 1", "value": round(rates[max(rates)] / rates[1], 2)})
                 )
-            print(json.dumps({"http_overhead_ms": _overhead(url, args.model)}))
+            print(json.dumps(_remote_against_in_process(url, args.model, args.dtype)))
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(60)
             log.close()
 
 
-def _overhead(url: str, model: str, calls: int = 20) -> dict[str, float]:
-    """Median seconds of a greedy one-token call over HTTP and in-process (the server is idle meanwhile)."""
+def _remote_against_in_process(url: str, model: str, dtype: str, calls: int = 20) -> dict[str, object]:
+    """Parity and per-call overhead of the HTTP path, against the same model in-process (the server is idle).
+
+    Parity: the same 5 prompts, seed and settings on both; the largest absolute difference of each estimator's
+    uncertainty, and whether every greedy and sample token sequence is the same.  Overhead: the median time of a
+    greedy one-token call on each path, and their difference.
+    """
     from seakr_integrations.backends.remote import RemoteBackend
     from seakr_integrations.backends.vllm import VLLMBackend
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.uncertainty.estimate import estimate
 
-    prompt = "Question: What is the capital of France?\nAnswer:"
+    questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()][-5:]
+    prompts = [f"Question: {q}\nAnswer:" for q in questions]
+    config = SamplingConfig(k=10, max_tokens=32, stop=("\n",), seed=7)
+    estimators = ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity")
 
-    def median(backend: object) -> float:
+    def median_call_s(backend: object) -> float:
         times = []
         for _ in range(calls):
             t = time.perf_counter()
-            backend.generate([prompt], k=0, max_tokens=1)  # type: ignore[attr-defined]
+            backend.generate([prompts[0]], k=0, max_tokens=1)  # type: ignore[attr-defined]
             times.append(time.perf_counter() - t)
         return statistics.median(times)
 
-    remote = median(RemoteBackend(url))
-    local_backend = VLLMBackend(model)
-    local = median(local_backend)
-    local_backend.close()
+    with RemoteBackend(url) as remote:
+        far = remote.generate(prompts, config)
+        remote_s = median_call_s(remote)
+    with VLLMBackend(model, dtype=dtype) as local:
+        near = local.generate(prompts, config)
+        local_s = median_call_s(local)
+    same_tokens = all(
+        a.greedy.token_ids == b.greedy.token_ids
+        and [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
+        for a, b in zip(far, near, strict=True)
+    )
+    max_diff = {
+        name: max(abs(estimate(a, name).value - estimate(b, name).value) for a, b in zip(far, near, strict=True))
+        for name in estimators
+    }
     return {
-        "remote_ms": round(remote * 1000, 1),
-        "in_process_ms": round(local * 1000, 1),
-        "overhead_ms": round((remote - local) * 1000, 1),
+        "parity": {"prompts": len(prompts), "same_tokens": same_tokens, "max_abs_difference": max_diff},
+        "one_token_call_ms": {
+            "remote": round(remote_s * 1000, 1),
+            "in_process": round(local_s * 1000, 1),
+            "http_overhead": round((remote_s - local_s) * 1000, 1),
+        },
     }
 
 

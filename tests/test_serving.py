@@ -220,6 +220,31 @@ def test_a_server_killed_mid_request_is_a_clear_client_error(tmp_path):
     assert time.monotonic() - started < 60
 
 
+def _running(url: str) -> float:
+    """vLLM's own gauge of the requests its engine is running (``/metrics``; open without the key)."""
+    import httpx
+
+    for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
+        if line.startswith("vllm:num_requests_running"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError("vllm:num_requests_running is missing from /metrics")
+
+
+def test_a_client_that_hangs_up_has_its_engine_requests_aborted(server):
+    import httpx
+
+    body = {"prompts": [PROMPT] * 4, "k": 20, "max_tokens": 400, "min_tokens": 400}
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with pytest.raises(httpx.TimeoutException):
+        httpx.post(server + "/v1/seakr/generate", json=body, headers=headers, timeout=3.0)
+    # 4 prompts x 21 continuations x 400 forced tokens take minutes on a CPU: only an abort empties the engine soon
+    deadline = time.monotonic() + 30
+    while _running(server) > 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _running(server) == 0
+    assert httpx.get(server + "/v1/seakr/info", headers=headers).status_code == 200
+
+
 LIGHT_CLIENT = """
 import os, sys
 from langchain_core.documents import Document

@@ -88,7 +88,9 @@ def _router() -> APIRouter:
 
     async def guarded(request: Request, handler: Any) -> Any:
         try:
-            return await handler(engine_of(request), await body_of(request) if request.method == "POST" else None)
+            engine = engine_of(request)
+            body = await body_of(request) if request.method == "POST" else None
+            return await _unless_disconnected(request, handler(engine, body))
         except BadRequest as exc:
             return error(400, str(exc))
         except _Unavailable as exc:
@@ -210,6 +212,29 @@ def _router() -> APIRouter:
 
 class _Unavailable(RuntimeError):
     pass
+
+
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """Run ``work``, cancelling it when the client hangs up, so its engine requests are aborted rather than left to
+    finish for nobody (vLLM's own routes do the same).  The body has been read, so the only message left to
+    receive is the disconnect."""
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait([task, watcher], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            log.info("client disconnected; its engine requests are aborted")
+    if task.cancelled():
+        return None
+    return task.result()
 
 
 def _strings(body: Any, key: str) -> list[str]:
