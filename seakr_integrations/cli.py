@@ -246,6 +246,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     from seakr_integrations.backends.cached import CachedBackend
     from seakr_integrations.calibration import save_profile
     from seakr_integrations.evaluation.calibrate import calibrate_delta
+    from seakr_integrations.uncertainty.registry import REGISTRY
 
     if args.objective == "rate" and args.target_rate is None:
         raise ValueError("--objective rate needs --target-rate R (the fraction of steps that should retrieve)")
@@ -254,14 +255,14 @@ def _calibrate(args: argparse.Namespace) -> int:
     retriever, _ = _checked_retriever(args, questions)
     estimators = [config.estimator]
     if args.all_estimators:
-        from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
+        from seakr_integrations.uncertainty.registry import estimator_names
 
-        estimators += [e for e in LOOP_ESTIMATORS if e != config.estimator]
+        estimators += [e for e in estimator_names() if e != config.estimator]
     saved = []
     with _build_backend(args) as backend:
         shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
         for estimator in estimators:
-            if estimator == "energy" and not backend.supports_logits:
+            if "logits" in REGISTRY[estimator].needs and not backend.supports_logits:
                 print(
                     f"seakr: {estimator}: skipped, {args.backend} returns no logits (use --backend hf)", file=sys.stderr
                 )
@@ -438,8 +439,11 @@ def _add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> No
 
 def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
-    from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
+    from seakr_integrations.models import DEFAULT_MODEL
+    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.uncertainty.registry import estimator_names
 
+    d = SeaKRConfig()
     p.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
     p.add_argument(
         "--es",
@@ -451,7 +455,7 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD)",
     )
     p.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
-    p.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="short name or local model directory")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
     p.add_argument(
         "--server",
@@ -460,30 +464,49 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
     )
     p.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
-    p.add_argument("--mode", choices=["multi_hop", "single_hop"], default="multi_hop")
-    p.add_argument("-k", type=int, default=20, help="samples per LM call (default 20)")
-    p.add_argument("--delta", type=float, default=-6.0, help="retrieve when uncertainty > delta (default -6.0)")
-    p.add_argument("--candidates", type=int, default=3, help="passages re-ranked per retrieval (default 3)")
-    p.add_argument("--max-steps", type=int, default=7, help="reasoning steps after which the loop stops (default 7)")
-    p.add_argument("--max-tokens", type=int, default=100)
+    p.add_argument("--mode", choices=["multi_hop", "single_hop"], default=d.mode)
+    p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
+    p.add_argument(
+        "--delta", type=float, default=d.delta, help=f"retrieve when uncertainty > delta (default {d.delta})"
+    )
+    p.add_argument(
+        "--candidates",
+        type=int,
+        default=d.n_candidates,
+        help=f"passages re-ranked per retrieval (default {d.n_candidates})",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=d.max_steps,
+        help=f"reasoning steps after which the loop stops (default {d.max_steps})",
+    )
+    p.add_argument("--max-tokens", type=int, default=d.max_tokens)
     p.add_argument(
         "--min-tokens",
         type=int,
-        default=1,
-        help="tokens every call writes before EOS may end it (default 1: instruct models otherwise end their turn "
-        "after the first reasoning step; 0 is the authors' behaviour)",
+        default=d.min_tokens,
+        help=f"tokens every call writes before EOS may end it (default {d.min_tokens}: instruct models otherwise end "
+        "their turn after the first reasoning step; 0 is the authors' behaviour)",
     )
-    p.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
-    p.add_argument("--source", choices=["mlp", "residual"], default="mlp")
+    p.add_argument("--layer", type=int, default=d.layer, help="0-based layer (default L/2 - 1)")
+    p.add_argument("--source", choices=["mlp", "residual"], default=d.source)
     p.add_argument(
         "--estimator",
-        choices=LOOP_ESTIMATORS,
-        default="eigenscore",
-        help="uncertainty estimator (default eigenscore: SeaKR; the others are the paper's ablations)",
+        choices=estimator_names(),
+        default=d.estimator,
+        help=f"uncertainty estimator (default {d.estimator}: SeaKR; the others are the paper's ablations)",
     )
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--style", choices=["2wiki", "hotpotqa", "simple"], default=None, help="in-context exemplars")
-    p.add_argument("--exemplars", type=int, default=10, help="number of in-context exemplars (default 10)")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument(
+        "--style", choices=["2wiki", "hotpotqa", "simple"], default=d.exemplar_style, help="in-context exemplars"
+    )
+    p.add_argument(
+        "--exemplars",
+        type=int,
+        default=d.num_exemplars,
+        help=f"number of in-context exemplars (default {d.num_exemplars})",
+    )
     p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
     p.add_argument(
         "--no-chat-answer-prefix",
@@ -497,23 +520,36 @@ def _add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-dir", type=Path, default=None, help="calibration profiles (default <cache>/calibration)")
 
 
+SCORE_MAX_TOKENS = 64
+"""``seakr score``'s --max-tokens: a closed-book answer is one short sentence, and scoring should be quick."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from seakr_integrations.uncertainty import ESTIMATORS
+    from seakr_integrations.models import DEFAULT_MODEL
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.uncertainty.registry import REGISTRY
+
+    s = SamplingConfig()
 
     parser = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR) tools.")
     sub = parser.add_subparsers(dest="command", required=True)
     score = sub.add_parser("score", help="answer a question closed-book and report the model's uncertainty")
     score.add_argument("question")
-    score.add_argument("--model", default="smollm2-135m-instruct", help="short name or local model directory")
+    score.add_argument("--model", default=DEFAULT_MODEL, help="short name or local model directory")
     score.add_argument("--backend", choices=["hf", "vllm"], default="hf")
     score.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
-    score.add_argument("-k", type=int, default=20, help="number of samples (default 20)")
-    score.add_argument("--max-tokens", type=int, default=64)
-    score.add_argument("--layer", type=int, default=None, help="0-based layer (default L/2 - 1)")
-    score.add_argument("--source", choices=["mlp", "residual"], default="mlp")
-    score.add_argument("--seed", type=int, default=42)
+    score.add_argument("-k", type=int, default=s.k, help=f"number of samples (default {s.k})")
+    score.add_argument("--max-tokens", type=int, default=SCORE_MAX_TOKENS)
+    score.add_argument("--layer", type=int, default=s.layer, help="0-based layer (default L/2 - 1)")
+    score.add_argument("--source", choices=["mlp", "residual"], default=s.source)
+    score.add_argument("--seed", type=int, default=s.seed)
     score.add_argument(
-        "--estimator", nargs="+", choices=[e for e in ESTIMATORS], default=["eigenscore"], help="one or more"
+        "--estimator",
+        nargs="+",
+        choices=[e.name for e in REGISTRY.values() if "probe" not in e.needs],  # one call: no probe
+        default=[SeaKRConfig().estimator],
+        help="one or more",
     )
     score.add_argument("--no-chat-template", action="store_true", help="send the plain prompt to chat models")
     score.add_argument("--json", action="store_true", help="print a JSON record")

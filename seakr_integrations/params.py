@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, replace
 from typing import Literal
 
-__all__ = ["HiddenSource", "SamplingConfig"]
+__all__ = ["HiddenSource", "SamplingConfig", "check_int", "check_real"]
 
 HiddenSource = Literal["mlp", "residual"]
 _SOURCES = ("mlp", "residual")
+
+
+def check_real(name: str, value: object, expected: str) -> float:
+    """``value`` as a float when it is a finite real number, else a ``ValueError`` that names the field.
+
+    A bool, a string, NaN or an infinity is refused here, at construction, because each would otherwise pass the
+    range checks (NaN compares false with everything, so a NaN threshold silently never or always fires) or fail
+    far away with a ``TypeError`` inside the loop.
+
+    Args:
+        name: The field, as the user spells it.
+        value: What was passed.
+        expected: What to pass instead (e.g. ``"a float such as -6.0"``), put in the message.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r}: must be a finite number; pass {expected}")
+    return float(value)
+
+
+def check_int(name: str, value: object, expected: str) -> int:
+    """``value`` as an int when it is an integer (``True``/``False`` and ``2.0`` are refused), else a ``ValueError``
+    naming the field, the value and ``expected``, what to pass instead."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name}={value!r}: must be an integer; pass {expected}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -50,29 +77,41 @@ class SamplingConfig:
         if isinstance(self.stop, str):
             raise ValueError(f"stop must be a list of strings, not the string {self.stop!r}: use stop=[{self.stop!r}]")
         object.__setattr__(self, "stop", tuple(self.stop))
-        if not isinstance(self.k, int) or self.k < 0 or self.k == 1:
+        k = check_int("k", self.k, "an integer >= 2 (SeaKR uses k=20), or 0 for the greedy continuation alone")
+        if k < 0 or k == 1:
             raise ValueError(
-                f"k={self.k!r}: EigenScore compares the k samples with each other, so it needs at least 2 "
+                f"k={k!r}: EigenScore compares the k samples with each other, so it needs at least 2 "
                 "(SeaKR uses k=20); k=0 asks for the greedy continuation alone"
             )
-        if self.temperature < 0:
-            raise ValueError(f"temperature={self.temperature}: must be >= 0 (SeaKR samples at 1.0)")
-        if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p={self.top_p}: must be in (0, 1] (1.0 disables nucleus sampling)")
-        if self.top_k < -1:
-            raise ValueError(f"top_k={self.top_k}: must be >= 1, or 0 / -1 to disable")
-        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
-            raise ValueError(f"max_tokens={self.max_tokens!r}: must be an integer >= 1")
-        if not isinstance(self.min_tokens, int) or not 0 <= self.min_tokens <= self.max_tokens:
-            raise ValueError(
-                f"min_tokens={self.min_tokens!r}: must be an integer from 0 to max_tokens={self.max_tokens}"
-            )
+        temperature = check_real("temperature", self.temperature, "a float >= 0 (SeaKR samples at 1.0)")
+        if temperature < 0:
+            raise ValueError(f"temperature={temperature}: must be >= 0 (SeaKR samples at 1.0)")
+        top_p = check_real("top_p", self.top_p, "a float in (0, 1] (1.0 disables nucleus sampling)")
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p={top_p}: must be in (0, 1] (1.0 disables nucleus sampling)")
+        top_k = check_int("top_k", self.top_k, "an integer >= 1, or 0 / -1 to disable")
+        if top_k < -1:
+            raise ValueError(f"top_k={top_k}: must be >= 1, or 0 / -1 to disable")
+        max_tokens = check_int("max_tokens", self.max_tokens, "an integer >= 1")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens={max_tokens!r}: must be an integer >= 1")
+        min_tokens = check_int("min_tokens", self.min_tokens, f"an integer from 0 to max_tokens={max_tokens}")
+        if not 0 <= min_tokens <= max_tokens:
+            raise ValueError(f"min_tokens={min_tokens!r}: must be an integer from 0 to max_tokens={max_tokens}")
+        seed = check_int("seed", self.seed, "an integer such as 42")
         if any(not isinstance(s, str) or s == "" for s in self.stop):
             raise ValueError(f"stop={list(self.stop)!r}: every stop string must be a non-empty string")
         if self.source not in _SOURCES:
             raise ValueError(f"source={self.source!r}: choose one of {_SOURCES}")
-        if self.layer is not None and (not isinstance(self.layer, int) or self.layer < 0):
-            raise ValueError(f"layer={self.layer!r}: must be a 0-based layer index or None for L/2 - 1")
+        layer = self.layer
+        if layer is not None:
+            layer = check_int("layer", layer, "a 0-based layer index, or None for L/2 - 1")
+            if layer < 0:
+                raise ValueError(f"layer={layer!r}: must be a 0-based layer index or None for L/2 - 1")
+        checked = {"k": k, "temperature": temperature, "top_p": top_p, "top_k": top_k, "max_tokens": max_tokens}
+        checked.update(min_tokens=min_tokens, seed=seed, layer=layer)
+        for name, value in checked.items():  # plain Python numbers: numpy scalars would not survive json.dumps
+            object.__setattr__(self, name, value)
 
     def with_(self, **changes: object) -> SamplingConfig:
         """A copy with some fields changed (validated again)."""

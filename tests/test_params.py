@@ -51,3 +51,105 @@ def test_with_revalidates_and_freezes_stop():
 def test_min_tokens_must_fit_under_max_tokens(bad):
     with pytest.raises(ValueError, match="min_tokens"):
         SamplingConfig(max_tokens=100, min_tokens=bad)
+
+
+# ------------------------------------------------------------------------------------ SeaKRConfig: one definition
+def test_seakr_config_takes_its_sampling_defaults_from_sampling_config():
+    import dataclasses
+
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    seakr, sampling = SeaKRConfig(), SamplingConfig()
+    shared = {f.name for f in dataclasses.fields(SamplingConfig)} & {f.name for f in dataclasses.fields(SeaKRConfig)}
+    assert shared == {"k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source"}
+    differ = {name for name in shared if getattr(seakr, name) != getattr(sampling, name)}
+    assert differ == {"min_tokens"}  # the one deliberate difference (see SeaKRConfig's docstring)
+    assert (seakr.min_tokens, sampling.min_tokens) == (1, 0)
+
+
+NOT_A_NUMBER = [float("nan"), float("inf"), float("-inf"), "high", True, None, [1.0]]
+
+
+@pytest.mark.parametrize("field", ["delta", "alpha", "temperature", "top_p", "mask_threshold"])
+@pytest.mark.parametrize("bad", NOT_A_NUMBER, ids=repr)
+def test_seakr_config_refuses_non_finite_or_non_numeric_reals(field, bad):
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(ValueError, match=rf"^{field}=.*must be a finite number; pass ") as err:
+        SeaKRConfig(**{field: bad})
+    assert repr(bad) in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "field", ["k", "top_k", "max_tokens", "min_tokens", "seed", "layer", "n_candidates", "max_steps", "num_exemplars"]
+)
+@pytest.mark.parametrize("bad", [2.0, "3", True, float("nan")], ids=repr)
+def test_seakr_config_refuses_non_integers(field, bad):
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(ValueError, match=rf"^{field}={bad!r}: must be an integer; pass "):
+        SeaKRConfig(**{field: bad})
+
+
+def test_delta_message_says_what_to_pass_instead():
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(ValueError, match=r"delta=nan: .*-6\.0.*retrieve='always' or retrieve='never'"):
+        SeaKRConfig(delta=float("nan"))
+    with pytest.raises(ValueError, match=r"delta='high': must be a finite number"):
+        SeaKRConfig(delta="high")
+    with pytest.raises(ValueError, match="delta=True"):
+        SeaKRConfig().with_(delta=True)  # with_ validates again
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -1e-3, float("inf")])
+def test_alpha_must_be_positive_and_finite(bad):
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(ValueError, match=rf"^alpha={bad!r}: .*(positive|finite)"):
+        SeaKRConfig(alpha=bad)
+
+
+def test_numbers_are_normalised_to_plain_python_types():
+    import json
+
+    import numpy as np
+
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    c = SeaKRConfig(
+        delta=np.float32(-2.5), k=np.int64(4), temperature=1, alpha=np.float64(1e-2), n_candidates=np.int8(2)
+    )
+    assert (type(c.delta), type(c.k), type(c.temperature), type(c.alpha), type(c.n_candidates)) == (
+        float,
+        int,
+        float,
+        float,
+        int,
+    )
+    assert json.loads(json.dumps(c.to_dict()))["k"] == 4
+    assert SeaKRConfig(delta=-6) == SeaKRConfig()  # an int threshold is the same setting
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k=0: SeaKR's loop"),
+        ({"k": False}, "k=False: must be an integer"),
+        ({"estimator": "vibes"}, "estimator='vibes': choose one of eigenscore, .*, prompt"),
+        ({"chat_template": "yes"}, "chat_template='yes'"),
+        ({"base_stops": "\n"}, "base_stops='\\\\n': a list of strings"),
+        ({"mask_threshold": 1.5}, r"mask_threshold=1.5: a probability"),
+    ],
+)
+def test_seakr_config_other_bad_values(kwargs, message):
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(ValueError, match=message):
+        SeaKRConfig(**kwargs)
+
+
+@pytest.mark.parametrize("field", ["temperature", "top_p"])
+def test_sampling_config_refuses_nan(field):
+    with pytest.raises(ValueError, match=rf"^{field}=nan: must be a finite number"):
+        SamplingConfig(**{field: float("nan")})

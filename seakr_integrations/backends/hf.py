@@ -27,7 +27,7 @@ from torch import nn
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.sampling import top_k_top_p_filter
-from seakr_integrations.models import resolve_model
+from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
@@ -105,7 +105,7 @@ class HFBackend(SelfAwareBackend):
 
     def __init__(
         self,
-        model: str | Path | nn.Module = "smollm2-135m-instruct",
+        model: str | Path | nn.Module = DEFAULT_MODEL,
         *,
         tokenizer: Any = None,
         device: str | None = None,

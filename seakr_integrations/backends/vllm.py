@@ -29,7 +29,7 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.vllm_stream import VLLMStream
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
-from seakr_integrations.models import resolve_model
+from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
@@ -98,7 +98,7 @@ class VLLMBackend(SelfAwareBackend):
 
     def __init__(
         self,
-        model: str | Path = "smollm2-135m-instruct",
+        model: str | Path = DEFAULT_MODEL,
         *,
         dtype: str = "auto",
         max_model_len: int | None = None,

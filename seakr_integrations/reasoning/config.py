@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from seakr_integrations.params import HiddenSource, SamplingConfig
-from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
+from seakr_integrations.params import HiddenSource, SamplingConfig, check_int, check_real
+from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
+from seakr_integrations.uncertainty.registry import check_estimator
 
 __all__ = ["SeaKRConfig"]
 
@@ -20,6 +21,9 @@ RetrievalErrorPolicy = Literal["raise", "answer_without"]
 RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
 _STYLES = ("2wiki", "hotpotqa", "simple")
+_SAMPLING = SamplingConfig()
+"""The sampling fields' defaults are SamplingConfig's: declared there once."""
+_SAMPLING_FIELDS = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source")
 
 
 @dataclass(frozen=True)
@@ -28,24 +32,21 @@ class SeaKRConfig:
 
     Attributes:
         mode: ``"multi_hop"`` (the iterative loop of SPEC section 5) or ``"single_hop"`` (one retrieval at most).
-        k: Samples per LM call whose EOS vectors give the uncertainty.
-        temperature: Temperature of the samples.
-        top_k: Top-k of the samples.
-        top_p: Top-p of the samples.
-        max_tokens: Maximum new tokens per continuation.
-        min_tokens: Every call writes at least this many tokens before EOS may end it.  Not in the authors' code
-            (their plain prompts rarely end at once); inside a chat template an instruct model closes its turn
-            after one sentence (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89 after the first step), and an empty step has
-            no uncertainty (U = inf, so it always retrieves) and gives the re-ranking nothing to compare.  0
-            restores the authors' behaviour.
-        seed: Sampling seed.
-        layer: Decoder layer of the hidden state (``None``: ``L/2 - 1``).
-        source: ``"mlp"`` (SeaKR's code) or ``"residual"``.
-        estimator: Uncertainty estimator (``"eigenscore"`` is SeaKR; the others are the paper's ablations;
-            ``"prompt"`` asks the model after every call whether it has sufficient knowledge, one probe call more).
-        alpha: EigenScore's ridge.
-        delta: Retrieval threshold: retrieve when the uncertainty is above it.  The authors' -6.0 was set for
-            Llama-2-7B's MLP output; it depends on model, layer and source, so calibrate it for yours.
+        k, temperature, top_k, top_p, max_tokens, seed, layer, source: The sampling settings of every LM call; see
+            ``SamplingConfig``, which defines, defaults and validates them (SeaKR's loop needs ``k >= 2``).
+        min_tokens: The one sampling default that differs from ``SamplingConfig``'s (1, not 0): every call writes
+            at least this many tokens before EOS may end it.  Not in the authors' code (their plain prompts rarely
+            end at once); inside a chat template an instruct model closes its turn after one sentence
+            (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89 after the first step), and an empty step has no uncertainty
+            (U = inf, so it always retrieves) and gives the re-ranking nothing to compare.  0 restores the
+            authors' behaviour.
+        estimator: Uncertainty estimator, a name in ``seakr_integrations.uncertainty.REGISTRY`` (``"eigenscore"``
+            is SeaKR; the others are the paper's ablations; ``"prompt"`` asks the model after every call whether it
+            has sufficient knowledge, one probe call more).
+        alpha: EigenScore's ridge (positive and finite).
+        delta: Retrieval threshold: retrieve when the uncertainty is above it (a finite number: to retrieve always
+            or never, set ``retrieve``).  The authors' -6.0 was set for Llama-2-7B's MLP output; it depends on model,
+            layer and source, so calibrate it for yours.
         n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
         max_steps: Reasoning steps after which the loop stops.
         max_docs: Chosen passages after which the loop stops.
@@ -75,17 +76,17 @@ class SeaKRConfig:
     """
 
     mode: Mode = "multi_hop"
-    k: int = 20
-    temperature: float = 1.0
-    top_k: int = 50
-    top_p: float = 0.9
-    max_tokens: int = 100
+    k: int = _SAMPLING.k
+    temperature: float = _SAMPLING.temperature
+    top_k: int = _SAMPLING.top_k
+    top_p: float = _SAMPLING.top_p
+    max_tokens: int = _SAMPLING.max_tokens
     min_tokens: int = 1
-    seed: int = 42
-    layer: int | None = None
-    source: HiddenSource = "mlp"
+    seed: int = _SAMPLING.seed
+    layer: int | None = _SAMPLING.layer
+    source: HiddenSource = _SAMPLING.source
     estimator: str = "eigenscore"
-    alpha: float = 1e-3
+    alpha: float = DEFAULT_ALPHA
     delta: float = -6.0
     n_candidates: int = 3
     max_steps: int = 7
@@ -106,19 +107,39 @@ class SeaKRConfig:
     final_strategy: FinalStrategy = "choose"
 
     def __post_init__(self) -> None:
+        if isinstance(self.base_stops, str):
+            raise ValueError(
+                f"base_stops={self.base_stops!r}: a list of strings, e.g. base_stops=[{self.base_stops!r}]"
+            )
         object.__setattr__(self, "base_stops", tuple(self.base_stops))
         if self.mode not in ("multi_hop", "single_hop"):
             raise ValueError(f"mode={self.mode!r}: choose 'multi_hop' or 'single_hop'")
-        if self.estimator not in LOOP_ESTIMATORS:
-            raise ValueError(f"estimator={self.estimator!r}: choose one of {', '.join(LOOP_ESTIMATORS)}")
-        for name in ("n_candidates", "max_steps", "max_docs", "query_max_tokens"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r}: must be an integer >= 1")
-        if not isinstance(self.num_exemplars, int) or self.num_exemplars < 0:
-            raise ValueError(f"num_exemplars={self.num_exemplars!r}: must be an integer >= 0")
-        if not 0.0 <= self.mask_threshold <= 1.0:
-            raise ValueError(f"mask_threshold={self.mask_threshold}: a probability in [0, 1] (SeaKR: 0.9)")
+        check_estimator(self.estimator)
+        alpha = check_real("alpha", self.alpha, f"a small positive float (SeaKR: {DEFAULT_ALPHA})")
+        if alpha <= 0:
+            raise ValueError(
+                f"alpha={self.alpha!r}: EigenScore's ridge must be positive so that the log-determinant exists; pass a "
+                f"small positive float (SeaKR: {DEFAULT_ALPHA})"
+            )
+        delta = check_real(
+            "delta",
+            self.delta,
+            "a float such as -6.0 (calibrate it with `seakr calibrate`); to retrieve at every step or never, "
+            "set retrieve='always' or retrieve='never'",
+        )
+        mask_threshold = check_real("mask_threshold", self.mask_threshold, "a probability in [0, 1] (SeaKR: 0.9)")
+        if not 0.0 <= mask_threshold <= 1.0:
+            raise ValueError(f"mask_threshold={mask_threshold}: a probability in [0, 1] (SeaKR: 0.9)")
+        checked: dict[str, Any] = {"alpha": alpha, "delta": delta, "mask_threshold": mask_threshold}
+        for name, low in (("n_candidates", 1), ("max_steps", 1), ("max_docs", 1), ("query_max_tokens", 1)):
+            value = check_int(name, getattr(self, name), f"an integer >= {low}")
+            if value < low:
+                raise ValueError(f"{name}={value!r}: must be an integer >= {low}")
+            checked[name] = value
+        num_exemplars = check_int("num_exemplars", self.num_exemplars, "an integer >= 0 (the paper: 10)")
+        if num_exemplars < 0:
+            raise ValueError(f"num_exemplars={num_exemplars!r}: must be an integer >= 0 (the paper: 10)")
+        checked["num_exemplars"] = num_exemplars
         if self.content_filter not in ("stopwords", "spacy"):
             raise ValueError(f"content_filter={self.content_filter!r}: choose 'stopwords' or 'spacy'")
         if self.exemplar_style is not None and self.exemplar_style not in _STYLES:
@@ -127,6 +148,11 @@ class SeaKRConfig:
             raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
         if self.retrieve not in ("uncertain", "always", "never"):
             raise ValueError(f"retrieve={self.retrieve!r}: choose 'uncertain' (SeaKR), 'always' or 'never'")
+        if not isinstance(self.chat_template, (bool, type(None))):
+            raise ValueError(
+                f"chat_template={self.chat_template!r}: pass True, False, or None (use the template when the "
+                "tokenizer has one)"
+            )
         if not isinstance(self.chat_answer_prefix, bool):
             raise ValueError(f"chat_answer_prefix={self.chat_answer_prefix!r}: must be True (default) or False")
         if not isinstance(self.rerank, bool):
@@ -135,11 +161,14 @@ class SeaKRConfig:
             raise ValueError(
                 f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
             )
-        if self.k == 0:
+        if type(self.k) is int and self.k == 0:
             raise ValueError(
                 "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"
             )
-        self.sampling()  # validates k, temperature, top_k, top_p, min/max_tokens, stops, layer and source
+        sampling = self.sampling()  # validates (and normalises) the sampling fields where they are defined
+        checked.update({name: getattr(sampling, name) for name in _SAMPLING_FIELDS})
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
 
     @property
     def style(self) -> str:
