@@ -1,6 +1,7 @@
 """The trace as flat rows: the same rows from a live result, its JSON form and a chain's returned trace."""
 
 import json
+import math
 
 import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
@@ -29,9 +30,9 @@ def test_rows_follow_the_trace():
     assert steps[0]["step"] == 1 and steps[0]["decision"] == "retrieve"
     assert steps[0]["uncertainty"] == pytest.approx(result.steps[0].uncertainty.value)
     assert steps[0]["query"] == "Eiffel Tower stands" and steps[0]["masked_words"] == "Germany"
-    assert (steps[0]["candidates"], steps[0]["chosen_id"], steps[0]["accepted"]) == (3, "p2", "It is in France")
+    assert (steps[0]["candidates"], steps[0]["chosen_passage_id"], steps[0]["accepted"]) == (3, "p2", "It is in France")
     assert steps[0]["chosen_title"] == result.steps[0].candidates[1].passage.title
-    assert steps[1]["uncertainty"] is None  # the empty step: inf in the trace, None in its JSON form
+    assert steps[1]["uncertainty"] == math.inf  # the empty step: inf in the trace, in its JSON form and here
     cands = candidate_rows(result)
     assert [(c["step"], c["search_rank"], c["id"], c["chosen"]) for c in cands][:3] == [
         (1, 1, "p1", False),
@@ -51,5 +52,8 @@ def test_same_rows_from_the_json_form_and_a_clear_error_otherwise():
     plain = json.loads(result.to_json())
     for rows in (step_rows, candidate_rows, final_rows):
         assert rows(plain) == rows(result)
-    with pytest.raises(TypeError, match="SeaKRResult or its to_dict"):
+    assert plain["steps"][1]["uncertainty"]["value"] == "inf"
+    with pytest.raises(ValueError, match="not a SeaKR trace"):
         step_rows({"answer": "France"})
+    with pytest.raises(TypeError, match="SeaKRResult or its to_dict"):
+        step_rows(["France"])

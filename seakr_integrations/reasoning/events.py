@@ -4,15 +4,39 @@ A SeaKR answer takes seconds to minutes, and its value lies in the decisions alo
 decisions (``SeaKRChain.stream``, a LlamaIndex workflow's ``stream_events``) and routing every model call and search
 through a framework's callbacks both need the same thing from the core: a record of each phase as it completes and
 a place to hook in per question.  Events are snapshots: a consumer may hold them while the loop goes on.
+
+One name per phase.  Each phase has one core event class, and the adapters derive their names from it
+mechanically (:func:`langchain_event_name`, :func:`llamaindex_event_name`): ``kind`` is the class name in
+snake_case, the LangChain custom event is ``seakr_<kind>``, the LlamaIndex event class is ``<class name>Event``.
+
+=================  ==========================  ===========================  =========================================
+core event         ``kind``                    LangChain custom event       LlamaIndex event
+=================  ==========================  ===========================  =========================================
+StepAssessed       ``step_assessed``           ``seakr_step_assessed``      ``StepAssessedEvent`` (workflow)
+PassagesRetrieved  ``passages_retrieved``      ``seakr_passages_retrieved`` ``PassagesRetrievedEvent`` (workflow)
+PassagesReranked   ``passages_reranked``       ``seakr_passages_reranked``  ``PassagesRerankedEvent`` (workflow)
+StepFinished       ``step_finished``           ``seakr_step_finished``      ``StepFinishedEvent`` (workflow)
+AnswerChosen       ``answer_chosen``           ``seakr_answer_chosen``      ``AnswerChosenEvent`` (workflow)
+QuestionAnswered   ``question_answered``       ``seakr_question_answered``  ``QuestionAnsweredEvent`` (workflow stop)
+QuestionFailed     ``question_failed``         ``seakr_question_failed``    ``QuestionFailedEvent`` (workflow)
+GateDecided        ``gate_decided``            ``seakr_gate_decided``       ``GateDecidedEvent`` (instrumentation)
+=================  ==========================  ===========================  =========================================
+
+``EVENT_TYPES`` lists the core classes; ``LEGACY_KINDS`` the names older releases used for the same phases
+(``assessed``, ``retrieved``, ``reranked``, ``step``, ``final``, ``answered``, ``failed``, ``gate``), which the
+LangChain adapter still emits (``seakr_assessed``...) next to the new ones for one release.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from seakr_integrations._deprecation import warn_renamed
+from seakr_integrations.reasoning.decisions import FinalChoice, GateDecision
 from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace, _plain
 from seakr_integrations.retrieval.passage import Passage, Retriever
 
@@ -21,7 +45,10 @@ if TYPE_CHECKING:
     from seakr_integrations.uncertainty.estimate import Uncertainty
 
 __all__ = [
+    "EVENT_TYPES",
+    "LEGACY_KINDS",
     "AnswerChosen",
+    "GateDecided",
     "Observer",
     "PassagesReranked",
     "PassagesRetrieved",
@@ -30,6 +57,8 @@ __all__ = [
     "SeaKREvent",
     "StepAssessed",
     "StepFinished",
+    "langchain_event_name",
+    "llamaindex_event_name",
     "snapshot",
 ]
 
@@ -42,13 +71,24 @@ def snapshot(step: StepTrace) -> StepTrace:
     return copied
 
 
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
 @dataclass(frozen=True)
 class SeaKREvent:
-    """Base of every event: which question (its position in the batch, and its text) it belongs to."""
+    """Base of every event: which question (its position in the batch, and its text) it belongs to.
+
+    ``kind`` is the class name in snake_case (``StepAssessed`` -> ``"step_assessed"``), set for every subclass.
+    """
 
     kind: ClassVar[str] = "event"
     question_index: int
     question: str
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.kind = _snake(cls.__name__)
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON form with the event's ``kind``."""
@@ -63,7 +103,6 @@ class SeaKREvent:
 class StepAssessed(SeaKREvent):
     """The uncertainty check: a pseudo-generation was scored and the gate decided (``step.decision``)."""
 
-    kind: ClassVar[str] = "assessed"
     step: StepTrace
 
 
@@ -71,7 +110,6 @@ class StepAssessed(SeaKREvent):
 class PassagesRetrieved(SeaKREvent):
     """A search ran for ``query`` and returned ``passages`` (best first; empty when it failed, see ``error``)."""
 
-    kind: ClassVar[str] = "retrieved"
     step_index: int
     query: str
     passages: tuple[Passage, ...]
@@ -80,19 +118,23 @@ class PassagesRetrieved(SeaKREvent):
 
 @dataclass(frozen=True)
 class PassagesReranked(SeaKREvent):
-    """The self-aware re-ranking of one round: each new passage's uncertainty and the one kept."""
+    """The self-aware re-ranking of one round: each new passage's uncertainty and the id of the one kept."""
 
-    kind: ClassVar[str] = "reranked"
     step_index: int
     candidates: tuple[CandidateTrace, ...]
-    chosen: str | None
+    chosen_passage_id: str | None
+
+    @property
+    def chosen(self) -> str | None:
+        """Deprecated: ``chosen_passage_id``."""
+        warn_renamed("PassagesReranked.chosen", "PassagesReranked.chosen_passage_id")
+        return self.chosen_passage_id
 
 
 @dataclass(frozen=True)
 class StepFinished(SeaKREvent):
     """One round of reasoning is complete: what was appended to the chain and whether the loop stops."""
 
-    kind: ClassVar[str] = "step"
     step: StepTrace
 
 
@@ -100,17 +142,20 @@ class StepFinished(SeaKREvent):
 class AnswerChosen(SeaKREvent):
     """The final self-aware reasoning: every final candidate and the strategy that won."""
 
-    kind: ClassVar[str] = "final"
     finals: dict[str, FinalTrace]
     strategy: str
     answer: str
+
+    @property
+    def choice(self) -> FinalChoice:
+        """The decision as the core's record (what adapters put in metadata)."""
+        return FinalChoice.from_finals(self.finals, self.strategy, self.answer)
 
 
 @dataclass(frozen=True)
 class QuestionAnswered(SeaKREvent):
     """The question is done; ``result`` holds the answer and the whole trace."""
 
-    kind: ClassVar[str] = "answered"
     result: SeaKRResult = field(repr=False)
 
 
@@ -118,7 +163,6 @@ class QuestionAnswered(SeaKREvent):
 class QuestionFailed(SeaKREvent):
     """The question failed with ``error``; the other questions of the batch went on."""
 
-    kind: ClassVar[str] = "failed"
     error: Exception = field(repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,6 +172,49 @@ class QuestionFailed(SeaKREvent):
             "question": self.question,
             "error": f"{type(self.error).__name__}: {self.error}",
         }
+
+
+@dataclass(frozen=True)
+class GateDecided(SeaKREvent):
+    """The self-aware retrieval gate decided for one query, on its own (the adapters' gated retrievers)."""
+
+    decision: GateDecision
+
+
+EVENT_TYPES: tuple[type[SeaKREvent], ...] = (
+    StepAssessed,
+    PassagesRetrieved,
+    PassagesReranked,
+    StepFinished,
+    AnswerChosen,
+    QuestionAnswered,
+    QuestionFailed,
+    GateDecided,
+)
+"""Every core event, in the order the loop emits them (the gate's stands alone)."""
+
+LEGACY_KINDS: dict[str, str] = {
+    "step_assessed": "assessed",
+    "passages_retrieved": "retrieved",
+    "passages_reranked": "reranked",
+    "step_finished": "step",
+    "answer_chosen": "final",
+    "question_answered": "answered",
+    "question_failed": "failed",
+    "gate_decided": "gate",
+}
+"""The ``kind`` each phase had in older releases (their LangChain custom events were ``seakr_<old kind>``)."""
+
+
+def langchain_event_name(event: type[SeaKREvent] | SeaKREvent) -> str:
+    """The LangChain custom event name of a core event: ``seakr_<kind>``."""
+    return f"seakr_{event.kind}"
+
+
+def llamaindex_event_name(event: type[SeaKREvent] | SeaKREvent) -> str:
+    """The LlamaIndex event class name of a core event: ``<core class name>Event``."""
+    cls = event if isinstance(event, type) else type(event)
+    return f"{cls.__name__}Event"
 
 
 class Observer:

@@ -25,7 +25,14 @@ from seakr_integrations.reasoning.calls import ModelCalls
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.state import Program, QuestionState
-from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.reasoning.trace import (
+    Assessment,
+    CandidateTrace,
+    FinalTrace,
+    SeaKRResult,
+    StepTrace,
+    StopReason,
+)
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
@@ -83,7 +90,7 @@ class SeaKRLoop:
             winner = choose(finals["rationales"], finals["knowledge"])
         else:
             winner = finals[self.config.final_strategy]
-        return self._result(state, winner, finals, state.trace[-1].stop or "step limit")
+        return self._result(state, winner, finals, state.trace[-1].stop or StopReason.STEP_LIMIT)
 
     def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:
         """One step of the loop; sets ``step.stop`` when the loop must end."""
@@ -94,7 +101,7 @@ class SeaKRLoop:
         step = StepTrace(len(state.trace), out.greedy.text, u, "accept")
         state.trace.append(step)
         if has_answer(text):  # checked before the uncertainty gate
-            step.decision, step.accepted, step.stop = "answer", text, "answer found"
+            step.decision, step.accepted, step.stop = "answer", text, StopReason.ANSWER_FOUND
             state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             return step
@@ -108,7 +115,7 @@ class SeaKRLoop:
             query = self.calls.query(state, out, cfg.mask_threshold)
             step.query, step.masked_words = query.text, list(query.masked)
             if query.text in searched:
-                step.stop = "repeated query"
+                step.stop = StopReason.REPEATED_QUERY
                 return step
             searched.add(query.text)
             found = yield from self.calls.search(state, step, query.text)
@@ -118,12 +125,12 @@ class SeaKRLoop:
             if step.stop:
                 return step
             if has_answer(state.steps[-1]):
-                step.stop = "answer found"
+                step.stop = StopReason.ANSWER_FOUND
                 return step
         if len(state.steps) >= cfg.max_steps:
-            step.stop = "step limit"
+            step.stop = StopReason.STEP_LIMIT
         elif len(state.docs) >= cfg.max_docs:
-            step.stop = "passage limit"
+            step.stop = StopReason.PASSAGE_LIMIT
         return step
 
     # ------------------------------------------------------------------------------------------ re-ranking
@@ -134,7 +141,7 @@ class SeaKRLoop:
         if not self.config.rerank:
             new = new[:1]  # ablation: the search engine's first new passage, no self-aware choice
         if not new:
-            step.stop = "no new passages"
+            step.stop = StopReason.NO_NEW_PASSAGES
             return
         scored = yield from self.score_candidates(state, new)
         # rank = position in the search results, counting the passages skipped as already chosen
@@ -146,9 +153,11 @@ class SeaKRLoop:
         winner.chosen = True
         state.docs.append(winner.passage)
         state.steps.append(winner.generation.strip())
-        step.chosen = winner.passage.id
+        step.chosen_passage_id = winner.passage.id
         step.accepted = winner.generation.strip()
-        state.emit(PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen))
+        state.emit(
+            PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen_passage_id)
+        )
 
     def score_candidates(
         self, state: QuestionState, found: Sequence[Passage]
@@ -210,32 +219,34 @@ class SeaKRLoop:
         state.trace.append(step)
         finals = {"direct": direct}
         winner = direct
-        stop_reason = "certain without retrieval"
+        stop_reason = StopReason.CERTAIN_WITHOUT_RETRIEVAL
         if self.needs_retrieval(out.greedy.text, direct.uncertainty):
             step.decision, step.query = "retrieve", state.question
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             found = yield from self.calls.search(state, step, state.question)
-            stop_reason = step.stop or "answered from passages"
+            stop_reason = step.stop or StopReason.ANSWERED_FROM_PASSAGES
             if found:
                 scored = yield from self.score_candidates(state, found)
                 step.candidates = [c for c, _ in scored]
                 i = best(step.candidates)
                 step.candidates[i].chosen = True
-                step.chosen = step.candidates[i].passage.id
+                step.chosen_passage_id = step.candidates[i].passage.id
                 state.docs.append(step.candidates[i].passage)
                 winner = finals["passage"] = scored[i][1]  # type: ignore[assignment]
                 state.emit(
-                    PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen)
+                    PassagesReranked(
+                        state.index, state.question, step.index, tuple(step.candidates), step.chosen_passage_id
+                    )
                 )
             elif found is not None:
-                step.stop = stop_reason = "no passages found"
+                step.stop = stop_reason = StopReason.NO_PASSAGES_FOUND
         else:
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
         state.emit(StepFinished(state.index, state.question, snapshot(step)))
         return self._result(state, winner, finals, stop_reason)
 
     def _result(
-        self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace], stop: str
+        self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace], stop: StopReason
     ) -> SeaKRResult:
         return state.result(winner, finals, stop, self.config.to_dict())
 

@@ -1,31 +1,123 @@
 """The decision trace: what SeaKR saw and decided at every step, returned with the answer.
 
 Users debug retrieval with it, evaluation reads the uncertainties from it, and the framework adapters put it into
-their own metadata.  Every record converts to plain JSON (non-finite numbers become ``null``; the uncertainty's
-``note`` says why).
+their own metadata.  Every record converts to plain, strict JSON and back (``SeaKRResult.to_json`` /
+``SeaKRResult.from_json``), exactly: a saved trace reads back as the trace that was saved.
+
+The JSON form (``schema_version`` 2):
+
+* every saved trace carries ``"schema_version": 2``; a trace without it was written by an older release
+  (version 1) and still loads; a newer version than this release knows is refused with a clear error;
+* non-finite numbers (an uncertainty that could not be computed, a passage the model could not judge) are written
+  as the strings ``"inf"``, ``"-inf"`` and ``"nan"``, since strict JSON has no such numbers; they read back as the
+  same floats (version 1 wrote them as ``null``, which reads back as ``inf``, the only non-finite value it wrote);
+* ``stop`` and ``stop_reason`` are :class:`StopReason` values (their strings);
+* a step names the passage it kept ``chosen_passage_id``; a candidate says whether it was kept with ``chosen``
+  (a bool).  Version 1 called the step's field ``chosen`` too.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from typing import Any, Literal
 
+from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = ["Assessment", "CandidateTrace", "FinalTrace", "SeaKRResult", "StepTrace"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Assessment",
+    "CandidateTrace",
+    "FinalTrace",
+    "SeaKRResult",
+    "StepTrace",
+    "StopReason",
+    "number_from_json",
+    "number_to_json",
+    "trace_version",
+]
+
+SCHEMA_VERSION = 2
+"""Version of the trace's JSON form (see the module docstring); a trace without one is version 1."""
 
 Decision = Literal["answer", "accept", "retrieve"]
 Strategy = Literal["rationales", "knowledge", "direct", "passage", "chain"]
 
 
+class StopReason(StrEnum):
+    """Why the loop (SeaKR's or a baseline's) ended.  A ``StrEnum``: it compares equal to its string and is
+    written to JSON as it."""
+
+    ANSWER_FOUND = "answer found"
+    """A step stated the answer."""
+    REPEATED_QUERY = "repeated query"
+    """The search query was one already searched."""
+    NO_NEW_PASSAGES = "no new passages"
+    """The search returned only passages already chosen."""
+    NO_PASSAGES_FOUND = "no passages found"
+    """The search returned nothing (single-hop)."""
+    STEP_LIMIT = "step limit"
+    """``max_steps`` reasoning steps were taken."""
+    PASSAGE_LIMIT = "passage limit"
+    """``max_docs`` passages were chosen."""
+    RETRIEVAL_ERROR = "retrieval error"
+    """The search failed and ``on_retrieval_error="answer_without"`` let the answer go on without it."""
+    CERTAIN_WITHOUT_RETRIEVAL = "certain without retrieval"
+    """Single-hop: the model was sure of its direct answer."""
+    ANSWERED_FROM_PASSAGES = "answered from passages"
+    """Single-hop: the answer came from the least uncertain passage."""
+    EMPTY_STEP = "empty step"
+    """A baseline's chain wrote an empty step."""
+    NO_RETRIEVAL = "no retrieval"
+    """The CoT baseline: one chain, no search."""
+    RETRIEVED_ONCE = "retrieved once"
+    """The single-retrieval baseline: one search, one chain."""
+
+    @classmethod
+    def parse(cls, value: StopReason | str) -> StopReason:
+        """``value`` as a ``StopReason``.
+
+        Raises:
+            ValueError: It is none of them (the message lists the known ones).
+        """
+        try:
+            return cls(value)
+        except ValueError:
+            known = ", ".join(repr(r.value) for r in cls)
+            raise ValueError(f"unknown stop reason {value!r}; the known ones are {known}") from None
+
+
+def number_to_json(value: float) -> float | str:
+    """``value`` for strict JSON: the number itself, or ``"inf"``/``"-inf"``/``"nan"`` when it is not finite."""
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def number_from_json(value: float | int | str | None) -> float:
+    """The float that :func:`number_to_json` wrote (``None``, version 1's non-finite number, reads as ``inf``).
+
+    Raises:
+        ValueError: Not a number nor one of ``"inf"``, ``"-inf"``, ``"nan"``.
+    """
+    if value is None:
+        return math.inf
+    if isinstance(value, str) and value not in ("inf", "-inf", "nan"):
+        raise ValueError(f"{value!r} is not a number of a SeaKR trace (numbers, or 'inf', '-inf', 'nan')")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{value!r} is not a number of a SeaKR trace")
+    return float(value)
+
+
 def _plain(value: Any) -> Any:
-    """Strict-JSON form: non-finite floats become ``None``, tuples lists, records dicts."""
+    """Strict-JSON form: non-finite floats become ``"inf"``/``"-inf"``/``"nan"``, tuples lists, records dicts."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        return number_to_json(value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -33,6 +125,27 @@ def _plain(value: Any) -> Any:
     if hasattr(value, "to_dict"):
         return _plain(value.to_dict())
     return value
+
+
+def _numbers_from_json(value: Any) -> Any:
+    """``value`` with the strings ``"inf"``, ``"-inf"``, ``"nan"`` read back as floats (the recorded config)."""
+    if isinstance(value, str) and value in ("inf", "-inf", "nan"):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _numbers_from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_from_json(v) for v in value]
+    return value
+
+
+def uncertainty_from_dict(data: dict[str, Any] | None) -> Uncertainty:
+    """The ``Uncertainty`` of a trace's JSON form (``Uncertainty.to_dict()`` through :func:`_plain`)."""
+    if data is None:  # version 1 wrote no record for a number it could not compute
+        return Uncertainty(math.inf, "unknown", 0, note="not recorded")
+    known = {f.name for f in fields(Uncertainty)}
+    values = {k: v for k, v in data.items() if k in known}
+    values["value"] = number_from_json(data.get("value"))
+    return Uncertainty(**values)
 
 
 def _score(u: Uncertainty | None) -> str:
@@ -85,8 +198,9 @@ class CandidateTrace:
         rank: Its 1-based position in the search results.
         generation: The greedy step the model wrote with this passage in its context.
         uncertainty: The uncertainty of that call.
-        rank_value: What the re-ranking compared: the uncertainty, or ``inf`` when the generation was empty.
-        chosen: Whether this passage won the round.
+        rank_value: What the re-ranking compared: the uncertainty, or ``inf`` when the model could not be judged
+            on this passage (it wrote nothing; single-hop: no answer), which ranks it last.
+        chosen: Whether this passage won the round (the step names it in ``chosen_passage_id``).
     """
 
     passage: Passage
@@ -100,6 +214,7 @@ class CandidateTrace:
         return {
             "id": self.passage.id,
             "title": self.passage.title,
+            "text": self.passage.text,
             "search_rank": self.rank,
             "search_score": self.passage.score,
             "generation": self.generation,
@@ -107,6 +222,21 @@ class CandidateTrace:
             "rank_value": self.rank_value,
             "chosen": self.chosen,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], texts: dict[str, str] | None = None) -> CandidateTrace:
+        """The record that :meth:`to_dict` wrote (``texts``: passage texts by id, for version 1, which wrote none)."""
+        pid = str(data["id"])
+        text = data.get("text", (texts or {}).get(pid, ""))
+        passage = Passage(pid, data.get("title") or "", text, number_from_json(data.get("search_score")))
+        return cls(
+            passage,
+            int(data["search_rank"]),
+            data.get("generation") or "",
+            uncertainty_from_dict(data.get("uncertainty")),
+            number_from_json(data.get("rank_value")),
+            bool(data.get("chosen", False)),
+        )
 
 
 @dataclass
@@ -121,9 +251,9 @@ class StepTrace:
         query: The search query (retrieval rounds).
         masked_words: Low-confidence words left out of the query.
         candidates: Every passage tried, in search order.
-        chosen: Id of the passage kept.
+        chosen_passage_id: Id of the passage kept (the candidate with ``chosen=True``).
         accepted: The step text appended to the reasoning chain in this round.
-        stop: Why the loop ended after this round, if it did.
+        stop: Why the loop ended after this round, if it did (a string is read as its ``StopReason``).
         error: The retrieval error, when one was tolerated (``on_retrieval_error="answer_without"``).
     """
 
@@ -134,10 +264,26 @@ class StepTrace:
     query: str | None = None
     masked_words: list[str] = field(default_factory=list)
     candidates: list[CandidateTrace] = field(default_factory=list)
-    chosen: str | None = None
+    chosen_passage_id: str | None = None
     accepted: str | None = None
-    stop: str | None = None
+    stop: StopReason | None = None
     error: str | None = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "stop" and value is not None:
+            value = StopReason.parse(value)
+        object.__setattr__(self, name, value)
+
+    @property
+    def chosen(self) -> str | None:
+        """Deprecated: ``chosen_passage_id`` (``chosen`` is a candidate's bool)."""
+        warn_renamed("StepTrace.chosen", "StepTrace.chosen_passage_id")
+        return self.chosen_passage_id
+
+    @chosen.setter
+    def chosen(self, value: str | None) -> None:
+        warn_renamed("StepTrace.chosen", "StepTrace.chosen_passage_id")
+        self.chosen_passage_id = value
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -148,11 +294,28 @@ class StepTrace:
             "query": self.query,
             "masked_words": list(self.masked_words),
             "candidates": [c.to_dict() for c in self.candidates],
-            "chosen": self.chosen,
+            "chosen_passage_id": self.chosen_passage_id,
             "accepted": self.accepted,
             "stop": self.stop,
             "error": self.error,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], texts: dict[str, str] | None = None) -> StepTrace:
+        """The record that :meth:`to_dict` wrote (version 1's ``chosen`` read as ``chosen_passage_id``)."""
+        return cls(
+            index=int(data["index"]),
+            pseudo_generation=data.get("pseudo_generation") or "",
+            uncertainty=uncertainty_from_dict(data.get("uncertainty")),
+            decision=data["decision"],
+            query=data.get("query"),
+            masked_words=list(data.get("masked_words") or []),
+            candidates=[CandidateTrace.from_dict(c, texts) for c in data.get("candidates") or []],
+            chosen_passage_id=data.get("chosen_passage_id", data.get("chosen")),
+            accepted=data.get("accepted"),
+            stop=data.get("stop"),
+            error=data.get("error"),
+        )
 
 
 @dataclass
@@ -186,6 +349,18 @@ class FinalTrace:
             "context": list(self.context),
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FinalTrace:
+        """The record that :meth:`to_dict` wrote."""
+        return cls(
+            data["strategy"],
+            data.get("answer"),
+            data.get("generation") or "",
+            uncertainty_from_dict(data.get("uncertainty")),
+            bool(data.get("forced", False)),
+            [str(c) for c in data.get("context") or []],
+        )
+
 
 @dataclass
 class SeaKRResult:
@@ -198,7 +373,7 @@ class SeaKRResult:
         finals: Every final candidate, by strategy.
         steps: The loop's rounds in order.
         passages: The passages chosen, in order.
-        stop_reason: Why the loop ended.
+        stop_reason: Why the loop ended (a string is read as its ``StopReason``).
         notes: Other events worth knowing (passages dropped to fit the context, tolerated retrieval errors).
         lm_calls: Number of prompts this question asked for (identical prompts in one batch, e.g. from two
             questions alike, are generated once).
@@ -213,17 +388,22 @@ class SeaKRResult:
     finals: dict[str, FinalTrace]
     steps: list[StepTrace]
     passages: list[Passage]
-    stop_reason: str
+    stop_reason: StopReason
     notes: list[str] = field(default_factory=list)
     lm_calls: int = 0
     generated_tokens: int = 0
     searches: int = 0
     config: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.stop_reason = StopReason.parse(self.stop_reason)
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain, strict-JSON-serialisable form of the whole trace."""
+        """Plain, strict-JSON-serialisable form of the whole trace, with its ``schema_version`` (see the module
+        docstring); :meth:`from_dict` reads it back."""
         return _plain(
             {
+                "schema_version": SCHEMA_VERSION,
                 "question": self.question,
                 "answer": self.answer,
                 "strategy": self.strategy,
@@ -242,6 +422,57 @@ class SeaKRResult:
     def to_json(self, **kwargs: Any) -> str:
         """``json.dumps`` of ``to_dict()`` (strict: no NaN/Infinity)."""
         return json.dumps(self.to_dict(), allow_nan=False, ensure_ascii=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> SeaKRResult:
+        """The trace that :meth:`to_dict` wrote, in this release's form or an older one.
+
+        Raises:
+            ValueError: ``data`` is not a SeaKR trace, was written by a newer release (upgrade
+                ``seakr-integrations`` to read it), or holds a value no trace can hold (the message says which).
+        """
+        version = trace_version(data)
+        if version is None:
+            raise ValueError(
+                "not a SeaKR trace: expected the mapping SeaKRResult.to_dict() writes (with 'schema_version', or "
+                f"'steps', 'finals' and 'config' as older releases wrote), got {type(data).__name__}"
+                + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
+            )
+        try:
+            passages = [
+                Passage(str(p["id"]), p.get("title") or "", p.get("text") or "", number_from_json(p.get("score")))
+                for p in data.get("passages") or []
+            ]
+            texts = {p.id: p.text for p in passages}
+            return cls(
+                question=data["question"],
+                answer=data.get("answer") or "",
+                strategy=data["strategy"],
+                finals={k: FinalTrace.from_dict(v) for k, v in data["finals"].items()},
+                steps=[StepTrace.from_dict(s, texts) for s in data["steps"]],
+                passages=passages,
+                stop_reason=data["stop_reason"],
+                notes=list(data.get("notes") or []),
+                lm_calls=int(data.get("lm_calls", 0)),
+                generated_tokens=int(data.get("generated_tokens", 0)),
+                searches=int(data.get("searches", 0)),
+                config=_numbers_from_json(dict(data.get("config") or {})),
+            )
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ValueError(f"malformed SeaKR trace (schema_version {version}): {type(err).__name__}: {err}") from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> SeaKRResult:
+        """The trace that :meth:`to_json` wrote (see :meth:`from_dict`).
+
+        Raises:
+            ValueError: Not JSON, or not a trace this release can read.
+        """
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"not a JSON SeaKR trace: {err}") from None
+        return cls.from_dict(data)
 
     def format(self) -> str:
         """The trace as readable text (``seakr ask --trace``)."""
@@ -274,3 +505,25 @@ class SeaKRResult:
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(f"Answer: {self.answer}")
         return "\n".join(lines)
+
+
+def trace_version(data: Any) -> int | None:
+    """The ``schema_version`` of a trace's JSON form: 1 for an older release's trace (no version, its keys),
+    ``None`` when ``data`` is not a SeaKR trace at all (e.g. the closed-book method's record).
+
+    Raises:
+        ValueError: The version is newer than this release reads, or not a version number.
+    """
+    if not isinstance(data, dict):
+        return None
+    if "schema_version" not in data:
+        return 1 if {"steps", "finals", "config"} <= data.keys() else None
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"schema_version {version!r} of a SeaKR trace is not a version number (1, 2, ...)")
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"this SeaKR trace has schema_version {version}, newer than the {SCHEMA_VERSION} this release of "
+            "seakr-integrations reads: upgrade seakr-integrations to read it"
+        )
+    return version

@@ -1,0 +1,333 @@
+"""SeaKR's three decisions as records, defined once: the gate, a candidate passage's score, the final choice.
+
+The loop makes these decisions; the LangChain and LlamaIndex adapters report them.  Both adapters build these
+records and put :meth:`to_metadata` on their documents and nodes, so a document from ``langchain_seakr`` and a node
+from ``llamaindex_seakr`` carry the same keys with the same types and values for the same decision.
+
+Conventions:
+
+* metadata values are JSON scalars (vector stores and tracers store metadata as JSON): a number that is not finite
+  (an uncertainty that could not be computed, a passage the model could not be judged on) is ``None`` in metadata;
+  the record itself keeps ``inf``, and its :meth:`to_dict` writes ``"inf"`` as traces do;
+* a passage is *unscorable* when the model wrote nothing after reading it (single-hop: no answer): its
+  ``uncertainty`` is ``inf``, it ranks last, its metadata ``seakr_uncertainty`` is ``None`` and its framework score
+  (LangChain ``relevance_score``, LlamaIndex ``NodeWithScore.score``) is ``None``;
+* the gate always runs the uncertainty check, also when it is told to retrieve whatever the uncertainty
+  (``always_retrieve`` in the adapters, ``SeaKRConfig(retrieve="always")``): the reason is then
+  ``GateReason.ALWAYS_RETRIEVE`` and the uncertainty is still recorded, so the gate's judgement can be logged before
+  it is trusted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from seakr_integrations._deprecation import warn_renamed
+from seakr_integrations.reasoning.trace import number_from_json, number_to_json
+
+if TYPE_CHECKING:
+    from seakr_integrations.reasoning.config import SeaKRConfig
+    from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult
+
+__all__ = [
+    "CANDIDATE_METADATA_KEYS",
+    "FINAL_METADATA_KEYS",
+    "GATE_METADATA_KEYS",
+    "CandidateScore",
+    "FinalChoice",
+    "GateDecision",
+    "GateReason",
+]
+
+GATE_METADATA_KEYS = ("seakr_gate_retrieve", "seakr_gate_reason", "seakr_gate_uncertainty", "seakr_gate_delta")
+"""The metadata keys :meth:`GateDecision.to_metadata` gives."""
+
+CANDIDATE_METADATA_KEYS = ("seakr_uncertainty", "seakr_search_rank", "seakr_chosen", "seakr_generation")
+"""The metadata keys :meth:`CandidateScore.to_metadata` gives."""
+
+FINAL_METADATA_KEYS = ("seakr_final_strategy", "seakr_final_uncertainties")
+"""The metadata keys :meth:`FinalChoice.to_metadata` gives."""
+
+
+def _metadata_number(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _shown(value: float) -> str:
+    return f"{value:.4g}" if math.isfinite(value) else "inf"
+
+
+class GateReason(StrEnum):
+    """Why the gate retrieved or not (one meaning in the core and both adapters)."""
+
+    UNCERTAIN = "uncertain"
+    """The uncertainty is above delta (single-hop: not below it): retrieve."""
+    CONFIDENT = "confident"
+    """The uncertainty is at most delta (single-hop: below it): no retrieval."""
+    EMPTY_GENERATION = "empty_generation"
+    """The model wrote nothing: retrieve whatever the uncertainty."""
+    ALWAYS_RETRIEVE = "always_retrieve"
+    """Told to retrieve whatever the uncertainty (the uncertainty is still measured and recorded)."""
+    NEVER_RETRIEVE = "never_retrieve"
+    """``SeaKRConfig(retrieve="never")``: retrieval is off."""
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """What SeaKR's self-aware retrieval gate decided for one query, and why.
+
+    Attributes:
+        query: The query (question) assessed.
+        retrieve: Whether the wrapped retriever was (to be) called.
+        reason: Why (see :class:`GateReason`; :attr:`explanation` says it in words).
+        uncertainty: The model's uncertainty about what it wrote (``inf`` when it could not be measured).
+        delta: The threshold it was compared with.
+        generation: What the model wrote when assessed (its next step; single-hop: its direct answer).
+        states_answer: Whether that generation already states an answer.
+        single_hop: Whether the single-hop rule applied (retrieve when the uncertainty is not below delta).
+        documents: What the adapter returned: LangChain ``Document`` s or LlamaIndex ``NodeWithScore`` s (empty when
+            the gate skipped retrieval).  Not part of :meth:`to_dict` or equality.
+        assessment: The core's full uncertainty check (samples included), when at hand.
+    """
+
+    query: str
+    retrieve: bool
+    reason: GateReason
+    uncertainty: float
+    delta: float
+    generation: str = ""
+    states_answer: bool = False
+    single_hop: bool = False
+    documents: Sequence[Any] = field(default=(), compare=False, repr=False)
+    assessment: Assessment | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reason", GateReason(self.reason))
+
+    @classmethod
+    def from_assessment(
+        cls, assessment: Assessment, config: SeaKRConfig, *, always_retrieve: bool = False
+    ) -> GateDecision:
+        """The decision for a core assessment (``SeaKR.assess``) under ``config``; ``always_retrieve`` overrides
+        the gate as ``config.retrieve == "always"`` does (the reason says so, the uncertainty stays recorded)."""
+        if always_retrieve or config.retrieve == "always":
+            retrieve, reason = True, GateReason.ALWAYS_RETRIEVE
+        elif config.retrieve == "never":
+            retrieve, reason = False, GateReason.NEVER_RETRIEVE
+        elif not assessment.generation.strip():
+            retrieve, reason = True, GateReason.EMPTY_GENERATION
+        elif assessment.retrieve:
+            retrieve, reason = True, GateReason.UNCERTAIN
+        else:
+            retrieve, reason = False, GateReason.CONFIDENT
+        return cls(
+            query=assessment.question,
+            retrieve=retrieve,
+            reason=reason,
+            uncertainty=assessment.uncertainty.value,
+            delta=float(config.delta),
+            generation=assessment.generation,
+            states_answer=assessment.states_answer,
+            single_hop=config.mode == "single_hop",
+            assessment=assessment,
+        )
+
+    def with_documents(self, documents: Sequence[Any]) -> GateDecision:
+        """This decision with the documents (nodes) the adapter returned."""
+        return replace(self, documents=list(documents))
+
+    @property
+    def explanation(self) -> str:
+        """The reason in words, with the numbers compared."""
+        u, delta = _shown(self.uncertainty), f"{self.delta:g}"
+        above, below = (">=", "<") if self.single_hop else (">", "<=")
+        if self.reason is GateReason.UNCERTAIN:
+            return f"uncertainty {u} {above} delta {delta}: the model is unsure, so it retrieves"
+        if self.reason is GateReason.CONFIDENT:
+            return f"uncertainty {u} {below} delta {delta}: the model is sure, so retrieval is skipped"
+        if self.reason is GateReason.EMPTY_GENERATION:
+            return f"the model wrote nothing (uncertainty {u}), so it retrieves"
+        if self.reason is GateReason.ALWAYS_RETRIEVE:
+            return f"told to always retrieve (uncertainty {u}, delta {delta})"
+        return f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})"
+
+    @property
+    def retrieved(self) -> bool:
+        """Deprecated: ``retrieve`` (LangChain's old name)."""
+        warn_renamed("GateDecision.retrieved", "GateDecision.retrieve")
+        return self.retrieve
+
+    @property
+    def num_nodes(self) -> int:
+        """Deprecated: ``len(decision.documents)`` (LlamaIndex's old field)."""
+        warn_renamed("GateDecision.num_nodes", "len(GateDecision.documents)")
+        return len(self.documents)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The keys put on every document (node) the gated retriever returns (``GATE_METADATA_KEYS``)."""
+        return {
+            "seakr_gate_retrieve": self.retrieve,
+            "seakr_gate_reason": self.reason.value,
+            "seakr_gate_uncertainty": _metadata_number(self.uncertainty),
+            "seakr_gate_delta": float(self.delta),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON form (``uncertainty`` as traces write it: ``"inf"`` when not finite); the documents and
+        the assessment are left out, their count is ``num_documents``."""
+        return {
+            "query": self.query,
+            "retrieve": self.retrieve,
+            "reason": self.reason.value,
+            "explanation": self.explanation,
+            "uncertainty": number_to_json(self.uncertainty),
+            "delta": number_to_json(float(self.delta)),
+            "generation": self.generation,
+            "states_answer": self.states_answer,
+            "single_hop": self.single_hop,
+            "num_documents": len(self.documents),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateDecision:
+        """The decision :meth:`to_dict` wrote (without its documents)."""
+        return cls(
+            query=data["query"],
+            retrieve=bool(data["retrieve"]),
+            reason=GateReason(data["reason"]),
+            uncertainty=number_from_json(data["uncertainty"]),
+            delta=number_from_json(data["delta"]),
+            generation=data.get("generation", ""),
+            states_answer=bool(data.get("states_answer", False)),
+            single_hop=bool(data.get("single_hop", False)),
+        )
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """A passage as SeaKR's self-aware re-ranking judged it.
+
+    Attributes:
+        passage_id: The passage's id.
+        search_rank: Its 1-based position in the search results (the re-ranker's input).
+        uncertainty: The model's uncertainty after reading it, what the re-ranking compares (lower = better);
+            ``inf`` when the passage is unscorable (the model wrote nothing after reading it; single-hop: no
+            answer), which ranks it last.
+        chosen: Whether it is the passage kept (the least uncertain; ties keep the search order).
+        generation: What the model wrote after reading it.
+    """
+
+    passage_id: str
+    search_rank: int
+    uncertainty: float
+    chosen: bool = False
+    generation: str = ""
+
+    @classmethod
+    def from_candidate(cls, candidate: CandidateTrace) -> CandidateScore:
+        """The score of a core re-ranking candidate (``SeaKR.rerank``, a trace's ``StepTrace.candidates``)."""
+        return cls(
+            candidate.passage.id,
+            candidate.rank,
+            float(candidate.rank_value),
+            candidate.chosen,
+            candidate.generation.strip(),
+        )
+
+    @property
+    def scorable(self) -> bool:
+        """Whether the model could be judged on this passage (a finite uncertainty)."""
+        return math.isfinite(self.uncertainty)
+
+    @property
+    def relevance(self) -> float | None:
+        """The framework score, higher = better as LangChain's ``relevance_score`` and LlamaIndex's node score
+        expect: minus the uncertainty; ``None`` when unscorable."""
+        return -self.uncertainty if self.scorable else None
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The keys put on each re-ranked document (node) (``CANDIDATE_METADATA_KEYS``)."""
+        return {
+            "seakr_uncertainty": _metadata_number(self.uncertainty),
+            "seakr_search_rank": self.search_rank,
+            "seakr_chosen": self.chosen,
+            "seakr_generation": self.generation,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON form (``uncertainty`` ``"inf"`` when unscorable, as traces write it)."""
+        return {
+            "passage_id": self.passage_id,
+            "search_rank": self.search_rank,
+            "uncertainty": number_to_json(self.uncertainty),
+            "chosen": self.chosen,
+            "generation": self.generation,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CandidateScore:
+        """The score :meth:`to_dict` wrote."""
+        return cls(
+            str(data["passage_id"]),
+            int(data["search_rank"]),
+            number_from_json(data["uncertainty"]),
+            bool(data.get("chosen", False)),
+            data.get("generation", ""),
+        )
+
+
+@dataclass(frozen=True)
+class FinalChoice:
+    """SeaKR's final self-aware reasoning: the answer kept and every final candidate's uncertainty.
+
+    Attributes:
+        strategy: The strategy whose answer won (``"rationales"``/``"knowledge"``; single-hop ``"direct"``/
+            ``"passage"``; a baseline's ``"chain"``).
+        answer: The answer kept (``""`` when there was none).
+        uncertainties: Each final candidate's uncertainty, by strategy (both, when the loop reasoned twice).
+    """
+
+    strategy: str
+    answer: str
+    uncertainties: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_finals(cls, finals: Mapping[str, FinalTrace], strategy: str, answer: str | None = None) -> FinalChoice:
+        """The choice among ``finals`` that ``strategy`` won."""
+        if strategy not in finals:
+            raise ValueError(f"strategy {strategy!r} is not one of the final candidates {sorted(finals)}")
+        text = finals[strategy].answer if answer is None else answer
+        return cls(strategy, text or "", {k: float(f.uncertainty.value) for k, f in finals.items()})
+
+    @classmethod
+    def from_result(cls, result: SeaKRResult) -> FinalChoice:
+        """The final choice of a finished answer."""
+        return cls.from_finals(result.finals, result.strategy, result.answer)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The keys put on an answer's metadata (``FINAL_METADATA_KEYS``)."""
+        return {
+            "seakr_final_strategy": self.strategy,
+            "seakr_final_uncertainties": {k: _metadata_number(v) for k, v in self.uncertainties.items()},
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Strict-JSON form (non-finite uncertainties as ``"inf"``, as traces write them)."""
+        return {
+            "strategy": self.strategy,
+            "answer": self.answer,
+            "uncertainties": {k: number_to_json(v) for k, v in self.uncertainties.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FinalChoice:
+        """The choice :meth:`to_dict` wrote."""
+        return cls(
+            data["strategy"],
+            data.get("answer", ""),
+            {k: number_from_json(v) for k, v in (data.get("uncertainties") or {}).items()},
+        )
