@@ -528,7 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     from seakr_integrations.models import DEFAULT_MODEL
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.reasoning import SeaKRConfig
-    from seakr_integrations.uncertainty.registry import REGISTRY
+    from seakr_integrations.uncertainty.registry import estimators_for
 
     s = SamplingConfig()
 
@@ -547,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--estimator",
         nargs="+",
-        choices=[e.name for e in REGISTRY.values() if "probe" not in e.needs],  # one call: no probe
+        choices=estimators_for(),  # what one generate call can feed: not the prompt probe
         default=[SeaKRConfig().estimator],
         help="one or more",
     )

@@ -7,7 +7,7 @@ import pytest
 
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.uncertainty import (
-    ESTIMATORS,
+    REGISTRY,
     eigenscore,
     energy,
     estimate,
@@ -90,7 +90,7 @@ def test_estimate_other_estimators_and_unknown_name():
     assert estimate(out, "multi_perplexity").value == pytest.approx(2.0)
     assert estimate(out, "ln_entropy").value == pytest.approx(math.log(2))
     assert estimate(out, "energy").value == pytest.approx(-2.0)
-    with pytest.raises(ValueError, match="known: " + ", ".join(ESTIMATORS)):
+    with pytest.raises(ValueError, match="known: " + ", ".join(REGISTRY)):
         estimate(out, "entropy")
 
 
@@ -99,3 +99,105 @@ def test_uncertainty_is_json_serialisable():
 
     u = estimate(_output(["a", "b"], [[1.0, 0.0], [0.0, 1.0]]))
     assert json.loads(json.dumps(u.to_dict()))["estimator"] == "eigenscore"
+
+
+# ------------------------------------------------------------------------------------------------------- registry
+def _reply(text, p):
+    """A probe call's output: its greedy reply alone (k=0)."""
+    return SelfAwareOutput("probe", [0], Continuation(text, [7], [math.log(p)], "stop"), [], layer=3, source="mlp")
+
+
+def _only(output, needs):
+    """``output`` with everything an estimator does not declare in ``needs`` taken away (or made unusable)."""
+    if "probe" in needs:
+        return output  # the estimator reads the probe's reply, which is all there is
+    samples = [] if "samples" not in needs else output.samples
+    samples = [
+        Continuation(
+            s.text,
+            s.token_ids,
+            s.logprobs if "sample_logprobs" in needs else [math.nan],
+            s.finish_reason,
+            eos_vector=s.eos_vector if "vectors" in needs else None,
+        )
+        for s in samples
+    ]
+    g = output.greedy
+    greedy = Continuation(
+        g.text,
+        g.token_ids,
+        g.logprobs if "greedy_logprobs" in needs else [math.nan] * len(g.token_ids),
+        g.finish_reason,
+        logit_lse=g.logit_lse if "logits" in needs else None,
+    )
+    return SelfAwareOutput(output.prompt, output.prompt_token_ids, greedy, samples, output.layer, output.source)
+
+
+@pytest.mark.parametrize("name", list(REGISTRY))
+def test_every_registered_estimator_computes_from_what_it_declares_it_needs(name):
+    entry = REGISTRY[name]
+    full = (
+        _reply(" Yes", 0.75) if "probe" in entry.needs else _output(["a", "b", "c"], [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    )
+    u = estimate(_only(full, entry.needs), name)
+    assert u.estimator == name and math.isfinite(u.value) and u.note is None
+    assert u == estimate(full, name)  # the inputs it does not declare play no part
+    assert u == entry.score(full, 1e-3)
+
+
+def test_registry_lists_every_estimator_once_with_valid_needs():
+    from seakr_integrations.uncertainty import NEEDS, Estimator, estimator_names, estimators_for
+
+    assert estimator_names() == ("eigenscore", "perplexity", "multi_perplexity", "ln_entropy", "energy", "prompt")
+    assert all(e.needs and e.needs <= NEEDS and e.summary and REGISTRY[e.name] is e for e in REGISTRY.values())
+    assert estimators_for() == estimator_names()[:-1]  # one generate call feeds all but the probe
+    assert "energy" not in estimators_for(NEEDS - {"logits", "probe"})
+    assert estimators_for(NEEDS) == estimator_names()
+    with pytest.raises(ValueError, match=r"needs \['hunch'\]"):
+        Estimator("vibes", frozenset({"samples", "hunch"}), "", lambda output, alpha: None)
+
+
+@pytest.mark.parametrize("bad", ["vibes", "EigenScore", "", None, 3])
+def test_check_estimator_lists_the_choices(bad):
+    from seakr_integrations.uncertainty import check_estimator
+
+    with pytest.raises(ValueError, match=rf"estimator={bad!r}: choose one of eigenscore, .*, energy, prompt$"):
+        check_estimator(bad)
+    assert check_estimator("prompt") == "prompt"
+
+
+def test_prompt_estimator_scores_the_probe_reply_and_an_unsent_probe_is_uncertain():
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_sampling, unprobed
+
+    assert estimate(_reply("No.", 0.7), "prompt").value == pytest.approx(0.7)
+    assert estimate(_reply(" Yes", 0.8), "prompt").value == pytest.approx(0.2)
+    sampling = probe_sampling(SamplingConfig(k=5, seed=7, layer=2, source="residual", min_tokens=3))
+    assert (sampling.k, sampling.max_tokens, sampling.stop, sampling.min_tokens) == (0, PROBE_TOKENS, ("\n",), 0)
+    assert (sampling.seed, sampling.layer, sampling.source) == (7, 2, "residual")
+    u = unprobed("too long")
+    assert u.value == math.inf and u.estimator == "prompt" and u.note == "too long"
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "expected"),
+    [
+        (
+            "seakr_integrations.uncertainty",
+            "ESTIMATORS",
+            ("eigenscore", "perplexity", "multi_perplexity", "ln_entropy", "energy"),
+        ),
+        ("seakr_integrations.uncertainty", "LOOP_ESTIMATORS", tuple(REGISTRY)),
+        ("seakr_integrations.uncertainty.estimate", "ESTIMATORS", tuple(REGISTRY)[:-1]),
+        ("seakr_integrations.uncertainty.estimate", "LOOP_ESTIMATORS", tuple(REGISTRY)),
+    ],
+)
+def test_deprecated_estimator_lists_warn_and_come_from_the_registry(module, name, expected):
+    import importlib
+
+    mod = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{name} is deprecated .*: use ") as record:
+        assert getattr(mod, name) == expected
+    assert record[0].filename == __file__  # the warning points at the line that used the old name
+    with pytest.raises(AttributeError, match="NO_SUCH"):
+        mod.NO_SUCH  # noqa: B018

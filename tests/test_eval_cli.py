@@ -6,7 +6,7 @@ import pytest
 from test_cli import _seakr
 
 from seakr_integrations.demo import demo_questions_path
-from seakr_integrations.uncertainty.estimate import LOOP_ESTIMATORS
+from seakr_integrations.uncertainty import estimator_names
 
 DATASET = str(demo_questions_path())
 SMALL = ("-k", "3", "--max-tokens", "24", "--exemplars", "2", "--limit", "2", "--batch-size", "2")
@@ -101,12 +101,12 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     profiles = {p["estimator"]: p for p in json.loads(done.stdout)}
-    assert sorted(profiles) == sorted(LOOP_ESTIMATORS)  # HF has logits: energy too; and the probe
+    assert sorted(profiles) == sorted(estimator_names())  # HF has logits: energy too; and the probe
     profile = profiles["eigenscore"]
     assert profile["model"] == "smollm2-135m-instruct" and profile["k"] == 3 and profile["questions"] == 4
     for p in profiles.values():
         assert [r["first_step_retrieval_rate"] for r in p["sweep"] if r.get("chosen")] == [0.5]
-    assert len({p["delta"] for p in profiles.values()}) == len(LOOP_ESTIMATORS)  # each estimator on its own scale
+    assert len({p["delta"] for p in profiles.values()}) == len(estimator_names())  # each estimator on its own scale
     question = "Which genus has more species, Bactris and Epigaea?"
     done = _seakr("ask", question, *small, "--calibrated", "--json")
     assert done.returncode == 0, done.stderr[-3000:]

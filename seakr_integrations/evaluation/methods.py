@@ -17,7 +17,8 @@ from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import Reasoner, SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, LOOP_ESTIMATORS, estimate
+from seakr_integrations.uncertainty.estimate import estimate
+from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, REGISTRY, estimator_names, estimators_for
 
 __all__ = [
     "METHODS",
@@ -104,17 +105,14 @@ class ClosedBookMethod:
         cfg = self.seakr.config
         answers = []
         assessed = list(self.seakr.assess_many(list(questions)))
-        if cfg.estimator == "prompt":  # the loop has probed already
+        if "probe" in REGISTRY[cfg.estimator].needs:  # the loop has probed already
             probed = [a.uncertainty for a in assessed]
         else:
             probed = self.seakr.probe_uncertainties([a.output.prompt for a in assessed], [a.output for a in assessed])
         for a, probe in zip(assessed, probed, strict=True):
-            scores = {}
-            for estimator in ESTIMATORS:
-                if estimator == "energy" and a.output.greedy.logit_lse is None:
-                    continue  # the back-end exposes no raw logits
-                scores[estimator] = estimate(a.output, estimator, cfg.alpha).value
-            scores["prompt"] = probe.value
+            provides = GENERATE_PROVIDES if a.output.greedy.logit_lse is not None else GENERATE_PROVIDES - {"logits"}
+            scores = {name: estimate(a.output, name, cfg.alpha).value for name in estimators_for(provides)}
+            scores[probe.estimator] = probe.value
             scores = {name: value if math.isfinite(value) else None for name, value in scores.items()}
             prediction = extract_answer(a.generation) or a.generation.strip().split("\n")[0]
             trace = {"generation": a.generation, "uncertainty": scores, "samples": [s.text for s in a.output.samples]}
@@ -141,7 +139,7 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "seakr-knowledge-only": ({"final_strategy": "knowledge"}, "ablation: final answer from the passages only"),
     **{
         f"seakr-{name.replace('_', '-')}": ({"estimator": name}, f"ablation: {name} in place of EigenScore")
-        for name in LOOP_ESTIMATORS
+        for name in estimator_names()
         if name != "eigenscore"
     },
 }

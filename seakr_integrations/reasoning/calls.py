@@ -17,7 +17,6 @@ from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import PassagesRetrieved
@@ -28,7 +27,8 @@ from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Sc
 from seakr_integrations.reasoning.trace import FinalTrace, StepTrace
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
-from seakr_integrations.uncertainty.prompt import probe_after, prompt_uncertainty
+from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_after, probe_sampling, unprobed
+from seakr_integrations.uncertainty.registry import REGISTRY
 
 __all__ = ["NOT_MEASURED", "ModelCalls", "RetrievalError"]
 
@@ -51,8 +51,8 @@ class ModelCalls:
         ValueError: ``config.chat_template=True`` for a tokenizer without a chat template.
     """
 
-    PROBE_TOKENS = 3
-    """Tokens the prompt probe may generate ("Yes", "No" and what a tokenizer splits them into)."""
+    PROBE_TOKENS = PROBE_TOKENS
+    """Tokens the prompt probe may generate (``uncertainty.prompt.PROBE_TOKENS``)."""
 
     def __init__(self, backend: SelfAwareBackend, config: SeaKRConfig) -> None:
         self.backend = backend
@@ -138,7 +138,7 @@ class ModelCalls:
     ) -> Generator[Generate, Any, list[Uncertainty]]:
         measured = [i for i, (_, c) in enumerate(calls) if c.k > 0]
         scores = [NOT_MEASURED] * len(calls)
-        if self.config.estimator != "prompt":
+        if "probe" not in REGISTRY[self.config.estimator].needs:
             for i in measured:
                 scores[i] = estimate(outputs[i], self.config.estimator, self.config.alpha)
             return scores
@@ -153,26 +153,20 @@ class ModelCalls:
         return scores
 
     def probe_calls(self, prompts: Sequence[str], outputs: Sequence[SelfAwareOutput]) -> list[Call | None]:
-        """The "prompt" estimator's probes (the paper's Table 3): after each call, ask the model whether it has
-        sufficient knowledge, with the call's prompt and generation in front (``None`` where that does not fit)."""
-        sampling = SamplingConfig(
-            k=0,
-            max_tokens=self.PROBE_TOKENS,
-            stop=("\n",),
-            seed=self.config.seed,
-            layer=self.config.layer,
-            source=self.config.source,
-        )
+        """The "prompt" estimator's probe calls (worded and set up by ``uncertainty.prompt``), one after each call,
+        with the call's prompt and generation in front (``None`` where that does not fit the model's context)."""
+        sampling = probe_sampling(self.config.sampling())
         probes = [probe_after(p, o.greedy.text) for p, o in zip(prompts, outputs, strict=True)]
-        budget = self.backend.max_context - self.PROBE_TOKENS
+        budget = self.backend.max_context - PROBE_TOKENS
         return [(p, sampling) if self.fits(p, budget) else None for p in probes]
 
     def probe_uncertainty(self, reply: SelfAwareOutput | None) -> Uncertainty:
-        """``1 - P(yes)`` of a probe's greedy reply; a probe that did not fit counts as uncertain."""
+        """The "prompt" estimator's score of a probe's reply; a probe that did not fit counts as uncertain."""
         if reply is None:
-            note = f"the probe does not fit {self.backend.model_name}'s context; the model counts as uncertain"
-            return Uncertainty(math.inf, "prompt", num_samples=0, note=note)
-        return Uncertainty(prompt_uncertainty(reply.greedy.text, reply.greedy.logprobs), "prompt", num_samples=0)
+            return unprobed(
+                f"the probe does not fit {self.backend.model_name}'s context; the model counts as uncertain"
+            )
+        return estimate(reply, "prompt")
 
     def final_answers(
         self, state: QuestionState, items: list[tuple[str, Scored, str, list[str]]], *, measured: bool = True

@@ -22,7 +22,8 @@ from seakr_integrations.backends.vllm_stream import continuation
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, estimate
+from seakr_integrations.uncertainty.estimate import estimate
+from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, estimators_for
 
 __all__ = ["GREEDY_PREFIX", "READOUT_PREFIX", "ServerEngine"]
 
@@ -115,7 +116,8 @@ class ServerEngine:
 
     @property
     def estimators(self) -> tuple[str, ...]:
-        return tuple(e for e in ESTIMATORS if e != "energy" or self.supports_logits)
+        """What this server scores: every estimator one generate call can feed (raw logits only if it has them)."""
+        return estimators_for(GENERATE_PROVIDES if self.supports_logits else GENERATE_PROVIDES - {"logits"})
 
     def info(self) -> dict[str, Any]:
         f = self.facts

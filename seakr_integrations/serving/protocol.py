@@ -12,7 +12,8 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from seakr_integrations.params import SamplingConfig
-from seakr_integrations.uncertainty.estimate import ESTIMATORS
+from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
+from seakr_integrations.uncertainty.registry import estimators_for
 
 __all__ = ["BadRequest", "GenerateRequest", "Limits", "parse_generate"]
 
@@ -125,11 +126,12 @@ def parse_generate(body: Any, limits: Limits) -> GenerateRequest:
     except (TypeError, ValueError) as exc:
         raise BadRequest(str(exc)) from None
     estimators = body.get("estimators", ["eigenscore"])
-    if not isinstance(estimators, list) or any(e not in ESTIMATORS for e in estimators):
+    served = estimators_for()  # what one generate call can feed: not the prompt probe, a call of its own
+    if not isinstance(estimators, list) or any(e not in served for e in estimators):
         raise BadRequest(
-            f"estimators={estimators!r}: choose from {list(ESTIMATORS)} (the prompt probe is a call of its own)"
+            f"estimators={estimators!r}: choose from {list(served)} (the prompt probe is a call of its own)"
         )
-    alpha = body.get("alpha", 1e-3)
+    alpha = body.get("alpha", DEFAULT_ALPHA)
     if not isinstance(alpha, (int, float)) or not alpha > 0:
         raise BadRequest(f"alpha={alpha!r}: EigenScore's ridge must be a positive number")
     vector_dtype = body.get("vector_dtype", "float16")

@@ -1,7 +1,12 @@
-"""Uncertainty estimators: "higher = more uncertain", numpy only, no model needed."""
+"""Uncertainty estimators: "higher = more uncertain", numpy only, no model needed.
+
+``REGISTRY`` lists them with what each needs; ``estimate(output, name)`` scores a back-end's output with one.
+"""
+
+from typing import Any
 
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA, eigenscore
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, LOOP_ESTIMATORS, Uncertainty, estimate
+from seakr_integrations.uncertainty.estimate import Uncertainty, deprecated_name, estimate
 from seakr_integrations.uncertainty.logprob import energy, ln_entropy, multi_perplexity, perplexity
 from seakr_integrations.uncertainty.prompt import (
     PROBE_SUFFIX,
@@ -10,22 +15,29 @@ from seakr_integrations.uncertainty.prompt import (
     probe_prompt,
     prompt_uncertainty,
 )
-from seakr_integrations.uncertainty.registry import REGISTRY, Estimator, check_estimator, estimator_names
+from seakr_integrations.uncertainty.registry import (
+    NEEDS,
+    REGISTRY,
+    Estimator,
+    check_estimator,
+    estimator_names,
+    estimators_for,
+)
 
 __all__ = [
     "DEFAULT_ALPHA",
-    "ESTIMATORS",
-    "REGISTRY",
-    "Estimator",
-    "check_estimator",
-    "estimator_names",
-    "LOOP_ESTIMATORS",
+    "NEEDS",
     "PROBE_SUFFIX",
     "PROBE_TEMPLATE",
+    "REGISTRY",
+    "Estimator",
     "Uncertainty",
+    "check_estimator",
     "eigenscore",
     "energy",
     "estimate",
+    "estimator_names",
+    "estimators_for",
     "ln_entropy",
     "multi_perplexity",
     "perplexity",
@@ -33,3 +45,8 @@ __all__ = [
     "probe_prompt",
     "prompt_uncertainty",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``ESTIMATORS`` and ``LOOP_ESTIMATORS`` are deprecated: derived from ``REGISTRY``, with a warning."""
+    return deprecated_name(__name__, name)

@@ -3,6 +3,8 @@
 If the model "knows" the answer its k samples end in nearly the same internal state, the Gram matrix of their
 (feature-centred) vectors is close to rank one, and its regularised log-determinant is small.  Diverse internal
 states spread the spectrum and raise the score.
+
+``eigenscore`` is the formula on an array; ``score`` applies it to a back-end's output (the registry's entry).
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["DEFAULT_ALPHA", "eigenscore"]
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.uncertainty.record import Uncertainty
+from seakr_integrations.uncertainty.samples import kept_samples, too_few_samples
+
+__all__ = ["DEFAULT_ALPHA", "eigenscore", "score"]
 
 DEFAULT_ALPHA = 1e-3
 
@@ -52,3 +58,22 @@ def eigenscore(vectors: ArrayLike, alpha: float = DEFAULT_ALPHA) -> float:
     if sign <= 0 or not math.isfinite(logdet):
         return math.inf
     return float(logdet) / k
+
+
+def score(output: SelfAwareOutput, alpha: float = DEFAULT_ALPHA) -> Uncertainty:
+    """EigenScore of one self-aware output: the kept samples' EOS vectors, with why the score is ``inf`` if it is."""
+    kept, dropped = kept_samples(output)
+    few = too_few_samples(output, "eigenscore", kept, readout=True)
+    if few is not None:
+        return few
+    vectors = np.stack([s.eos_vector for s in kept])  # type: ignore[arg-type]
+    bad = [i for i, s in enumerate(kept) if not np.isfinite(s.eos_vector).all()]  # type: ignore[arg-type]
+    value = eigenscore(vectors, alpha=alpha)
+    note = None
+    if bad:
+        note = f"non-finite hidden state in {len(bad)} kept sample(s) (indices {bad[:5]}); score set to inf"
+    elif math.isinf(value):
+        note = "the regularised Gram matrix was not positive definite; score set to inf"
+    return Uncertainty(
+        value, "eigenscore", len(kept), num_dropped=dropped, layer=output.layer, source=output.source, note=note
+    )

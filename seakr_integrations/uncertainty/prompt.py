@@ -1,7 +1,9 @@
 """Prompt-based uncertainty: ask the model whether it knows (SeaKR Table 3's "Prompt" ablation).
 
-The probe is an ordinary LM call on a yes/no question; the estimator turns its greedy answer into
-``1 - P(yes)``, so it stays "higher = more uncertain" like the others.
+Everything about the estimator lives here: the probe's wording (``probe_after`` for SeaKR's loop, ``probe_prompt``
+for a bare question), its call settings (``probe_sampling``), and how its reply becomes a score (``score``:
+``1 - P(yes)``, so it stays "higher = more uncertain" like the others).  The caller only makes the probe call
+(``reasoning.calls.ModelCalls`` in SeaKR's loop) and passes the reply to ``estimate(reply, "prompt")``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,22 @@ import math
 import re
 from collections.abc import Sequence
 
-__all__ = ["PROBE_SUFFIX", "PROBE_TEMPLATE", "probe_after", "probe_prompt", "prompt_uncertainty"]
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig
+from seakr_integrations.uncertainty.record import Uncertainty
+
+__all__ = [
+    "PROBE_STOP",
+    "PROBE_SUFFIX",
+    "PROBE_TEMPLATE",
+    "PROBE_TOKENS",
+    "probe_after",
+    "probe_prompt",
+    "probe_sampling",
+    "prompt_uncertainty",
+    "score",
+    "unprobed",
+]
 
 PROBE_TEMPLATE = (
     "Question: {question}\n"
@@ -22,6 +39,12 @@ PROBE_SUFFIX = "\n\nDo I have sufficient knowledge to answer the question? Reply
 """Appended to a call's own prompt and generation by SeaKR's loop (estimator ``"prompt"``): the model judges the step
 it just wrote with everything it was shown (passages, question, steps), and the probe shares the call's prompt as a
 prefix, so a back-end with prefix caching pays only for the new tokens."""
+
+PROBE_TOKENS = 3
+"""Tokens the probe may generate ("Yes", "No" and what a tokenizer splits them into)."""
+
+PROBE_STOP = ("\n",)
+"""The reply is one line."""
 
 _YES = re.compile(r"^\W*yes\b", re.IGNORECASE)
 _NO = re.compile(r"^\W*no\b", re.IGNORECASE)
@@ -39,6 +62,14 @@ def probe_after(prompt: str, generation: str, suffix: str = PROBE_SUFFIX) -> str
     return prompt + generation.rstrip() + suffix
 
 
+def probe_sampling(call: SamplingConfig) -> SamplingConfig:
+    """The probe's settings: its greedy reply alone (``k=0``), a few tokens, one line; the seed, layer and source
+    of the ``call`` it follows."""
+    return SamplingConfig(
+        k=0, max_tokens=PROBE_TOKENS, stop=PROBE_STOP, seed=call.seed, layer=call.layer, source=call.source
+    )
+
+
 def prompt_uncertainty(reply_text: str, reply_logprobs: Sequence[float]) -> float:
     """``1 - P(yes)`` from the probe's greedy reply.
 
@@ -51,3 +82,13 @@ def prompt_uncertainty(reply_text: str, reply_logprobs: Sequence[float]) -> floa
     if _NO.match(reply_text):
         return p
     return 1.0
+
+
+def score(reply: SelfAwareOutput, alpha: float = 0.0) -> Uncertainty:
+    """The estimator on the probe call's output ``reply`` (not on the call it asks about; ``alpha`` is unused)."""
+    return Uncertainty(prompt_uncertainty(reply.greedy.text, reply.greedy.logprobs), "prompt", num_samples=0)
+
+
+def unprobed(why: str) -> Uncertainty:
+    """The score of a call whose probe could not be sent (``why``): the model counts as uncertain."""
+    return Uncertainty(math.inf, "prompt", num_samples=0, note=why)

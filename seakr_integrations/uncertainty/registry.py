@@ -2,19 +2,46 @@
 
 Everything that offers a choice of estimator (``SeaKRConfig``, the CLI, both framework adapters, ``seakr serve``)
 reads its choices from ``REGISTRY``, so an estimator added here is accepted everywhere at once, and a caller that
-can only provide some inputs (a server answering one generate call has no probe call) filters on ``needs``.
+can only provide some inputs (a server answering one generate call has no probe call; a back-end without raw
+logits) asks ``estimators_for`` which ones it can compute.  Each estimator lives in its own module: the formula as
+a pure function, and ``score(output, alpha)``, which applies it to a back-end's ``SelfAwareOutput``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
-__all__ = ["NEEDS", "REGISTRY", "Estimator", "check_estimator", "estimator_names"]
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.uncertainty.eigenscore import score as eigenscore_score
+from seakr_integrations.uncertainty.energy import score as energy_score
+from seakr_integrations.uncertainty.ln_entropy import score as ln_entropy_score
+from seakr_integrations.uncertainty.multi_perplexity import score as multi_perplexity_score
+from seakr_integrations.uncertainty.perplexity import score as perplexity_score
+from seakr_integrations.uncertainty.prompt import score as prompt_score
+from seakr_integrations.uncertainty.record import Uncertainty
+
+__all__ = [
+    "GENERATE_PROVIDES",
+    "NEEDS",
+    "REGISTRY",
+    "Estimator",
+    "Scorer",
+    "check_estimator",
+    "estimator_names",
+    "estimators_for",
+]
 
 NEEDS = frozenset({"samples", "vectors", "greedy_logprobs", "sample_logprobs", "logits", "probe"})
 """What an estimator can need: the k ``samples``, their EOS ``vectors``, the greedy continuation's log-probabilities
 (``greedy_logprobs``), the samples' (``sample_logprobs``), the raw ``logits``' logsumexp (not every back-end has
 them), or a ``probe``: a second LM call that asks the model about its own answer."""
+
+GENERATE_PROVIDES = NEEDS - {"probe"}
+"""What one self-aware generate call returns (``logits`` only where the back-end exposes them)."""
+
+Scorer = Callable[[SelfAwareOutput, float], Uncertainty]
+"""``score(output, alpha) -> Uncertainty``; for ``"probe"`` estimators ``output`` is the probe call's reply."""
 
 
 @dataclass(frozen=True)
@@ -25,11 +52,13 @@ class Estimator:
         name: What users pass (``SeaKRConfig(estimator=name)``).
         needs: A subset of ``NEEDS``.
         summary: One line for help texts.
+        score: Its ``Scorer``; use it through ``estimate(output, name)``, which also returns a server's scores.
     """
 
     name: str
     needs: frozenset[str]
     summary: str
+    score: Scorer = field(repr=False, compare=False)
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - NEEDS
@@ -41,13 +70,30 @@ REGISTRY: dict[str, Estimator] = {
     e.name: e
     for e in (
         Estimator(
-            "eigenscore", frozenset({"samples", "vectors"}), "SeaKR: log-determinant of the samples' EOS Gram matrix"
+            "eigenscore",
+            frozenset({"samples", "vectors"}),
+            "SeaKR: log-determinant of the samples' EOS Gram matrix",
+            eigenscore_score,
         ),
-        Estimator("perplexity", frozenset({"greedy_logprobs"}), "perplexity of the greedy continuation"),
-        Estimator("multi_perplexity", frozenset({"samples", "sample_logprobs"}), "mean perplexity of the k samples"),
-        Estimator("ln_entropy", frozenset({"samples", "sample_logprobs"}), "length-normalised entropy of the samples"),
-        Estimator("energy", frozenset({"logits"}), "mean -logsumexp of the greedy continuation's raw logits"),
-        Estimator("prompt", frozenset({"probe"}), "1 - P(yes) when the model is asked whether it knows"),
+        Estimator(
+            "perplexity", frozenset({"greedy_logprobs"}), "perplexity of the greedy continuation", perplexity_score
+        ),
+        Estimator(
+            "multi_perplexity",
+            frozenset({"samples", "sample_logprobs"}),
+            "mean perplexity of the k samples",
+            multi_perplexity_score,
+        ),
+        Estimator(
+            "ln_entropy",
+            frozenset({"samples", "sample_logprobs"}),
+            "length-normalised entropy of the samples",
+            ln_entropy_score,
+        ),
+        Estimator(
+            "energy", frozenset({"logits"}), "mean -logsumexp of the greedy continuation's raw logits", energy_score
+        ),
+        Estimator("prompt", frozenset({"probe"}), "1 - P(yes) when the model is asked whether it knows", prompt_score),
     )
 }
 """Every estimator, by name, in the order help texts list them."""
@@ -56,6 +102,12 @@ REGISTRY: dict[str, Estimator] = {
 def estimator_names() -> tuple[str, ...]:
     """Every estimator SeaKR's loop accepts (``"prompt"`` included)."""
     return tuple(REGISTRY)
+
+
+def estimators_for(provides: Iterable[str] = GENERATE_PROVIDES) -> tuple[str, ...]:
+    """The estimators whose needs are all in ``provides`` (default: what one generate call returns, with logits)."""
+    have = frozenset(provides)
+    return tuple(e.name for e in REGISTRY.values() if e.needs <= have)
 
 
 def check_estimator(name: object) -> str:
