@@ -131,3 +131,25 @@ def test_real_minilm_neighbours_vote_by_meaning():
         (True, 0),
         (False, 2),
     ]
+
+
+def test_skr_and_the_method_catalogue_do_not_import_each_other():
+    """methods lists skr-knn and imports skr; skr implements the Method interface from its own module, so either can
+    be imported first (in a fresh interpreter, where no earlier import hides a cycle)."""
+    import ast
+    import subprocess
+    import sys
+
+    import seakr_integrations.evaluation.interface as interface
+    import seakr_integrations.evaluation.skr as skr
+
+    for module in (skr, interface):
+        tree = ast.parse(open(module.__file__, encoding="utf-8").read())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert "seakr_integrations.evaluation.methods" not in imported, module.__name__
+    for first in ("seakr_integrations.evaluation.skr", "seakr_integrations.evaluation.methods"):
+        code = f"import {first}; from seakr_integrations.evaluation.methods import METHODS, MethodAnswer; "
+        code += "from seakr_integrations.evaluation.skr import SKRkNN; assert 'skr-knn' in METHODS"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from seakr_integrations.evaluation.interface import Method, MethodAnswer
+from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
 from seakr_integrations.reasoning.answer import extract_answer
 from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
 from seakr_integrations.reasoning.config import SeaKRConfig
@@ -31,42 +32,6 @@ __all__ = [
     "make_method",
     "method_settings",
 ]
-
-
-@dataclass(frozen=True)
-class MethodAnswer:
-    """One question's answer and what it cost.
-
-    Attributes:
-        prediction: The final answer text ("" when the method gave none).
-        retrievals: Searches run.
-        lm_calls: Prompts generated.
-        generated_tokens: Tokens generated (greedy continuations and samples).
-        trace: The method's decision trace, JSON-ready.
-        error: Why the question failed (``"TypeName: message"``), or ``None`` when it was answered.
-    """
-
-    prediction: str
-    retrievals: int
-    lm_calls: int
-    generated_tokens: int
-    trace: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-
-
-@runtime_checkable
-class Method(Protocol):
-    """A way of answering questions that ``seakr eval`` can run."""
-
-    name: str
-
-    def describe(self) -> dict[str, Any]:
-        """Everything that determines its answers (JSON-ready): results files are keyed by it."""
-        ...
-
-    def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
-        """Answers in question order (questions answered together may share back-end batches)."""
-        ...
 
 
 class SeaKRMethod:
@@ -179,8 +144,6 @@ def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
 def _skr_knn(
     backend: Any, retriever: Any, config: SeaKRConfig, *, skr_train: Any = None, skr_k: int = 10, embed: Any = None
 ) -> Method:
-    from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
-
     if skr_train is None:
         raise ValueError(
             "skr-knn needs training labels: run `seakr eval --method cot --method single-retrieval` on a training "

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from seakr_integrations.evaluation.methods import Method, MethodAnswer
+from seakr_integrations.evaluation.interface import Method, MethodAnswer
 from seakr_integrations.evaluation.results import read_results
 
 __all__ = ["SKRLabels", "SKRkNN", "skr_labels"]

@@ -1,0 +1,49 @@
+"""What ``seakr eval`` runs: the ``Method`` interface and the ``MethodAnswer`` every method returns.
+
+It sits apart from ``methods`` (the catalogue of SeaKR, its ablations and the baselines) so that a method defined
+in its own module, such as ``skr.SKRkNN``, implements the interface without importing the catalogue that lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Method", "MethodAnswer"]
+
+
+@dataclass(frozen=True)
+class MethodAnswer:
+    """One question's answer and what it cost.
+
+    Attributes:
+        prediction: The final answer text ("" when the method gave none).
+        retrievals: Searches run.
+        lm_calls: Prompts generated.
+        generated_tokens: Tokens generated (greedy continuations and samples).
+        trace: The method's decision trace, JSON-ready.
+        error: Why the question failed (``"TypeName: message"``), or ``None`` when it was answered.
+    """
+
+    prediction: str
+    retrievals: int
+    lm_calls: int
+    generated_tokens: int
+    trace: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+
+@runtime_checkable
+class Method(Protocol):
+    """A way of answering questions that ``seakr eval`` can run."""
+
+    name: str
+
+    def describe(self) -> dict[str, Any]:
+        """Everything that determines its answers (JSON-ready): results files are keyed by it."""
+        ...
+
+    def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
+        """Answers in question order (questions answered together may share back-end batches)."""
+        ...
