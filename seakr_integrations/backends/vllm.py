@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,9 @@ from seakr_integrations.backends.vllm_stream import VLLMStream
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.params import HiddenSource, SamplingConfig
+from seakr_integrations.params import HiddenSource, SamplingConfig, check_real
 
-__all__ = ["VLLMBackend"]
+__all__ = ["VLLMBackend", "engine_start_environment"]
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +50,45 @@ def _intel_openmp() -> str | None:
     return None
 
 
+def engine_start_environment(
+    on_cpu: bool, kv_cache_space_gib: float | None = 2, preload_intel_openmp: bool = True
+) -> dict[str, str]:
+    """The environment variables ``VLLMBackend`` sets while its engine starts, given the current environment.
+
+    vLLM takes these settings from the environment only, and reads them while the engine starts: the engine's
+    processes are spawned then (and keep a copy) and the CPU worker sizes its KV cache and pins its cores then.
+    Each is set only when the user has not set it, so a user's value always wins, and only for the start
+    (``_environment`` restores the previous values afterwards), so the application's own process and the processes
+    it starts later see the environment they had.
+
+    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib``; vLLM's default (4 GiB) is more than a small model
+      needs on a small machine.
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``.  vLLM keeps one core per worker for its scheduler process;
+      on small machines that halves the compute (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s when the worker
+      may use both).
+    - ``LD_PRELOAD`` (CPU): the user's value followed by the Intel OpenMP runtime that vllm-cpu installs, as vLLM's
+      CPU guide recommends, unless it already names an OpenMP runtime.
+    """
+    if not on_cpu:
+        return {}
+    env: dict[str, str] = {}
+    if kv_cache_space_gib is not None and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_cache_space_gib))
+    if "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ:
+        env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    preload = os.environ.get("LD_PRELOAD", "")
+    iomp = _intel_openmp() if preload_intel_openmp and "omp" not in preload else None
+    if iomp:
+        env["LD_PRELOAD"] = ":".join(p for p in (preload, iomp) if p)
+    return env
+
+
 @contextlib.contextmanager
-def _environment(**values: str | None) -> Iterator[None]:
-    """Set environment variables for the processes vLLM spawns, and restore ours afterwards."""
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` for the block (the engine's start), and restore the previous ones after."""
     saved = {k: os.environ.get(k) for k in values}
     try:
-        for k, v in values.items():
-            if v is not None:
-                os.environ[k] = v
+        os.environ.update(values)
         yield
     finally:
         for k, v in saved.items():
@@ -86,12 +117,15 @@ class VLLMBackend(SelfAwareBackend):
         dtype: Engine dtype (``"auto"`` follows the checkpoint; ``"bfloat16"`` is fastest on recent CPUs/GPUs).
         max_model_len: Context length to allocate; the model's own by default, capped at 8192.
         block_size: KV block size; 32 on CPU by default so that prefix caching also helps short prompts.
-        kv_cache_space_gib: On CPU, the KV cache size (sets ``VLLM_CPU_KVCACHE_SPACE`` if it is unset).
+        kv_cache_space_gib: On CPU, the KV cache size in whole GiB (sets ``VLLM_CPU_KVCACHE_SPACE`` while the engine
+            starts, if it is unset).
         preload_intel_openmp: On CPU, start the engine's processes with the Intel OpenMP runtime that vllm-cpu
             installs preloaded, as vLLM's CPU guide recommends (measured here: step 2.61 s -> 2.50 s); skipped when
             ``LD_PRELOAD`` already names an OpenMP runtime.  Our own process is not affected.
         enforce_eager: Must stay ``True``: under torch.compile / CUDA graphs the hook never fires.  For the same
-            reason the constructor sets ``VLLM_USE_V2_MODEL_RUNNER=0`` in this process (vLLM reads it lazily).
+            reason the constructor sets ``VLLM_USE_V2_MODEL_RUNNER=0`` in this process when it is unset, and leaves
+            it set: vLLM reads it lazily, for as long as the engine runs (each request's validation asks which model
+            runner is in use), so it cannot be restored after the start.
         seed: Engine seed (each request also carries ``SamplingConfig.seed``).
         **engine_kwargs: Passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``...).
     """
@@ -117,17 +151,17 @@ class VLLMBackend(SelfAwareBackend):
             )
         if os.environ.get("VLLM_USE_V2_MODEL_RUNNER", "0").strip().lower() in ("1", "true"):
             raise ValueError(V2_RUNNER_HINT)
-        os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+        if kv_cache_space_gib is not None:
+            expected = "a whole number of GiB >= 1 (vLLM reads an integer), or None for vLLM's default"
+            gib = check_real("kv_cache_space_gib", kv_cache_space_gib, expected)
+            if not gib.is_integer() or gib < 1:
+                raise ValueError(f"kv_cache_space_gib={kv_cache_space_gib!r}: pass {expected}")
+        os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")  # stays set: see enforce_eager above
         vllm = _import_vllm()
         from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()
-        if on_cpu:
-            if kv_cache_space_gib is not None:
-                os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(kv_cache_space_gib))
-            # vLLM keeps one core per worker for its scheduler process; on small machines that halves the compute
-            # (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s when the worker may use both).
-            os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+        start_env = engine_start_environment(on_cpu, kv_cache_space_gib, preload_intel_openmp)
         if block_size is None and on_cpu:
             block_size = 32
         if block_size is not None:
@@ -144,9 +178,7 @@ class VLLMBackend(SelfAwareBackend):
             engine_kwargs.setdefault("enable_chunked_prefill", False)
             engine_kwargs.setdefault("max_num_batched_tokens", max(max_model_len, 4096))
         self.model_name = str(model)
-        preload = os.environ.get("LD_PRELOAD", "")
-        iomp = _intel_openmp() if on_cpu and preload_intel_openmp and "omp" not in preload else None
-        with _environment(LD_PRELOAD=":".join(p for p in (preload, iomp) if p) if iomp else None):
+        with _environment(start_env):
             self.llm = self._start_engine(vllm, path, dtype, max_model_len, enforce_eager, seed, engine_kwargs)
         self._sampling_params = vllm.SamplingParams
         self.tokenizer = self.llm.get_tokenizer()
