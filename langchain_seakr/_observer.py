@@ -18,11 +18,26 @@ from langchain_core.retrievers import BaseRetriever
 
 from langchain_seakr._conversions import document_id, output_generations, to_passage, usage
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.reasoning.events import Observer, SeaKREvent
+from seakr_integrations.reasoning.events import LEGACY_KINDS, Observer, SeaKREvent, langchain_event_name
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = ["LangChainObserver", "LangChainSearch", "search_documents"]
+__all__ = ["LangChainObserver", "LangChainSearch", "emit_event", "search_documents"]
+
+
+def emit_event(callbacks: CallbackManager | Any, event: SeaKREvent, run_id: Any) -> None:
+    """Send a core event to the callbacks as the custom event ``seakr_<kind>`` (``seakr_step_assessed``...), with
+    its strict-JSON form as data.
+
+    For one release the event is also sent under its older name (``seakr_assessed``, ``seakr_retrieved``,
+    ``seakr_reranked``, ``seakr_step``, ``seakr_final``, ``seakr_answered``, ``seakr_failed``, ``seakr_gate``),
+    deprecated, so handlers written for it keep working while they move to the new names.
+    """
+    data = event.to_dict()
+    callbacks.on_custom_event(langchain_event_name(event), data, run_id=run_id)
+    legacy = LEGACY_KINDS.get(event.kind)
+    if legacy is not None:
+        callbacks.on_custom_event(f"seakr_{legacy}", data, run_id=run_id)
 
 
 def search_documents(retriever: BaseRetriever, query: str, k: int, callbacks: Any = None) -> list[Document]:
@@ -49,7 +64,8 @@ class LangChainSearch:
 
 class LangChainObserver(Observer):
     """Callbacks for one question: LLM runs per self-aware call, the retriever's own runs, and each trace event
-    as a custom event named ``seakr_<kind>`` (``seakr_assessed``, ``seakr_retrieved``, ...)."""
+    as a custom event named ``seakr_<kind>`` (``seakr_step_assessed``, ``seakr_passages_retrieved``, ...; see
+    :func:`emit_event`)."""
 
     def __init__(
         self,
@@ -72,7 +88,7 @@ class LangChainObserver(Observer):
     def on_event(self, event: SeaKREvent) -> None:
         self.events.append(event)
         if self.callbacks is not None:
-            self.callbacks.on_custom_event(f"seakr_{event.kind}", event.to_dict(), run_id=self.parent_run_id)
+            emit_event(self.callbacks, event, self.parent_run_id)
 
     def on_lm_start(self, prompts: Sequence[str]) -> None:
         if self.callbacks is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from langchain_core.callbacks import Callbacks
@@ -10,9 +9,10 @@ from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentCompressor, Document
 from pydantic import field_validator
 
-from langchain_seakr._conversions import to_passage, uncertainty_info
+from langchain_seakr._conversions import to_passage
 from langchain_seakr._observer import LangChainObserver
 from langchain_seakr._seakr import SeaKRComponent
+from seakr_integrations.reasoning.decisions import CandidateScore
 
 __all__ = ["SelfAwareReranker"]
 
@@ -22,10 +22,13 @@ class SelfAwareReranker(SeaKRComponent, BaseDocumentCompressor):
     keeps the ``top_n`` least uncertain.
 
     Each document is put in the prompt alone (after the question) and the model writes the next reasoning step
-    (single-hop mode: the answer); all documents are scored in one batched call.  Metadata gets
-    ``seakr_uncertainty`` (the full record), ``seakr_search_rank`` (its position in the input) and
-    ``relevance_score`` = minus the uncertainty (higher = better, as other LangChain re-rankers; ``None`` when the
-    model wrote nothing with that document, which ranks it last).
+    (single-hop mode: the answer); all documents are scored in one batched call.  Metadata gets the score's keys
+    (``CandidateScore.to_metadata()``, the same as LlamaIndex's ``SelfAwareReranker`` puts on its nodes):
+    ``seakr_uncertainty`` (the uncertainty after reading it), ``seakr_search_rank`` (its position in the input),
+    ``seakr_chosen`` (the least uncertain) and ``seakr_generation`` (what the model wrote), and
+    ``relevance_score`` = minus the uncertainty (higher = better, as other LangChain re-rankers).  A document the
+    model wrote nothing with is unscorable: it ranks last, with ``seakr_uncertainty`` and ``relevance_score``
+    ``None``.
 
     Example:
         ```python
@@ -67,13 +70,7 @@ class SelfAwareReranker(SeaKRComponent, BaseDocumentCompressor):
         out = []
         for c in ranked[: self.top_n]:
             doc = documents[c.rank - 1]
-            value = c.rank_value
-            metadata = {
-                **doc.metadata,
-                "seakr_uncertainty": uncertainty_info(c.uncertainty),
-                "seakr_search_rank": c.rank,
-                "seakr_generation": c.generation,
-                "relevance_score": -value if math.isfinite(value) else None,
-            }
+            score = CandidateScore.from_candidate(c)
+            metadata = {**doc.metadata, **score.to_metadata(), "relevance_score": score.relevance}
             out.append(Document(page_content=doc.page_content, id=doc.id, metadata=metadata))
         return out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +10,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, field_validator
 
-from langchain_seakr._conversions import uncertainty_info
-from langchain_seakr._observer import LangChainObserver, search_documents
+from langchain_seakr._observer import LangChainObserver, emit_event, search_documents
 from langchain_seakr._seakr import SeaKRComponent
+from seakr_integrations.reasoning.decisions import GateDecision
+from seakr_integrations.reasoning.events import GateDecided
 from seakr_integrations.reasoning.reasoner import RetrievalError
-from seakr_integrations.reasoning.trace import Assessment
 
 __all__ = ["GateDecision", "PassageIndexRetriever", "UncertaintyGatedRetriever"]
 
@@ -87,33 +86,17 @@ class PassageIndexRetriever(BaseRetriever):
         ]
 
 
-@dataclass(frozen=True)
-class GateDecision:
-    """What the gate decided for one query.
-
-    Attributes:
-        documents: The documents returned (empty when retrieval was skipped).
-        retrieved: Whether the wrapped retriever was called.
-        reason: Why, in words.
-        assessment: SeaKR's uncertainty check (the generation, its uncertainty, the decision); ``None`` when the
-            gate is configured to always retrieve.
-    """
-
-    documents: list[Document]
-    retrieved: bool
-    reason: str
-    assessment: Assessment | None = field(default=None, repr=False)
-
-
 class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
     """Wraps any LangChain retriever and retrieves only when the model is uncertain about the query.
 
     The gate is SeaKR's self-aware retrieval decision (the same rule as the full loop): the model writes the next
     reasoning step (single-hop mode: the answer) for the query, its uncertainty is measured from the k samples'
     hidden states, and the wrapped retriever runs only when it exceeds ``config.delta``.  Each returned document's
-    metadata gets ``seakr_uncertainty`` and ``seakr_gate``; when the gate skips, the result is an empty list and
-    the reason goes to the callbacks (custom event ``seakr_gate``, visible in ``astream_events``); ``decide()``
-    returns it directly.
+    metadata gets the decision's keys (``GateDecision.to_metadata()``: ``seakr_gate_retrieve``,
+    ``seakr_gate_reason``, ``seakr_gate_uncertainty``, ``seakr_gate_delta``, the same as LlamaIndex's gated
+    retriever puts on its nodes); when the gate skips, the result is an empty list.  Every decision goes to the
+    callbacks as the custom event ``seakr_gate_decided`` (``GateDecision.to_dict()``, visible in
+    ``astream_events``); ``decide()`` returns it directly.
 
     Example:
         ```python
@@ -127,7 +110,8 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
     k: int | None = None
     """Documents to return (passed to the wrapped retriever); ``None`` keeps the wrapped retriever's own count."""
     always_retrieve: bool = False
-    """Skip the uncertainty check and always retrieve (still one LangChain retriever; for baselines and tests)."""
+    """Retrieve whatever the uncertainty.  The uncertainty is still measured and recorded (reason
+    ``always_retrieve``), so the gate's judgement can be logged before it is trusted."""
 
     @field_validator("k")
     @classmethod
@@ -146,52 +130,25 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
             raise ValueError("the query is empty: the gate needs a question to assess")
         k = _check_k(k) or self.k
         callbacks = run_manager.get_child() if run_manager is not None else None
-        assessment = None
-        if self.always_retrieve:
-            retrieve, reason = True, "always_retrieve is set"
-        else:
-            observer = LangChainObserver(callbacks, run_manager.run_id if run_manager else None, self.model_name)
-            (assessment,) = self.seakr().assess_many([query], observers=[observer])
-            u = assessment.uncertainty
-            retrieve = assessment.retrieve
-            shown = f"{u.value:.3f}" if u.is_finite else "inf"
-            reason = (
-                f"uncertainty {shown} > delta {self.config.delta}: the model is unsure, so it retrieves"
-                if retrieve and assessment.generation
-                else "the model wrote nothing, so it retrieves"
-                if retrieve
-                else f"uncertainty {shown} <= delta {self.config.delta}: the model is sure, so retrieval is skipped"
-            )
+        run_id = run_manager.run_id if run_manager is not None else None
+        observer = LangChainObserver(callbacks, run_id, self.model_name)
+        (assessment,) = self.seakr().assess_many([query], observers=[observer])
+        decision = GateDecision.from_assessment(assessment, self.config, always_retrieve=self.always_retrieve)
+        docs: list[Document] = []
+        if decision.retrieve:
+            try:
+                found = search_documents(self.retriever, query, k, callbacks) if k else self._all(query, callbacks)
+            except Exception as exc:
+                raise RetrievalError(
+                    f"the wrapped retriever {type(self.retriever).__name__} failed for query {query!r}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
+            metadata = decision.to_metadata()
+            docs = [Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, **metadata}) for d in found]
+        decision = decision.with_documents(docs)
         if callbacks is not None:
-            data = {"query": query, "retrieve": retrieve, "reason": reason}
-            if assessment is not None:
-                data["assessment"] = assessment.to_dict()
-            callbacks.on_custom_event("seakr_gate", data, run_id=run_manager.run_id)
-        if not retrieve:
-            return GateDecision([], False, reason, assessment)
-        try:
-            docs = search_documents(self.retriever, query, k, callbacks) if k else self._all(query, callbacks)
-        except Exception as exc:
-            raise RetrievalError(
-                f"the wrapped retriever {type(self.retriever).__name__} failed for query {query!r}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        gate = {"retrieved": True, "reason": reason}
-        if assessment is not None:
-            gate["generation"] = assessment.generation
-        out = [
-            Document(
-                page_content=d.page_content,
-                id=d.id,
-                metadata={
-                    **d.metadata,
-                    "seakr_uncertainty": uncertainty_info(assessment.uncertainty) if assessment else None,
-                    "seakr_gate": gate,
-                },
-            )
-            for d in docs
-        ]
-        return GateDecision(out, True, reason, assessment)
+            emit_event(callbacks, GateDecided(0, query, decision), run_id)
+        return decision
 
     def _all(self, query: str, callbacks: Any) -> list[Document]:
         docs = self.retriever.invoke(query, config={"callbacks": callbacks} if callbacks is not None else None)

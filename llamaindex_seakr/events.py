@@ -3,6 +3,11 @@
 A SeaKR answer takes seconds to minutes and its value lies in the decisions along the way.  These events make each
 decision visible while it happens (``handler.stream_events()``), in LlamaIndex's own types: nodes are
 ``NodeWithScore``, and every event also carries the core event's strict-JSON form in ``data`` for logging.
+
+Each class is named after its core event (``seakr_integrations.reasoning.events``) plus ``Event``:
+``StepAssessed`` -> ``StepAssessedEvent`` and so on (the table is in the core module's docstring).  The names of
+older releases (``UncertaintyCheckEvent``, ``ReasoningStepEvent``, ``FinalAnswerEvent``, ``SeaKRResultEvent``)
+still import, with a ``DeprecationWarning``, for one release.
 """
 
 from __future__ import annotations
@@ -12,16 +17,28 @@ from typing import Any, Literal
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.workflow import Event, StartEvent, StopEvent
 
+from seakr_integrations._deprecation import warn_renamed
+from seakr_integrations.reasoning.trace import StopReason
+
 __all__ = [
-    "FinalAnswerEvent",
+    "AnswerChosenEvent",
     "PassagesRerankedEvent",
     "PassagesRetrievedEvent",
-    "ReasoningStepEvent",
+    "QuestionAnsweredEvent",
+    "QuestionFailedEvent",
     "SeaKRPhase",
     "SeaKRQuestionEvent",
-    "SeaKRResultEvent",
-    "UncertaintyCheckEvent",
+    "StepAssessedEvent",
+    "StepFinishedEvent",
 ]
+
+DEPRECATED_NAMES = {
+    "UncertaintyCheckEvent": "StepAssessedEvent",
+    "ReasoningStepEvent": "StepFinishedEvent",
+    "FinalAnswerEvent": "AnswerChosenEvent",
+    "SeaKRResultEvent": "QuestionAnsweredEvent",
+}
+"""Old event class names and the classes they now are (same class: ``isinstance`` checks keep working)."""
 
 
 class SeaKRQuestionEvent(StartEvent):
@@ -37,9 +54,10 @@ class SeaKRPhase(Event):
     data: dict[str, Any]
 
 
-class UncertaintyCheckEvent(SeaKRPhase):
-    """The uncertainty check: the model wrote ``generation`` with uncertainty ``uncertainty`` (``None`` when not
-    finite) and the gate decided: ``"answer"`` (it stated the answer), ``"accept"`` or ``"retrieve"``."""
+class StepAssessedEvent(SeaKRPhase):
+    """The uncertainty check (core ``StepAssessed``): the model wrote ``generation`` with uncertainty
+    ``uncertainty`` (``None`` when not finite) and the gate decided: ``"answer"`` (it stated the answer),
+    ``"accept"`` or ``"retrieve"``."""
 
     step_index: int
     generation: str
@@ -48,8 +66,8 @@ class UncertaintyCheckEvent(SeaKRPhase):
 
 
 class PassagesRetrievedEvent(SeaKRPhase):
-    """A search for ``query`` returned ``nodes`` (the retriever's own nodes, best first); ``error`` when it failed
-    and the configuration let the answer go on without it."""
+    """A search for ``query`` returned ``nodes`` (core ``PassagesRetrieved``; the retriever's own nodes, best
+    first); ``error`` when it failed and the configuration let the answer go on without it."""
 
     step_index: int
     query: str
@@ -58,36 +76,60 @@ class PassagesRetrievedEvent(SeaKRPhase):
 
 
 class PassagesRerankedEvent(SeaKRPhase):
-    """The self-aware re-ranking: ``nodes`` ordered by the uncertainty after reading each (score = ``-U``,
-    metadata ``seakr_uncertainty`` / ``seakr_generation``), and the id of the one kept (``chosen``)."""
+    """The self-aware re-ranking (core ``PassagesReranked``): ``nodes`` ordered by the uncertainty after reading
+    each (score = ``-U``, ``None`` when unscorable; metadata ``CandidateScore.to_metadata()``), and the id of the
+    one kept (``chosen_passage_id``)."""
 
     step_index: int
     nodes: list[NodeWithScore]
-    chosen: str | None
+    chosen_passage_id: str | None
+
+    @property
+    def chosen(self) -> str | None:
+        """Deprecated: ``chosen_passage_id``."""
+        warn_renamed("PassagesRerankedEvent.chosen", "PassagesRerankedEvent.chosen_passage_id")
+        return self.chosen_passage_id
 
 
-class ReasoningStepEvent(SeaKRPhase):
-    """A round of reasoning is done: ``accepted`` was appended to the chain; ``stop`` says why the loop ends, if
-    it does."""
+class StepFinishedEvent(SeaKRPhase):
+    """A round of reasoning is done (core ``StepFinished``): ``accepted`` was appended to the chain; ``stop`` says
+    why the loop ends, if it does."""
 
     step_index: int
     decision: Literal["answer", "accept", "retrieve"]
     accepted: str | None
-    stop: str | None
+    stop: StopReason | None
 
 
-class FinalAnswerEvent(SeaKRPhase):
-    """The final self-aware reasoning: every final candidate (``candidates``, by strategy) and the winner."""
+class AnswerChosenEvent(SeaKRPhase):
+    """The final self-aware reasoning (core ``AnswerChosen``): every final candidate (``candidates``, by
+    strategy), each one's uncertainty (``uncertainties``, ``None`` when not finite) and the winner."""
 
     answer: str
     strategy: str
     candidates: dict[str, Any]
+    uncertainties: dict[str, float | None] = {}
 
 
-class SeaKRResultEvent(StopEvent):
-    """The run's result (``await handler`` returns this event): the answer, the chosen nodes and the trace."""
+class QuestionFailedEvent(SeaKRPhase):
+    """The question failed (core ``QuestionFailed``); the run raises the error right after this event."""
+
+    error: str
+
+
+class QuestionAnsweredEvent(StopEvent):
+    """The run's result (core ``QuestionAnswered``; ``await handler`` returns this event): the answer, the chosen
+    nodes and the trace (``SeaKRResult.to_dict()``; ``SeaKRResult.from_dict`` reads it back)."""
 
     answer: str
     strategy: str
     source_nodes: list[NodeWithScore]
     trace: dict[str, Any]
+
+
+def __getattr__(name: str) -> Any:
+    if name in DEPRECATED_NAMES:
+        new = DEPRECATED_NAMES[name]
+        warn_renamed(f"llamaindex_seakr.{name}", f"llamaindex_seakr.{new}")
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

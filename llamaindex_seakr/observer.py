@@ -14,7 +14,8 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore
 
-from llamaindex_seakr.nodes import NodeSearch, annotate, passage_to_node, plain_uncertainty
+from llamaindex_seakr.nodes import NodeSearch, annotate, passage_to_node
+from seakr_integrations.reasoning.decisions import chosen_passage_metadata
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, SeaKREvent
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
@@ -26,7 +27,8 @@ dispatcher = get_dispatcher(__name__)
 
 class SeaKRPhaseEvent(BaseEvent):
     """Instrumentation event: one phase of the SeaKR loop completed (``kind`` as in the core's events:
-    ``assessed``, ``retrieved``, ``reranked``, ``step``, ``final``, ``answered``; ``data`` its JSON form)."""
+    ``step_assessed``, ``passages_retrieved``, ``passages_reranked``, ``step_finished``, ``answer_chosen``,
+    ``question_answered``, ``question_failed``; ``data`` its JSON form)."""
 
     kind: str
     question: str
@@ -76,17 +78,10 @@ class NodeTracker(Observer):
 
     def source_nodes(self, result: SeaKRResult) -> list[NodeWithScore]:
         """The chosen passages as the retriever's nodes (copies), in the order chosen, each with the round it was
-        chosen in (``seakr_step``) and the uncertainty after reading it (``seakr_uncertainty``)."""
-        chosen = {
-            c.passage.id: (step.index, c.uncertainty) for step in result.steps for c in step.candidates if c.chosen
-        }
-        out = []
-        for passage in result.passages:
-            step_index, u = chosen.get(passage.id, (None, None))
-            out.append(
-                annotate(self.node(passage), {"seakr_step": step_index, "seakr_uncertainty": plain_uncertainty(u)})
-            )
-        return out
+        chosen in (``seakr_step``) and its re-ranking score (``CandidateScore.to_metadata()``: ``seakr_uncertainty``
+        after reading it...); see ``chosen_passage_metadata``."""
+        chosen = chosen_passage_metadata(result)
+        return [annotate(self.node(p), chosen.get(p.id, {"seakr_step": None})) for p in result.passages]
 
 
 def _summary(event: SeaKREvent) -> dict[str, Any]:

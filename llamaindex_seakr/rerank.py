@@ -1,14 +1,14 @@
-"""``SelfAwareRerank``: order retrieved nodes by how sure the model is after reading each one.
+"""``SelfAwareReranker``: order retrieved nodes by how sure the model is after reading each one.
 
 SeaKR's re-ranking does not ask whether a passage looks relevant; it puts each passage in the model's context, lets
 the model write, and keeps the passage after which the model is least uncertain.  This post-processor applies that
 rule (``SeaKR.rerank``, the loop's own code) to any list of ``NodeWithScore``, so it drops into LlamaIndex query
-engines next to or instead of the similarity-based re-rankers.
+engines next to or instead of the similarity-based re-rankers.  (Its name in older releases, ``SelfAwareRerank``,
+still imports, with a ``DeprecationWarning``, for one release.)
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
@@ -18,29 +18,34 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
-from llamaindex_seakr.nodes import annotate, node_to_passage, plain_uncertainty
+from llamaindex_seakr.nodes import annotate, node_to_passage
+from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, CandidateScore
 from seakr_integrations.reasoning.reasoner import SeaKR
 
-__all__ = ["RERANK_METADATA_KEYS", "SelfAwareRerank"]
+__all__ = ["RERANK_METADATA_KEYS", "SelfAwareReranker"]
 
 dispatcher = get_dispatcher(__name__)
 
-RERANK_METADATA_KEYS = ("seakr_uncertainty", "seakr_generation", "seakr_search_rank", "retrieval_score")
-"""Metadata keys the re-ranker adds (``retrieval_score`` only with ``keep_retrieval_score``)."""
+RERANK_METADATA_KEYS = (*CANDIDATE_METADATA_KEYS, "retrieval_score")
+"""Metadata keys the re-ranker adds (``CandidateScore.to_metadata()``'s, the same as LangChain's
+``SelfAwareReranker``; and ``retrieval_score`` with ``keep_retrieval_score``)."""
 
 
-class SelfAwareRerank(BaseNodePostprocessor):
+class SelfAwareReranker(BaseNodePostprocessor):
     """Re-rank nodes by the model's uncertainty after reading each one (SeaKR's self-aware re-ranking).
 
     Each node's text is put alone in the prompt (after the chosen context, in multi-hop mode: the next reasoning
     step is scored; single-hop mode: the answer written from the node is scored), all in one back-end batch.
 
     **Score**: ``score = -U``, the negated uncertainty of what the model wrote after reading the node, so that
-    higher is better as LlamaIndex expects.  A node after which the model wrote nothing gets ``-inf`` (SeaKR ranks
-    it last); ties keep the retriever's order.  The metadata of each returned node (a copy) holds
-    ``seakr_uncertainty`` (``U``, ``None`` if not finite), ``seakr_generation`` (what the model wrote),
-    ``seakr_search_rank`` (1-based position in the input) and, with ``keep_retrieval_score``, ``retrieval_score``.
+    higher is better as LlamaIndex expects.  A node after which the model wrote nothing is unscorable: SeaKR ranks
+    it last, and its score and ``seakr_uncertainty`` are ``None``; ties keep the retriever's order.  The metadata
+    of each returned node (a copy) holds ``CandidateScore.to_metadata()`` (the same keys and values as LangChain's
+    ``SelfAwareReranker`` gives): ``seakr_uncertainty`` (``U``), ``seakr_search_rank`` (1-based position in the
+    input), ``seakr_chosen`` (the least uncertain), ``seakr_generation`` (what the model wrote), and, with
+    ``keep_retrieval_score``, ``retrieval_score``.
 
     Emits ``ReRankStartEvent`` / ``ReRankEndEvent`` through ``get_dispatcher(__name__)`` like the built-in
     re-rankers.
@@ -71,7 +76,7 @@ class SelfAwareRerank(BaseNodePostprocessor):
         keep_retrieval_score: bool = True,
         **kwargs: Any,
     ) -> None:
-        llm = as_seakr_llm(llm, "SelfAwareRerank")
+        llm = as_seakr_llm(llm, "SelfAwareReranker")
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
         super().__init__(llm=llm, top_n=top_n, keep_retrieval_score=keep_retrieval_score, **kwargs)
@@ -87,7 +92,7 @@ class SelfAwareRerank(BaseNodePostprocessor):
 
     @classmethod
     def class_name(cls) -> str:
-        return "SelfAwareRerank"
+        return "SelfAwareReranker"
 
     @property
     def config(self) -> SeaKRConfig:
@@ -100,7 +105,7 @@ class SelfAwareRerank(BaseNodePostprocessor):
             ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n, model_name=self.llm.model_name)
         )
         if query_bundle is None:
-            raise ValueError("SelfAwareRerank needs the query (query_bundle or query_str)")
+            raise ValueError("SelfAwareReranker needs the query (query_bundle or query_str)")
         query = query_bundle.query_str
         if not isinstance(query, str) or not query.strip():
             raise ValueError("the query is empty: the re-ranker needs the question the nodes should answer")
@@ -111,14 +116,17 @@ class SelfAwareRerank(BaseNodePostprocessor):
         out = []
         for candidate in ranked[: self.top_n]:
             original = nodes[candidate.rank - 1]
-            meta: dict[str, Any] = {
-                "seakr_uncertainty": plain_uncertainty(candidate.uncertainty),
-                "seakr_generation": candidate.generation.strip(),
-                "seakr_search_rank": candidate.rank,
-            }
+            score = CandidateScore.from_candidate(candidate)
+            meta: dict[str, Any] = score.to_metadata()
             if self.keep_retrieval_score:
                 meta["retrieval_score"] = original.score
-            score = -candidate.rank_value if not math.isnan(candidate.rank_value) else -math.inf
-            out.append(annotate(original, meta, score=score))
+            out.append(annotate(original, meta, score=score.relevance))
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SelfAwareRerank":
+        warn_renamed("llamaindex_seakr.SelfAwareRerank", "llamaindex_seakr.SelfAwareReranker")
+        return SelfAwareReranker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,6 @@ retriever, records every decision and tags the nodes with it, so a query engine 
 from __future__ import annotations
 
 import asyncio
-import math
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -19,73 +17,55 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
-from llamaindex_seakr.nodes import annotate, as_llama_retriever, plain_uncertainty
+from llamaindex_seakr.nodes import annotate, as_llama_retriever
+from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
+from seakr_integrations.reasoning.events import GateDecided
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
 from seakr_integrations.reasoning.trace import Assessment
 
-__all__ = ["GATE_METADATA_KEYS", "GateDecision", "UncertaintyGateEvent", "UncertaintyGatedRetriever"]
+__all__ = ["GATE_METADATA_KEYS", "GateDecidedEvent", "GateDecision", "UncertaintyGatedRetriever"]
 
 dispatcher = get_dispatcher(__name__)
 
-GATE_METADATA_KEYS = ("seakr_retrieve", "seakr_uncertainty", "seakr_gate_reason", "seakr_delta")
-"""Metadata keys the gate adds to every node it returns."""
 
-
-@dataclass(frozen=True)
-class GateDecision:
-    """What the gate decided for one query, and why.
-
-    Attributes:
-        query: The query.
-        retrieve: Whether the wrapped retriever was called.
-        reason: Why, in words (uncertain / confident / empty step / always_retrieve).
-        uncertainty: The model's uncertainty (higher = less sure; ``inf`` when it could not be measured).
-        delta: The threshold it was compared with.
-        generation: What the model wrote when assessed (its next step, or its direct answer in single-hop mode).
-        states_answer: Whether that generation already states an answer.
-        num_nodes: Nodes returned.
-    """
-
-    query: str
-    retrieve: bool
-    reason: str
-    uncertainty: float
-    delta: float
-    generation: str
-    states_answer: bool
-    num_nodes: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["uncertainty"] = self.uncertainty if math.isfinite(self.uncertainty) else None
-        return data
-
-
-class UncertaintyGateEvent(BaseEvent):
-    """Instrumentation event of one gate decision (dispatched for retrievals and skips alike).
+class GateDecidedEvent(BaseEvent):
+    """Instrumentation event of one gate decision (core ``GateDecided``; dispatched for retrievals and skips alike).
 
     Args:
         query (str): The query.
         retrieve (bool): Whether the wrapped retriever was called.
-        reason (str): Why.
+        reason (str): Why (a ``GateReason`` value: ``uncertain``, ``confident``, ``empty_generation``,
+            ``always_retrieve``, ``never_retrieve``).
+        explanation (str): The reason in words, with the numbers compared.
         uncertainty (Optional[float]): The uncertainty (``None`` when not finite).
         delta (float): The threshold.
         generation (str): What the model wrote when assessed.
-        num_nodes (int): Nodes returned.
+        num_documents (int): Nodes returned.
+        data (dict): The core event's strict-JSON form.
     """
 
     query: str
     retrieve: bool
     reason: str
+    explanation: str
     uncertainty: float | None
     delta: float
     generation: str
-    num_nodes: int
+    num_documents: int
+    data: dict[str, Any]
 
     @classmethod
     def class_name(cls) -> str:
-        return "UncertaintyGateEvent"
+        return "GateDecidedEvent"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "UncertaintyGateEvent":
+        warn_renamed("llamaindex_seakr.UncertaintyGateEvent", "llamaindex_seakr.GateDecidedEvent")
+        return GateDecidedEvent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UncertaintyGatedRetriever(BaseRetriever):
@@ -93,17 +73,18 @@ class UncertaintyGatedRetriever(BaseRetriever):
 
     For each query the model writes its next reasoning step (multi-hop mode) or its direct answer (single-hop
     mode) with k samples; the gate retrieves when that step is empty or its uncertainty is above ``delta``
-    (single-hop: not below), exactly as the SeaKR loop does.  Every returned node gets ``seakr_retrieve``,
-    ``seakr_uncertainty``, ``seakr_gate_reason`` and ``seakr_delta`` in its metadata (copies: the wrapped
-    retriever's nodes are not modified; the keys are hidden from the LLM and the embedder).  When the gate skips,
-    the result is ``[]``; ``last_decision`` and an ``UncertaintyGateEvent`` (instrumentation) say why.
+    (single-hop: not below), exactly as the SeaKR loop does.  Every returned node gets the decision's metadata
+    (``GateDecision.to_metadata()``: ``seakr_gate_retrieve``, ``seakr_gate_reason``, ``seakr_gate_uncertainty``,
+    ``seakr_gate_delta``, the same as LangChain's gated retriever puts on its documents) on copies: the wrapped
+    retriever's nodes are not modified, and the keys are hidden from the LLM and the embedder.  When the gate skips,
+    the result is ``[]``; ``last_decision`` and a ``GateDecidedEvent`` (instrumentation) say why.
 
     Args:
         retriever: The LlamaIndex retriever to gate (or a core retriever such as ``BM25Index``).
         llm: The self-aware model that judges (``SeaKRLLM``, or a ``SelfAwareBackend``).
         config: SeaKR's settings (``delta``, ``mode``...); default: ``llm.seakr_config()``.
-        always_retrieve: Retrieve whatever the uncertainty (nodes are still tagged with it), e.g. to log
-            uncertainties before trusting the gate.
+        always_retrieve: Retrieve whatever the uncertainty; the uncertainty is still measured and recorded
+            (reason ``always_retrieve``), e.g. to log uncertainties before trusting the gate.
         **kwargs: ``BaseRetriever``'s (``callback_manager``, ``verbose``...).
 
     Raises:
@@ -145,51 +126,26 @@ class UncertaintyGatedRetriever(BaseRetriever):
             raise ValueError("the query is empty: the gate needs a question to assess")
         return query.strip()
 
-    def _decide(self, assessment: Assessment) -> tuple[bool, str]:
-        u, delta = assessment.uncertainty.value, self.config.delta
-        shown = f"{u:.4g}" if math.isfinite(u) else "inf"
-        if not assessment.generation.strip():
-            reason = "the model wrote nothing (an empty step always retrieves)"
-        elif assessment.retrieve:
-            reason = f"uncertain: U={shown} " + ("is not below" if self.config.mode == "single_hop" else "exceeds")
-            reason += f" delta={delta:g}"
-        else:
-            reason = f"confident: U={shown} " + ("is below" if self.config.mode == "single_hop" else "is at most")
-            reason += f" delta={delta:g}"
-        if self.always_retrieve:
-            return True, f"always_retrieve=True ({reason})"
-        return assessment.retrieve, reason
+    def _decide(self, assessment: Assessment) -> GateDecision:
+        return GateDecision.from_assessment(assessment, self.config, always_retrieve=self.always_retrieve)
 
-    def _finish(self, query: str, assessment: Assessment, nodes: list[NodeWithScore] | None) -> list[NodeWithScore]:
-        retrieve, reason = self._decide(assessment)
-        u = assessment.uncertainty
-        meta = {
-            "seakr_retrieve": retrieve,
-            "seakr_uncertainty": plain_uncertainty(u),
-            "seakr_gate_reason": reason,
-            "seakr_delta": self.config.delta,
-        }
-        out = [annotate(n, meta) for n in nodes or []]
-        decision = GateDecision(
-            query,
-            retrieve,
-            reason,
-            u.value,
-            self.config.delta,
-            assessment.generation,
-            assessment.states_answer,
-            len(out),
-        )
+    def _finish(self, decision: GateDecision, nodes: list[NodeWithScore] | None) -> list[NodeWithScore]:
+        metadata = decision.to_metadata()
+        out = [annotate(n, metadata) for n in nodes or []]
+        decision = decision.with_documents(out)
         self.last_decision = decision
+        data = GateDecided(0, decision.query, decision).to_dict()
         dispatcher.event(
-            UncertaintyGateEvent(
-                query=query,
-                retrieve=retrieve,
-                reason=reason,
-                uncertainty=plain_uncertainty(u),
-                delta=self.config.delta,
-                generation=assessment.generation,
-                num_nodes=len(out),
+            GateDecidedEvent(
+                query=decision.query,
+                retrieve=decision.retrieve,
+                reason=decision.reason.value,
+                explanation=decision.explanation,
+                uncertainty=metadata["seakr_gate_uncertainty"],
+                delta=decision.delta,
+                generation=decision.generation,
+                num_documents=len(out),
+                data=data,
             )
         )
         return out
@@ -206,22 +162,22 @@ class UncertaintyGatedRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._check(query_bundle)
-        assessment = self._seakr.assess(query)
+        decision = self._decide(self._seakr.assess(query))
         nodes = None
-        if self._decide(assessment)[0]:
+        if decision.retrieve:
             try:
                 nodes = self.retriever.retrieve(query_bundle)
             except Exception as exc:
                 raise self._wrapped_failed(query, exc) from exc
-        return self._finish(query, assessment, nodes)
+        return self._finish(decision, nodes)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._check(query_bundle)
-        assessment = await asyncio.to_thread(self._seakr.assess, query)
+        decision = self._decide(await asyncio.to_thread(self._seakr.assess, query))
         nodes = None
-        if self._decide(assessment)[0]:
+        if decision.retrieve:
             try:
                 nodes = await self.retriever.aretrieve(query_bundle)
             except Exception as exc:
                 raise self._wrapped_failed(query, exc) from exc
-        return self._finish(query, assessment, nodes)
+        return self._finish(decision, nodes)

@@ -14,25 +14,28 @@ from typing import Any
 from llama_index.core.workflow import Context, Workflow, step
 
 from llamaindex_seakr.events import (
-    FinalAnswerEvent,
+    AnswerChosenEvent,
     PassagesRerankedEvent,
     PassagesRetrievedEvent,
-    ReasoningStepEvent,
+    QuestionAnsweredEvent,
+    QuestionFailedEvent,
     SeaKRPhase,
     SeaKRQuestionEvent,
-    SeaKRResultEvent,
-    UncertaintyCheckEvent,
+    StepAssessedEvent,
+    StepFinishedEvent,
 )
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import NodeSearch, annotate, as_llama_retriever, plain_uncertainty
 from llamaindex_seakr.observer import NodeTracker
 from llamaindex_seakr.threads import iterate_in_thread
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.decisions import CandidateScore
 from seakr_integrations.reasoning.events import (
     AnswerChosen,
     PassagesReranked,
     PassagesRetrieved,
     QuestionAnswered,
+    QuestionFailed,
     SeaKREvent,
     StepAssessed,
     StepFinished,
@@ -47,8 +50,9 @@ class SeaKRWorkflow(Workflow):
     """SeaKR over any LlamaIndex retriever, as a workflow whose phases stream as events.
 
     ``handler = workflow.run(question="...")``; ``async for ev in handler.stream_events()`` yields, in order,
-    ``UncertaintyCheckEvent``, ``PassagesRetrievedEvent``, ``PassagesRerankedEvent``, ``ReasoningStepEvent`` (per
-    round of the loop) and ``FinalAnswerEvent``; ``await handler`` returns a ``SeaKRResultEvent`` with the
+    ``StepAssessedEvent``, ``PassagesRetrievedEvent``, ``PassagesRerankedEvent``, ``StepFinishedEvent`` (per
+    round of the loop) and ``AnswerChosenEvent`` (or ``QuestionFailedEvent`` before the run raises); ``await
+    handler`` returns a ``QuestionAnsweredEvent`` with the
     ``answer``, the chosen ``source_nodes`` and the whole ``trace``.  Each run is one question; start several runs
     to answer several questions at once (their model calls share back-end batches).
 
@@ -82,7 +86,7 @@ class SeaKRWorkflow(Workflow):
         super().__init__(timeout=timeout, **kwargs)
 
     @step
-    async def answer(self, ctx: Context, ev: SeaKRQuestionEvent) -> SeaKRResultEvent:
+    async def answer(self, ctx: Context, ev: SeaKRQuestionEvent) -> QuestionAnsweredEvent:
         """Run the SeaKR loop for the question in a worker thread, streaming each phase as it completes."""
         question = ev.question
         if not isinstance(question, str) or not question.strip():
@@ -106,7 +110,7 @@ class SeaKRWorkflow(Workflow):
                     ctx.write_event_to_stream(phase)
         if result is None:  # pragma: no cover - iter_events always ends a question with QuestionAnswered
             raise RuntimeError(f"the SeaKR loop ended without an answer for {question!r}")
-        return SeaKRResultEvent(
+        return QuestionAnsweredEvent(
             answer=result.answer,
             strategy=result.strategy,
             source_nodes=tracker.source_nodes(result),
@@ -119,7 +123,7 @@ class SeaKRWorkflow(Workflow):
         common = {"question": event.question, "data": event.to_dict()}
         if isinstance(event, StepAssessed):
             s = event.step
-            return UncertaintyCheckEvent(
+            return StepAssessedEvent(
                 **common,
                 step_index=s.index,
                 generation=s.pseudo_generation.strip(),
@@ -136,29 +140,26 @@ class SeaKRWorkflow(Workflow):
             )
         if isinstance(event, PassagesReranked):
             ranked = sorted(event.candidates, key=lambda c: (c.rank_value, c.rank))
-            nodes = [
-                annotate(
-                    tracker.node(c.passage),
-                    {
-                        "seakr_uncertainty": plain_uncertainty(c.uncertainty),
-                        "seakr_generation": c.generation.strip(),
-                        "seakr_search_rank": c.rank,
-                    },
-                    score=-c.rank_value,
-                )
-                for c in ranked
-            ]
-            return PassagesRerankedEvent(**common, step_index=event.step_index, nodes=nodes, chosen=event.chosen)
+            nodes = []
+            for c in ranked:
+                score = CandidateScore.from_candidate(c)
+                nodes.append(annotate(tracker.node(c.passage), score.to_metadata(), score=score.relevance))
+            return PassagesRerankedEvent(
+                **common, step_index=event.step_index, nodes=nodes, chosen_passage_id=event.chosen_passage_id
+            )
         if isinstance(event, StepFinished):
             s = event.step
-            return ReasoningStepEvent(
+            return StepFinishedEvent(
                 **common, step_index=s.index, decision=s.decision, accepted=s.accepted, stop=s.stop
             )
         if isinstance(event, AnswerChosen):
-            return FinalAnswerEvent(
+            return AnswerChosenEvent(
                 **common,
                 answer=event.answer,
                 strategy=event.strategy,
                 candidates=common["data"]["finals"],
+                uncertainties=event.choice.to_metadata()["seakr_final_uncertainties"],
             )
+        if isinstance(event, QuestionFailed):
+            return QuestionFailedEvent(**common, error=common["data"]["error"])
         return None

@@ -27,23 +27,23 @@ from llama_index.core.workflow import WorkflowTimeoutError
 from workflows.testing import WorkflowTestRunner
 
 from llamaindex_seakr import (
+    AnswerChosenEvent,
     ConcurrentBackend,
-    FinalAnswerEvent,
+    GateDecidedEvent,
     PassageRetriever,
     PassagesRerankedEvent,
     PassagesRetrievedEvent,
-    ReasoningStepEvent,
+    QuestionAnsweredEvent,
     SeaKRLLM,
     SeaKRPhase,
     SeaKRPhaseEvent,
     SeaKRQueryEngine,
     SeaKRQuestionEvent,
-    SeaKRResultEvent,
     SeaKRWorkflow,
-    SelfAwareRerank,
-    UncertaintyCheckEvent,
+    SelfAwareReranker,
+    StepAssessedEvent,
+    StepFinishedEvent,
     UncertaintyGatedRetriever,
-    UncertaintyGateEvent,
     concurrent_backend,
 )
 from llamaindex_seakr.threads import iterate_in_thread
@@ -234,8 +234,8 @@ def test_llm_bad_input():
             llm.complete(prompt)
     with pytest.raises(ValueError, match="backend=.*choose"):
         SeaKRLLM(backend="tensorflow")
-    with pytest.raises(TypeError, match="SelfAwareRerank needs a self-aware LLM"):
-        SelfAwareRerank(llm=MockLLM())
+    with pytest.raises(TypeError, match="SelfAwareReranker needs a self-aware LLM"):
+        SelfAwareReranker(llm=MockLLM())
 
 
 async def test_llm_async_paths_do_not_block_the_event_loop():
@@ -264,10 +264,11 @@ def test_gate_skips_when_the_model_is_confident(captured):
     assert gate.retrieve("What is the capital of France?") == []
     assert inner.queries == []  # the wrapped retriever was never called
     decision = gate.last_decision
-    assert decision.retrieve is False and decision.uncertainty < CONFIG.delta and decision.num_nodes == 0
-    assert decision.reason.startswith("confident") and decision.generation == "Paris is the capital"
-    [event] = [e for e in captured if isinstance(e, UncertaintyGateEvent)]
-    assert event.retrieve is False and event.reason == decision.reason and event.num_nodes == 0
+    assert decision.retrieve is False and decision.uncertainty < CONFIG.delta and decision.documents == []
+    assert decision.reason == "confident" and decision.generation == "Paris is the capital"
+    [event] = [e for e in captured if isinstance(e, GateDecidedEvent)]
+    assert event.retrieve is False and event.reason == decision.reason and event.num_documents == 0
+    assert event.explanation == decision.explanation and event.data["kind"] == "gate_decided"
     assert json.loads(json.dumps(decision.to_dict()))["retrieve"] is False
 
 
@@ -280,32 +281,33 @@ def test_gate_retrieves_when_uncertain_and_tags_copies_of_the_nodes(captured):
     assessed = SeaKR(llm.backend, None, CONFIG).assess("What is the capital of France?")
     for node in nodes:
         meta = node.node.metadata
-        assert meta["seakr_retrieve"] is True and meta["source"] == "wiki"
-        assert meta["seakr_uncertainty"] == pytest.approx(assessed.uncertainty.value)
-        assert meta["seakr_delta"] == CONFIG.delta and meta["seakr_gate_reason"].startswith("uncertain")
+        assert meta["seakr_gate_retrieve"] is True and meta["source"] == "wiki"
+        assert meta["seakr_gate_uncertainty"] == pytest.approx(assessed.uncertainty.value)
+        assert meta["seakr_gate_delta"] == CONFIG.delta and meta["seakr_gate_reason"] == "uncertain"
         assert "seakr_" not in node.node.get_content(metadata_mode=MetadataMode.LLM)  # hidden from the LLM
         assert "seakr_" not in node.node.get_content(metadata_mode=MetadataMode.EMBED)
-    assert all("seakr_retrieve" not in n.node.metadata for n in inner.nodes)  # the retriever's nodes untouched
+    assert all("seakr_gate_retrieve" not in n.node.metadata for n in inner.nodes)  # the retriever's nodes untouched
     assert [n.score for n in nodes] == [n.score for n in inner.nodes]
-    assert gate.last_decision.retrieve is True and gate.last_decision.num_nodes == 3
-    assert [e.retrieve for e in captured if isinstance(e, UncertaintyGateEvent)] == [True]
+    assert gate.last_decision.retrieve is True and gate.last_decision.documents == nodes
+    assert [e.retrieve for e in captured if isinstance(e, GateDecidedEvent)] == [True]
 
 
 def test_gate_decides_like_the_loop_in_both_modes_and_can_always_retrieve():
     confident = llm_for(lambda p, c: Reply("Paris is the capital", spread=0.0))
     always = UncertaintyGatedRetriever(NodeListRetriever(), confident, CONFIG, always_retrieve=True)
     assert len(always.retrieve("capital of France?")) == 3
-    assert always.last_decision.retrieve is True and always.last_decision.reason.startswith("always_retrieve=True")
-    assert "confident" in always.last_decision.reason  # ... and what the gate alone would have said
+    assert always.last_decision.retrieve is True and always.last_decision.reason == "always_retrieve"
+    assert always.last_decision.uncertainty < CONFIG.delta  # the assessment still ran and is recorded
     empty = UncertaintyGatedRetriever(NodeListRetriever(), llm_for(lambda p, c: Reply("", spread=0.0)), CONFIG)
-    assert len(empty.retrieve("capital of France?")) == 3 and "wrote nothing" in empty.last_decision.reason
+    assert len(empty.retrieve("capital of France?")) == 3 and empty.last_decision.reason == "empty_generation"
+    assert "wrote nothing" in empty.last_decision.explanation
     # single-hop: the direct answer is assessed (no one-sentence stop), threshold "not below delta"
     backend = ScriptedBackend(lambda p, c: Reply("Paris", spread=0.0))
     single = UncertaintyGatedRetriever(
         NodeListRetriever(), SeaKRLLM(backend=backend, k=4), CONFIG.with_(mode="single_hop")
     )
     assert single.retrieve("capital of France?") == [] and not is_step(backend.batches[-1][0][1])
-    assert single.last_decision.reason.startswith("confident") and "is below" in single.last_decision.reason
+    assert single.last_decision.reason == "confident" and " < delta " in single.last_decision.explanation
 
 
 def test_gate_bad_input():
@@ -330,7 +332,7 @@ async def test_gate_async_path():
     llm = llm_for(slow(lambda p, c: Reply("It might be Lyon", spread=1.0), 0.3))
     gate = UncertaintyGatedRetriever(NodeListRetriever(), llm, CONFIG)
     nodes, ticks = await ticking(gate.aretrieve("capital of France?"))
-    assert len(nodes) == 3 and ticks >= 10 and nodes[0].node.metadata["seakr_retrieve"] is True
+    assert len(nodes) == 3 and ticks >= 10 and nodes[0].node.metadata["seakr_gate_retrieve"] is True
     failing = UncertaintyGatedRetriever(NodeListRetriever(error=ConnectionError("down")), llm, CONFIG)
     with pytest.raises(RetrievalError, match="down"):
         await failing.aretrieve("capital of France?")
@@ -348,11 +350,11 @@ def test_gate_over_a_core_retriever():
     assert retriever.queries == [("capital of France?", 3)]
 
 
-# ----------------------------------------------------------------------------------------------- SelfAwareRerank
+# --------------------------------------------------------------------------------------------- SelfAwareReranker
 def test_rerank_orders_by_uncertainty_like_the_core(captured):
     llm = llm_for()
-    rerank = SelfAwareRerank(llm=llm, top_n=2, config=CONFIG)
-    assert rerank.class_name() == "SelfAwareRerank" and rerank.to_dict()["top_n"] == 2
+    rerank = SelfAwareReranker(llm=llm, top_n=2, config=CONFIG)
+    assert rerank.class_name() == "SelfAwareReranker" and rerank.to_dict()["top_n"] == 2
     nodes = make_nodes()
     out = rerank.postprocess_nodes(nodes, query_str=QUESTION)
     core = SeaKR(ScriptedBackend(eiffel), None, CONFIG).rerank(QUESTION, [passage(f"p{i}") for i in (1, 2, 3)])
@@ -362,6 +364,7 @@ def test_rerank_orders_by_uncertainty_like_the_core(captured):
         meta = node.node.metadata
         assert meta["seakr_uncertainty"] == pytest.approx(cand.uncertainty.value)
         assert meta["seakr_generation"] == "It is in France" and meta["seakr_search_rank"] == cand.rank
+        assert meta["seakr_chosen"] is cand.chosen
         assert meta["retrieval_score"] == nodes[cand.rank - 1].score and meta["title"] == f"Page {cand.rank}"
         assert "seakr_" not in node.node.get_content(metadata_mode=MetadataMode.LLM)
     assert out[0].score > out[1].score
@@ -373,16 +376,16 @@ def test_rerank_orders_by_uncertainty_like_the_core(captured):
     assert [n.node.node_id for n in end[0].nodes] == ["p2", "p1"]
 
 
-def test_rerank_empty_generation_ranks_last_with_minus_inf():
+def test_rerank_empty_generation_ranks_last_unscored():
     def respond(prompt, config):
         _, context, _ = parse(prompt)
         return Reply("", 0.0) if context and context[-1] == "text of p1" else Reply("It is in France", 0.5)
 
-    out = SelfAwareRerank(llm=llm_for(respond), top_n=3, config=CONFIG, keep_retrieval_score=False).postprocess_nodes(
+    out = SelfAwareReranker(llm=llm_for(respond), top_n=3, config=CONFIG, keep_retrieval_score=False).postprocess_nodes(
         make_nodes(), query_str=QUESTION
     )
     assert [n.node.node_id for n in out] == ["p2", "p3", "p1"]  # ties keep the retriever's order
-    assert out[-1].score == float("-inf") and out[-1].node.metadata["seakr_uncertainty"] is None
+    assert out[-1].score is None and out[-1].node.metadata["seakr_uncertainty"] is None
     assert "retrieval_score" not in out[0].node.metadata
 
 
@@ -390,19 +393,19 @@ def test_rerank_bad_input():
     llm = llm_for()
     for bad in (0, -1, 1.5, "2"):
         with pytest.raises(ValueError, match="top_n"):
-            SelfAwareRerank(llm=llm, top_n=bad)
-    rerank = SelfAwareRerank(llm=llm, top_n=1)
+            SelfAwareReranker(llm=llm, top_n=bad)
+    rerank = SelfAwareReranker(llm=llm, top_n=1)
     with pytest.raises(ValueError, match="needs the query"):
         rerank.postprocess_nodes(make_nodes())
     with pytest.raises(ValueError, match="query is empty"):
         rerank.postprocess_nodes(make_nodes(), query_str="  ")
     assert rerank.postprocess_nodes([], query_str=QUESTION) == []
     with pytest.raises(TypeError, match="self-aware"):
-        SelfAwareRerank(llm=MockLLM(), top_n=1)
+        SelfAwareReranker(llm=MockLLM(), top_n=1)
 
 
 async def test_rerank_async():
-    rerank = SelfAwareRerank(llm=llm_for(slow(eiffel, 0.1)), top_n=1, config=CONFIG)
+    rerank = SelfAwareReranker(llm=llm_for(slow(eiffel, 0.1)), top_n=1, config=CONFIG)
     out, ticks = await ticking(rerank.apostprocess_nodes(make_nodes(), query_str=QUESTION))
     assert [n.node.node_id for n in out] == ["p2"] and ticks >= 10
 
@@ -410,7 +413,7 @@ async def test_rerank_async():
 def test_rerank_in_a_retriever_query_engine():
     llm = llm_for()
     engine = RetrieverQueryEngine.from_args(
-        NodeListRetriever(), llm=llm, node_postprocessors=[SelfAwareRerank(llm=llm, top_n=2, config=CONFIG)]
+        NodeListRetriever(), llm=llm, node_postprocessors=[SelfAwareReranker(llm=llm, top_n=2, config=CONFIG)]
     )
     response = engine.query(QUESTION)
     assert [n.node.node_id for n in response.source_nodes] == ["p2", "p1"]
@@ -449,7 +452,16 @@ def test_query_engine_runs_the_core_loop_over_a_llamaindex_retriever(captured):
     assert response.metadata["strategy"] == trace["strategy"] and response.metadata["stop_reason"] == "answer found"
     json.dumps(response.metadata, allow_nan=False)
     kinds = [e.kind for e in captured if isinstance(e, SeaKRPhaseEvent)]
-    assert kinds == ["assessed", "retrieved", "reranked", "step", "assessed", "step", "final", "answered"]
+    assert kinds == [
+        "step_assessed",
+        "passages_retrieved",
+        "passages_reranked",
+        "step_finished",
+        "step_assessed",
+        "step_finished",
+        "answer_chosen",
+        "question_answered",
+    ]
 
 
 def test_query_engine_errors():
@@ -497,13 +509,13 @@ def test_query_engine_over_a_core_retriever():
 
 # -------------------------------------------------------------------------------------------------- SeaKRWorkflow
 PHASES = [
-    UncertaintyCheckEvent,
+    StepAssessedEvent,
     PassagesRetrievedEvent,
     PassagesRerankedEvent,
-    ReasoningStepEvent,
-    UncertaintyCheckEvent,
-    ReasoningStepEvent,
-    FinalAnswerEvent,
+    StepFinishedEvent,
+    StepAssessedEvent,
+    StepFinishedEvent,
+    AnswerChosenEvent,
 ]
 
 
@@ -515,16 +527,17 @@ async def test_workflow_streams_each_phase_as_a_typed_event():
     assert [type(e) for e in phases] == PHASES
     check, retrieved, reranked, step, check2, step2, final = phases
     assert check.decision == "retrieve" and check.generation == "The Eiffel Tower stands in Germany"
-    assert check.uncertainty > CONFIG.delta and check.data["kind"] == "assessed"
+    assert check.uncertainty > CONFIG.delta and check.data["kind"] == "step_assessed"
     assert retrieved.query == "Eiffel Tower stands" and [n.node.node_id for n in retrieved.nodes] == ["p1", "p2", "p3"]
     assert retrieved.nodes[0].node.metadata["title"] == "Page 1"  # the retriever's own nodes
-    assert [n.node.node_id for n in reranked.nodes] == ["p2", "p1", "p3"] and reranked.chosen == "p2"
+    assert [n.node.node_id for n in reranked.nodes] == ["p2", "p1", "p3"] and reranked.chosen_passage_id == "p2"
     assert reranked.nodes[0].score == pytest.approx(-reranked.nodes[0].node.metadata["seakr_uncertainty"])
     assert step.accepted == "It is in France" and step.stop is None
     assert check2.decision == "answer" and step2.stop == "answer found"
     assert final.answer == "France" and set(final.candidates) == {"rationales", "knowledge"}
+    assert set(final.uncertainties) == {"rationales", "knowledge"}
     result = run.result
-    assert isinstance(result, SeaKRResultEvent) and result.answer == "France"
+    assert isinstance(result, QuestionAnsweredEvent) and result.answer == "France"
     assert [n.node.node_id for n in result.source_nodes] == ["p2"]
     engine = SeaKRQueryEngine(NodeListRetriever(), llm_for(), CONFIG).query(QUESTION)
     assert result.trace == engine.metadata["trace"]

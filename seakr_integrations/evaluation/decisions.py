@@ -13,6 +13,7 @@ single retrieval scoring above CoT marks a question where one retrieval was wort
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 
 from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.scoring import score
+from seakr_integrations.reasoning.trace import number_from_json
 
 __all__ = [
     "DecisionSummary",
@@ -109,7 +111,7 @@ def decision_summary(records: Sequence[Mapping[str, Any]]) -> DecisionSummary | 
             chosen = next((c for c in candidates if c["chosen"]), None)
             top = min(candidates, key=lambda c: c["search_rank"])
             below += chosen is not None and chosen is not top
-            blind += all(c.get("rank_value") is None for c in candidates)
+            blind += all(not math.isfinite(number_from_json(c.get("rank_value"))) for c in candidates)
             if gold_titles:
                 titled += 1
                 chosen_sup += chosen is not None and chosen["title"].casefold() in gold_titles
@@ -206,8 +208,7 @@ class RetrievalBenefit:
 
 
 def _first_uncertainty(trace: Mapping[str, Any]) -> float:
-    value = (trace["steps"][0].get("uncertainty") or {}).get("value")
-    return float("inf") if value is None else float(value)
+    return number_from_json((trace["steps"][0].get("uncertainty") or {}).get("value"))
 
 
 def retrieval_benefit(
@@ -255,8 +256,8 @@ def retrieval_benefit(
 
 
 def _u(uncertainty: Mapping[str, Any] | None) -> str:
-    value = None if uncertainty is None else uncertainty.get("value")
-    return "inf" if value is None else f"{value:.2f}"
+    value = number_from_json(None if uncertainty is None else uncertainty.get("value"))
+    return f"{value:.2f}" if math.isfinite(value) else str(value)
 
 
 def describe_trace(record: Mapping[str, Any]) -> list[str]:

@@ -29,6 +29,7 @@ from seakr_integrations.evaluation.decisions import (
 )
 from seakr_integrations.evaluation.results import read_results
 from seakr_integrations.evaluation.runner import EvalSummary, summarize
+from seakr_integrations.reasoning.trace import SeaKRResult, trace_version
 
 __all__ = ["MethodRun", "bootstrap_interval", "load_runs", "paired_lines", "write_report"]
 
@@ -59,8 +60,27 @@ class MethodRun:
         return summarize(self.records)
 
 
+def _read_trace(record: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``record`` with its SeaKR trace read through the typed loader (``SeaKRResult.from_dict``) and written back in
+    this release's form, whatever release wrote it; a record of another method (closed-book's scores) as it is.
+
+    Raises:
+        ValueError: The trace is malformed or newer than this release reads (the message names the file and question).
+    """
+    trace = record.get("trace")
+    try:
+        if trace_version(trace) is None:
+            return record
+        return {**record, "trace": SeaKRResult.from_dict(trace).to_dict()}
+    except ValueError as err:
+        raise ValueError(f"{path}, question {record.get('id')!r}: {err}") from None
+
+
 def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[MethodRun]:
-    """Read results files (directories are searched for ``*.jsonl``); empty files are reported, not dropped."""
+    """Read results files (directories are searched for ``*.jsonl``); empty files are reported, not dropped.
+
+    Every SeaKR trace in them is read through ``SeaKRResult.from_dict`` (so a file of an older release reads as
+    this release's traces, and one of a newer release is refused with a clear error)."""
     files: list[Path] = []
     for p in map(Path, paths):
         files += sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
@@ -69,7 +89,7 @@ def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[MethodRun]:
     runs = []
     for f in files:
         config, records = read_results(f)
-        run = MethodRun(f, config, list(records))
+        run = MethodRun(f, config, [_read_trace(r, f) for r in records])
         if not run.records:
             raise ValueError(f"{f} holds no results yet: finish (or resume) its seakr eval run, or leave it out")
         runs.append(run)

@@ -41,6 +41,7 @@ __all__ = [
     "FinalChoice",
     "GateDecision",
     "GateReason",
+    "chosen_passage_metadata",
 ]
 
 GATE_METADATA_KEYS = ("seakr_gate_retrieve", "seakr_gate_reason", "seakr_gate_uncertainty", "seakr_gate_delta")
@@ -331,3 +332,16 @@ class FinalChoice:
             data.get("answer", ""),
             {k: number_from_json(v) for k, v in (data.get("uncertainties") or {}).items()},
         )
+
+
+def chosen_passage_metadata(result: SeaKRResult) -> dict[str, dict[str, Any]]:
+    """The metadata of each passage the loop kept, by passage id: the round it was kept in (``seakr_step``, 0-based)
+    and its :class:`CandidateScore` keys.  Both adapters put it on the documents (nodes) an answer returns."""
+    out: dict[str, dict[str, Any]] = {}
+    for step in result.steps:
+        for c in step.candidates:
+            if c.chosen:
+                out.setdefault(
+                    c.passage.id, {"seakr_step": step.index, **CandidateScore.from_candidate(c).to_metadata()}
+                )
+    return out
