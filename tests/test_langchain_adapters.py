@@ -31,6 +31,7 @@ from langchain_seakr import (
     UncertaintyGatedRetriever,
 )
 from seakr_integrations.reasoning import RetrievalError
+from seakr_integrations.reasoning.events import EVENT_TYPES, langchain_event_name
 
 DOCS = [
     Document("text of p1", id="p1", metadata={"title": "P1", "source": "wiki"}),
@@ -89,7 +90,7 @@ def test_chain_answers_with_a_string_and_optionally_the_trace_and_original_docum
     assert [d.id for d in out["documents"]] == ["p2"]
     assert out["documents"][0].metadata == {"title": "P2", "source": "wiki"}  # the retriever's own Document
     step = out["trace"]["steps"][0]
-    assert step["decision"] == "retrieve" and step["chosen"] == "p2"
+    assert step["decision"] == "retrieve" and step["chosen_passage_id"] == "p2"
     assert [c["id"] for c in step["candidates"]] == ["p1", "p2", "p3"]
 
 
@@ -101,9 +102,17 @@ def test_chain_callbacks_show_every_llm_call_search_and_decision_under_the_chain
     assert llm_starts and all(parent == root for _, _, parent in llm_starts)
     assert len([e for e in recorder.events if e[0] == "llm_end"]) == len(llm_starts)
     assert [(q, p) for k, q, p in recorder.events if k == "retriever_start"] == [("Eiffel Tower stands", root)]
-    custom = [k for k, _, run in recorder.events if k.startswith("seakr_") and run == root]
-    assert custom[:4] == ["seakr_assessed", "seakr_retrieved", "seakr_reranked", "seakr_step"]
-    assert custom[-2:] == ["seakr_final", "seakr_answered"]
+    names = {langchain_event_name(e) for e in EVENT_TYPES}
+    custom = [k for k, _, run in recorder.events if k in names and run == root]
+    assert custom[:4] == [
+        "seakr_step_assessed",
+        "seakr_passages_retrieved",
+        "seakr_passages_reranked",
+        "seakr_step_finished",
+    ]
+    assert custom[-2:] == ["seakr_answer_chosen", "seakr_question_answered"]
+    legacy = [k for k, _, run in recorder.events if k.startswith("seakr_") and k not in names and run == root]
+    assert legacy[:4] == ["seakr_assessed", "seakr_retrieved", "seakr_reranked", "seakr_step"]  # for one release
 
 
 def test_batch_shares_backend_calls_and_keeps_one_run_per_question():
@@ -217,10 +226,11 @@ def test_gate_skips_when_sure_and_says_why():
         retriever=ListRetriever(), llm=ScriptedBackend(lambda p, c: Reply("It is Paris", 0.0)), config=CONFIG
     )
     assert sure.invoke("capital of France?", config={"callbacks": [recorder]}) == []
-    (gate,) = [data for name, data, _ in recorder.events if name == "seakr_gate"]
-    assert gate["retrieve"] is False and "sure" in gate["reason"] and gate["assessment"]["generation"] == "It is Paris"
+    (gate,) = [data for name, data, _ in recorder.events if name == "seakr_gate_decided"]
+    assert gate["decision"]["retrieve"] is False and gate["decision"]["reason"] == "confident"
+    assert "sure" in gate["decision"]["explanation"] and gate["decision"]["generation"] == "It is Paris"
     decision = sure.decide("capital of France?")
-    assert not decision.retrieved and decision.documents == [] and decision.assessment.uncertainty.value < CONFIG.delta
+    assert not decision.retrieve and decision.documents == [] and decision.assessment.uncertainty.value < CONFIG.delta
 
 
 def test_gate_retrieves_when_unsure_and_records_the_uncertainty():
@@ -229,8 +239,8 @@ def test_gate_retrieves_when_unsure_and_records_the_uncertainty():
     )
     docs = unsure.invoke("capital of France?")
     assert [d.id for d in docs] == ["p1", "p2"]
-    assert docs[0].metadata["source"] == "wiki" and docs[0].metadata["seakr_uncertainty"]["value"] > CONFIG.delta
-    assert docs[0].metadata["seakr_gate"]["retrieved"] is True
+    assert docs[0].metadata["source"] == "wiki" and docs[0].metadata["seakr_gate_uncertainty"] > CONFIG.delta
+    assert docs[0].metadata["seakr_gate_retrieve"] is True and docs[0].metadata["seakr_gate_reason"] == "uncertain"
     assert len(unsure.invoke("capital of France?", k=1)) == 1
     always = UncertaintyGatedRetriever(retriever=ListRetriever(), llm=ScriptedBackend(eiffel), always_retrieve=True)
     assert len(always.invoke("q", k=3)) == 3
@@ -254,7 +264,7 @@ def test_reranker_orders_by_uncertainty_inside_contextual_compression():
     assert [d.id for d in docs] == ["p2", "p1"]
     assert docs[0].metadata["seakr_search_rank"] == 2 and docs[0].metadata["source"] == "wiki"
     assert docs[0].metadata["relevance_score"] > docs[1].metadata["relevance_score"]
-    assert docs[0].metadata["relevance_score"] == -docs[0].metadata["seakr_uncertainty"]["value"]
+    assert docs[0].metadata["relevance_score"] == -docs[0].metadata["seakr_uncertainty"]
     compression = ContextualCompressionRetriever(base_compressor=reranker, base_retriever=ListRetriever())
     recorder = Recorder()
     assert [
