@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from seakr_integrations._deprecation import warn_renamed
-from seakr_integrations.reasoning.trace import number_from_json, number_to_json
+from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
 
 if TYPE_CHECKING:
     from seakr_integrations.reasoning.config import SeaKRConfig

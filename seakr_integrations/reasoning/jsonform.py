@@ -1,0 +1,108 @@
+"""The strict-JSON form of a SeaKR trace's values, both ways, and the version of that form.
+
+Strict JSON has no ``Infinity`` or ``NaN``, yet a trace holds them (an uncertainty that could not be computed is
+``inf``).  They are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (as ``seakr serve`` sends them) and
+read back as the same floats, so a saved trace reads back as the trace that was saved.  Older releases wrote them
+as ``null`` (schema version 1), which reads back as ``inf``, the only non-finite value they wrote.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from enum import StrEnum
+from typing import Any
+
+from seakr_integrations.uncertainty.estimate import Uncertainty
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "number_from_json",
+    "number_to_json",
+    "trace_version",
+    "uncertainty_from_dict",
+]
+
+SCHEMA_VERSION = 2
+"""Version of the trace's JSON form (described in ``trace``'s docstring); a trace without one is version 1."""
+
+
+def number_to_json(value: float) -> float | str:
+    """``value`` for strict JSON: the number itself, or ``"inf"``/``"-inf"``/``"nan"`` when it is not finite."""
+    if math.isfinite(value):
+        return value
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def number_from_json(value: float | int | str | None) -> float:
+    """The float that :func:`number_to_json` wrote (``None``, version 1's non-finite number, reads as ``inf``).
+
+    Raises:
+        ValueError: Not a number nor one of ``"inf"``, ``"-inf"``, ``"nan"``.
+    """
+    if value is None:
+        return math.inf
+    if isinstance(value, str) and value not in ("inf", "-inf", "nan"):
+        raise ValueError(f"{value!r} is not a number of a SeaKR trace (numbers, or 'inf', '-inf', 'nan')")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{value!r} is not a number of a SeaKR trace")
+    return float(value)
+
+
+def _plain(value: Any) -> Any:
+    """Strict-JSON form: non-finite floats become ``"inf"``/``"-inf"``/``"nan"``, enums their values, tuples lists,
+    records dicts."""
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, float):
+        return number_to_json(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return _plain(value.to_dict())
+    return value
+
+
+def _numbers_from_json(value: Any) -> Any:
+    """``value`` with the strings ``"inf"``, ``"-inf"``, ``"nan"`` read back as floats (the recorded config)."""
+    if isinstance(value, str) and value in ("inf", "-inf", "nan"):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _numbers_from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_from_json(v) for v in value]
+    return value
+
+
+def uncertainty_from_dict(data: dict[str, Any] | None) -> Uncertainty:
+    """The ``Uncertainty`` of a trace's JSON form (``Uncertainty.to_dict()`` through :func:`_plain`)."""
+    if data is None:  # version 1 wrote no record for a number it could not compute
+        return Uncertainty(math.inf, "unknown", 0, note="not recorded")
+    known = {f.name for f in fields(Uncertainty)}
+    values = {k: v for k, v in data.items() if k in known}
+    values["value"] = number_from_json(data.get("value"))
+    return Uncertainty(**values)
+
+
+def trace_version(data: Any) -> int | None:
+    """The ``schema_version`` of a trace's JSON form: 1 for an older release's trace (no version, its keys),
+    ``None`` when ``data`` is not a SeaKR trace at all (e.g. the closed-book method's record).
+
+    Raises:
+        ValueError: The version is newer than this release reads, or not a version number.
+    """
+    if not isinstance(data, dict):
+        return None
+    if "schema_version" not in data:
+        return 1 if {"steps", "finals", "config"} <= data.keys() else None
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"schema_version {version!r} of a SeaKR trace is not a version number (1, 2, ...)")
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"this SeaKR trace has schema_version {version}, newer than the {SCHEMA_VERSION} this release of "
+            "seakr-integrations reads: upgrade seakr-integrations to read it"
+        )
+    return version
