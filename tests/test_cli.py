@@ -113,3 +113,38 @@ def test_index_and_ask_bad_input(tmp_path):
     assert done.returncode == 2 and "seakr index" in done.stderr and "Traceback" not in done.stderr
     done = _seakr("ask", "   ")
     assert done.returncode == 2 and "question is empty" in done.stderr
+
+
+def test_console_script_and_module_run_the_same_main():
+    """The installed `seakr` entry point (pyproject's [project.scripts]) resolves to the package's main, and
+    `python -m seakr_integrations.cli` runs it."""
+    from importlib.metadata import entry_points
+
+    import seakr_integrations.cli as cli
+
+    (script,) = entry_points(group="console_scripts", name="seakr")
+    assert script.value == "seakr_integrations.cli:main" and script.load() is cli.main
+    done = _seakr("--help")
+    assert done.returncode == 0 and all(c in done.stdout for c in ("score", "ask", "eval", "calibrate", "serve"))
+
+
+def test_option_defaults_are_the_settings_dataclasses_defaults():
+    """With no option given, the CLI builds exactly the default SeaKRConfig and SamplingConfig settings."""
+    from seakr_integrations.cli import build_parser
+    from seakr_integrations.cli.common import seakr_config
+    from seakr_integrations.models import DEFAULT_MODEL
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.uncertainty import estimator_names
+
+    parser = build_parser()
+    for argv in (["ask", "q"], ["eval"], ["calibrate"]):
+        args = parser.parse_args(argv)
+        assert args.model == DEFAULT_MODEL
+        assert seakr_config(args) == SeaKRConfig()  # every loop and sampling setting at its one default
+    for estimator in estimator_names():  # every estimator the loop accepts, "prompt" included
+        assert parser.parse_args(["ask", "q", "--estimator", estimator]).estimator == estimator
+    score = parser.parse_args(["score", "q"])
+    s = SamplingConfig()
+    assert (score.k, score.layer, score.source, score.seed) == (s.k, s.layer, s.source, s.seed)
+    assert (score.model, score.estimator) == (DEFAULT_MODEL, [SeaKRConfig().estimator])

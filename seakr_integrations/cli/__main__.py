@@ -1,0 +1,7 @@
+"""``python -m seakr_integrations.cli``: the ``seakr`` command."""
+
+import sys
+
+from seakr_integrations.cli import main
+
+sys.exit(main())

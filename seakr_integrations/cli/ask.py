@@ -1,0 +1,50 @@
+"""``seakr ask QUESTION``: answer with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from seakr_integrations.cli import common
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``seakr ask`` and its options to ``sub``."""
+    ask = sub.add_parser("ask", help="answer a question with SeaKR (self-aware retrieval, re-ranking, reasoning)")
+    ask.add_argument("question")
+    common.add_seakr_arguments(ask)
+    ask.add_argument("--trace", action="store_true", help="print every step, query, candidate and score")
+    ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
+    ask.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``seakr ask``; the exit status."""
+    from seakr_integrations.reasoning import SeaKR
+
+    if not args.question.strip():
+        raise ValueError('the question is empty: pass the question to answer, e.g. seakr ask "Who wrote Hamlet?"')
+    config = common.seakr_config(args)
+    index, _ = common.open_retriever(args, progress=not args.json)
+    started = time.perf_counter()
+    with common.model_backend(args) as backend:
+        result = SeaKR(backend, index, common.calibrated(args, backend, config)).answer(args.question)
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({**result.to_dict(), "model": args.model, "backend": args.backend, "seconds": elapsed}))
+        return 0
+    if args.trace:
+        print(result.format())
+        print()
+    final = result.finals[result.strategy]
+    print(f"answer:   {result.answer or '(none)'}")
+    print(f"strategy: {result.strategy} (uncertainty {final.uncertainty.value:.3f})")
+    print(
+        f"steps: {len(result.steps)}, retrievals: {sum(s.decision == 'retrieve' for s in result.steps)}, "
+        f"passages: {', '.join(p.title or p.id for p in result.passages) or 'none'}"
+    )
+    print(f"took {elapsed:.1f} s, {result.lm_calls} LM calls ({args.backend}, {args.model}); --trace shows every step")
+    return 0

@@ -1,0 +1,98 @@
+"""``seakr calibrate --dataset FILE``: choose delta for a model on labelled questions and save it as a
+profile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from seakr_integrations.cli import common
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``seakr calibrate`` and its options to ``sub``."""
+    cal = sub.add_parser(
+        "calibrate",
+        help="choose delta for a model on labelled questions (max F1 over a sweep, or a target retrieval rate) and "
+        "save it as a profile",
+    )
+    common.add_question_arguments(cal, "labelled question file (not the questions you evaluate on)")
+    cal.add_argument("--objective", choices=["f1", "rate"], default="f1", help="maximise F1, or reach --target-rate")
+    cal.add_argument("--target-rate", type=float, default=None, help="fraction of first steps that should retrieve")
+    cal.add_argument("--points", type=int, default=11, help="thresholds in the F1 sweep, plus always/never (11)")
+    cal.add_argument(
+        "--all-estimators",
+        action="store_true",
+        help="also save a profile for every other estimator, from the same LM calls (for the estimator ablations)",
+    )
+    cal.add_argument("--json", action="store_true", help="print the profile as JSON")
+    common.add_seakr_arguments(cal)
+    cal.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``seakr calibrate``; the exit status."""
+    from seakr_integrations.backends.cached import CachedBackend
+    from seakr_integrations.calibration import save_profile
+    from seakr_integrations.evaluation.calibrate import calibrate_delta
+    from seakr_integrations.uncertainty.registry import REGISTRY
+
+    if args.objective == "rate" and args.target_rate is None:
+        raise ValueError("--objective rate needs --target-rate R (the fraction of steps that should retrieve)")
+    questions = common.load_questions(args)
+    config = common.seakr_config(args)
+    retriever, _ = common.checked_retriever(args, questions)
+    estimators = [config.estimator]
+    if args.all_estimators:
+        from seakr_integrations.uncertainty.registry import estimator_names
+
+        estimators += [e for e in estimator_names() if e != config.estimator]
+    saved = []
+    with common.model_backend(args) as backend:
+        shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
+        for estimator in estimators:
+            if "logits" in REGISTRY[estimator].needs and not backend.supports_logits:
+                print(
+                    f"seakr: {estimator}: skipped, {args.backend} returns no logits (use --backend hf)", file=sys.stderr
+                )
+                continue
+            profile = calibrate_delta(
+                shared,
+                retriever,
+                questions,
+                config.with_(estimator=estimator),
+                objective=args.objective,
+                target_rate=args.target_rate,
+                points=args.points,
+                dataset=os.path.basename(args.dataset),
+                progress=not args.quiet,
+            )
+            saved.append((save_profile(profile, args.profile_dir), profile))
+    if args.json:
+        records = [{"profile": str(path), **profile.to_dict()} for path, profile in saved]
+        print(json.dumps(records[0] if len(records) == 1 else records, indent=2))
+        return 0
+    for path, profile in saved:
+        print_profile(path, profile)
+    return 0
+
+
+def print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfile
+    for row in profile.sweep:
+        cells = [f"delta {row['delta']:9.4f}", f"first-step retrieval rate {row['first_step_retrieval_rate']:.2f}"]
+        if "f1" in row:
+            cells += [f"F1 {row['f1']:.3f}", f"EM {row['em']:.3f}", f"{row['retrievals_per_question']:.2f} retrievals"]
+        print("  ".join(cells) + ("   <- chosen" if row.get("chosen") else ""))
+    print(
+        f"delta = {profile.delta:.4f} for {profile.model} (layer {profile.layer}, {profile.source}, "
+        f"{profile.estimator}, k={profile.k}) on {profile.questions} questions of {profile.dataset}; saved to {path}. "
+        "Use it with --calibrated, or SeaKRConfig.calibrated(backend) in Python, with the same prompt settings ("
+        + ", ".join(f"{name}={value}" for name, value in profile.prompt.items())
+        + ")."
+    )

@@ -1,0 +1,223 @@
+"""What several commands share: the options that choose the model, the index and SeaKR's settings, and the
+objects those options build."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+__all__ = [
+    "add_question_arguments",
+    "add_seakr_arguments",
+    "build_backend",
+    "calibrated",
+    "checked_retriever",
+    "model_backend",
+    "load_questions",
+    "open_retriever",
+    "seakr_config",
+]
+
+
+def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
+    """The back-end ``--server``, or ``--backend``, ``--model`` and ``--dtype`` name."""
+    if getattr(args, "server", None):
+        from seakr_integrations.backends.remote import RemoteBackend
+
+        return RemoteBackend(args.server, api_key=os.environ.get("SEAKR_API_KEY") or None)
+    from seakr_integrations.backends.loading import load_backend
+
+    return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
+
+
+def model_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
+    """The back-end a command runs on, built by ``seakr_integrations.cli._build_backend``: commands reach it through
+    the package so that a test can replace it there with a scripted model."""
+    from seakr_integrations import cli
+
+    return cli._build_backend(args)
+
+
+def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRConfig
+    """The ``SeaKRConfig`` the options of ``add_seakr_arguments`` describe (validated there)."""
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    return SeaKRConfig(
+        mode=args.mode,
+        k=args.k,
+        max_tokens=args.max_tokens,
+        min_tokens=args.min_tokens,
+        layer=args.layer,
+        source=args.source,
+        estimator=args.estimator,
+        seed=args.seed,
+        delta=args.delta,
+        n_candidates=args.candidates,
+        max_steps=args.max_steps,
+        exemplar_style=args.style,
+        num_exemplars=args.exemplars,
+        chat_template=False if args.no_chat_template else None,
+        chat_answer_prefix=not args.no_chat_answer_prefix,
+    )
+
+
+def open_retriever(args: argparse.Namespace, progress: bool):  # noqa: ANN202 - returns (Retriever, description)
+    """The retriever the options name, and a JSON-ready description of it (for results files)."""
+    corpus = getattr(args, "corpus", None)
+    named = {"--index": args.index, "--es": args.es, "--corpus": corpus}
+    given = [name for name, value in named.items() if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"{' and '.join(given)} exclude each other: search one index (see seakr {args.command} -h)")
+    if args.es is not None:
+        from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
+
+        return ElasticsearchRetriever(args.es_index, url=args.es or None), {"elasticsearch_index": args.es_index}
+    if args.index:
+        from seakr_integrations.retrieval.bm25 import BM25Index
+
+        return BM25Index.open(args.index), {"bm25_index": os.path.abspath(args.index)}
+    from seakr_integrations.demo import cached_index, demo_corpus_path
+
+    path = corpus or demo_corpus_path()
+    return cached_index(path, progress=progress), {"bm25_corpus": os.path.basename(path)}
+
+
+def load_questions(args: argparse.Namespace):  # noqa: ANN202 - returns list[Question]
+    """The questions ``--dataset``, ``--start``, ``--limit`` and ``--skip-bad`` select (skipped lines reported)."""
+    from seakr_integrations.evaluation import read_questions
+
+    if not args.dataset:
+        raise ValueError("--dataset FILE is required: a question file, one JSON object per line (see the README)")
+    if args.start < 0 or (args.limit is not None and args.limit < 1):
+        raise ValueError(f"--start {args.start} / --limit {args.limit}: start must be >= 0 and limit >= 1")
+    loaded = read_questions(args.dataset, skip_bad=args.skip_bad)
+    if loaded.skipped:
+        print(f"seakr: skipped {len(loaded.skipped)} bad line(s) of {args.dataset}:", file=sys.stderr)
+        for message in loaded.skipped:
+            print(f"  {message}", file=sys.stderr)
+    questions = loaded.questions[args.start :][: args.limit]
+    if not questions:
+        raise ValueError(f"--start {args.start}: {args.dataset} holds only {len(loaded.questions)} questions")
+    return questions
+
+
+def checked_retriever(args: argparse.Namespace, questions: list):  # noqa: ANN202 - (Retriever, description)
+    """The retriever, refused when it does not hold the questions' supporting passages (unless told not to check)."""
+    from seakr_integrations.evaluation import index_coverage
+
+    retriever, where = open_retriever(args, progress=not args.quiet)
+    if not args.no_coverage_check:
+        cover = index_coverage(questions, retriever)
+        if cover.fraction < 0.5:
+            raise ValueError(
+                f"the index does not match {args.dataset}: of {cover.titles} supporting titles of its questions, a "
+                f"search found {cover.found} ({cover.fraction:.0%}; missing e.g. {', '.join(cover.missing)}). "
+                "Search the dataset's own corpus (--corpus CORPUS, or seakr index CORPUS --out DIR then --index "
+                "DIR), or pass --no-coverage-check"
+            )
+    return retriever, where
+
+
+def calibrated(args: argparse.Namespace, backend, config):  # noqa: ANN001, ANN202 - SeaKRConfig in and out
+    """``config`` with the saved calibrated delta when ``--calibrated`` was given."""
+    if not getattr(args, "calibrated", False):
+        return config
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    return SeaKRConfig.calibrated(backend, root=args.profile_dir, **config.to_dict())
+
+
+def add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> None:
+    """The options that pick questions and the corpus they are checked against (eval and calibrate)."""
+    p.add_argument("--dataset", help=dataset_help)
+    p.add_argument("--corpus", default=None, help="JSONL corpus to search (indexed once into the cache)")
+    p.add_argument("--start", type=int, default=0, help="0-based index of the first question (default 0)")
+    p.add_argument("--limit", type=int, default=None, help="number of questions (default: all)")
+    p.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
+    p.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
+    from seakr_integrations.models import DEFAULT_MODEL
+    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.uncertainty.registry import estimator_names
+
+    d = SeaKRConfig()
+    p.add_argument("--index", default=None, help="BM25 index directory (default: the bundled demo corpus)")
+    p.add_argument(
+        "--es",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="search an Elasticsearch cluster instead (URL default: $ELASTICSEARCH_URL; credentials from "
+        "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD)",
+    )
+    p.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="short name or local model directory")
+    p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
+    )
+    p.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
+    p.add_argument("--mode", choices=["multi_hop", "single_hop"], default=d.mode)
+    p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
+    p.add_argument(
+        "--delta", type=float, default=d.delta, help=f"retrieve when uncertainty > delta (default {d.delta})"
+    )
+    p.add_argument(
+        "--candidates",
+        type=int,
+        default=d.n_candidates,
+        help=f"passages re-ranked per retrieval (default {d.n_candidates})",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=d.max_steps,
+        help=f"reasoning steps after which the loop stops (default {d.max_steps})",
+    )
+    p.add_argument("--max-tokens", type=int, default=d.max_tokens)
+    p.add_argument(
+        "--min-tokens",
+        type=int,
+        default=d.min_tokens,
+        help=f"tokens every call writes before EOS may end it (default {d.min_tokens}: instruct models otherwise end "
+        "their turn after the first reasoning step; 0 is the authors' behaviour)",
+    )
+    p.add_argument("--layer", type=int, default=d.layer, help="0-based layer (default L/2 - 1)")
+    p.add_argument("--source", choices=["mlp", "residual"], default=d.source)
+    p.add_argument(
+        "--estimator",
+        choices=estimator_names(),
+        default=d.estimator,
+        help=f"uncertainty estimator (default {d.estimator}: SeaKR; the others are the paper's ablations)",
+    )
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument(
+        "--style", choices=["2wiki", "hotpotqa", "simple"], default=d.exemplar_style, help="in-context exemplars"
+    )
+    p.add_argument(
+        "--exemplars",
+        type=int,
+        default=d.num_exemplars,
+        help=f"number of in-context exemplars (default {d.num_exemplars})",
+    )
+    p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
+    p.add_argument(
+        "--no-chat-answer-prefix",
+        action="store_true",
+        help="end the chat template's user turn with 'Answer:' instead of opening the assistant turn with it "
+        "(the prompts of the evaluation runs made before 2026-11-24)",
+    )
+    p.add_argument(
+        "--calibrated", action="store_true", help="use the delta seakr calibrate saved for this model and settings"
+    )
+    p.add_argument("--profile-dir", type=Path, default=None, help="calibration profiles (default <cache>/calibration)")

@@ -1,0 +1,121 @@
+"""``seakr eval --dataset FILE``: score SeaKR, its ablations and baselines on labelled questions (resumable
+results files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from seakr_integrations.cli import common
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``seakr eval`` and its options to ``sub``."""
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate SeaKR, its ablations or baselines on a question file: EM/F1 and costs, one JSONL record per "
+        "question (rerun the same command to resume)",
+    )
+    common.add_question_arguments(ev, "question file (JSONL: id, question, answers; see the README)")
+    ev.add_argument("--method", action="append", default=None, help="method name, repeatable (default: seakr)")
+    ev.add_argument("--list-methods", action="store_true", help="list the methods and exit")
+    where = ev.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, help="results file (default runs/DATASET/METHOD.jsonl)")
+    where.add_argument("--out-dir", default=None, help="directory of the results files, one METHOD.jsonl per method")
+    ev.add_argument("--batch-size", type=int, default=8, help="questions answered together (default 8)")
+    ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
+    ev.add_argument("--skr-train", default=None, help="skr-knn: directory of cot and single-retrieval training results")
+    ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")
+    ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    common.add_seakr_arguments(ev)
+    ev.set_defaults(func=run)
+
+
+def results_path(args: argparse.Namespace, method: str, methods: int) -> str:
+    """Where ``method``'s results go: ``--out`` (``STEM.METHOD.jsonl`` when several methods run), or
+    ``METHOD.jsonl`` in ``--out-dir`` (default ``runs/DATASET``)."""
+    if args.out:
+        return args.out if methods == 1 else f"{os.path.splitext(args.out)[0]}.{method}.jsonl"
+    dataset = os.path.splitext(os.path.basename(args.dataset))[0]
+    return os.path.join(args.out_dir or os.path.join("runs", dataset), f"{method}.jsonl")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``seakr eval``; the exit status."""
+    from seakr_integrations.backends.cached import CachedBackend
+    from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
+    from seakr_integrations.evaluation.methods import METHODS, check_method, method_settings
+
+    if args.list_methods:
+        for name, (_, description) in METHODS.items():
+            print(f"{name}: {description}")
+        return 0
+    methods = args.method or ["seakr"]
+    for name in methods:
+        check_method(name)  # an unknown name fails now (listing the known ones), before any loading
+    options = {}
+    if "skr-knn" in methods:
+        from seakr_integrations.evaluation.skr import skr_labels
+
+        if args.skr_train is None:
+            raise ValueError(
+                "--method skr-knn needs --skr-train DIR: the cot.jsonl and single-retrieval.jsonl results of "
+                "`seakr eval --method cot --method single-retrieval` on training questions (not the evaluated ones)"
+            )
+        skr_labels(args.skr_train)  # missing or unusable training results fail now, before the model loads
+        options = {"skr_train": args.skr_train, "skr_k": args.skr_k}
+    questions = common.load_questions(args)
+    config = common.seakr_config(args)
+    retriever, where = common.checked_retriever(args, questions)
+    summaries = {}
+    with common.model_backend(args) as model:
+        # Methods run in one process share identical calls (same prompt and settings, seeded sampling): an ablation
+        # that follows SeaKR's path pays only where it leaves it.  Records' seconds count only the calls made.
+        backend = CachedBackend(model) if len(methods) > 1 else model
+        for name in methods:
+            # An estimator ablation reads its own estimator's delta: each estimator has its own scale.
+            estimator = method_settings(name).get("estimator", config.estimator)
+            method_config = common.calibrated(args, backend, config.with_(estimator=estimator)).with_(
+                estimator=config.estimator
+            )
+            method = make_method(name, backend, retriever, method_config, **options)
+            setup = {
+                **method.describe(),
+                "dataset": os.path.basename(args.dataset),
+                "retriever": where,
+                "model": args.model,
+                "backend": args.backend,
+                "dtype": args.dtype,
+            }
+            out = results_path(args, name, len(methods))
+            with ResultsFile.open(out, setup) as results:
+                if results.cut_short:
+                    print(f"seakr: {out}: removed a last line cut short by an earlier crash", file=sys.stderr)
+                summary = evaluate(
+                    method,
+                    questions,
+                    results,
+                    batch_size=args.batch_size,
+                    progress=not args.quiet,
+                    keep_trace=not args.no_trace,
+                )
+            summaries[name] = {"results": out, **summary.to_dict()}
+            if not args.json:
+                print(
+                    f"{name}: EM {summary.em:.3f}  F1 {summary.f1:.3f}  ({summary.questions} questions; per question "
+                    f"{summary.retrievals:.2f} retrievals, {summary.lm_calls:.1f} LM calls, "
+                    f"{summary.generated_tokens:.0f} tokens, {summary.seconds:.1f} s) -> {out}"
+                    + (
+                        f"\n  {summary.failed} question(s) failed and scored 0; their rows say why"
+                        if summary.failed
+                        else ""
+                    )
+                )
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+    return 0
