@@ -130,7 +130,7 @@ def test_observers_that_search_themselves_search_on_the_search_threads_with_the_
     ((query, seen, thread),) = observers[0].searched  # through the adapter's hook
     assert query == "Unsure Alpha question" or query.startswith("Unsure")
     assert seen == "run-1" and thread.startswith("seakr-search")
-    assert sum(e.kind == "answered" for e in events) == 3
+    assert sum(e.kind == "question_answered" for e in events) == 3
 
 
 # ---------------------------------------------------------------------------------------------- the real retriever

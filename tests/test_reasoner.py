@@ -137,8 +137,8 @@ def test_tie_keeps_search_order_and_empty_generation_scores_inf():
     ranks = [c.rank_value for c in step.candidates]
     assert ranks[0] == float("inf") and ranks[1] == ranks[2]
     assert step.chosen == "p2"  # p1 is empty; p2 and p3 tie, so search order decides
-    json.loads(result.to_json())  # inf is written as null in strict JSON
-    assert result.to_dict()["steps"][0]["candidates"][0]["rank_value"] is None
+    json.loads(result.to_json())  # inf is written as "inf" in strict JSON
+    assert result.to_dict()["steps"][0]["candidates"][0]["rank_value"] == "inf"
 
 
 def test_step_limit_and_passage_limit():

@@ -40,21 +40,21 @@ def test_events_follow_the_phases_and_end_with_the_result():
     seakr = SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=DOCS), CONFIG)
     events = list(seakr.iter_events(["Which country is the Eiffel Tower in?"]))
     assert [e.kind for e in events] == [
-        "assessed",
-        "retrieved",
-        "reranked",
-        "step",
-        "assessed",
-        "step",
-        "final",
-        "answered",
+        "step_assessed",
+        "passages_retrieved",
+        "passages_reranked",
+        "step_finished",
+        "step_assessed",
+        "step_finished",
+        "answer_chosen",
+        "question_answered",
     ]
     assessed, retrieved, reranked, step = events[:4]
     assert isinstance(assessed, StepAssessed) and assessed.step.decision == "retrieve"
     assert assessed.step.candidates == [] and assessed.step.query is None  # a snapshot taken at the gate
     assert isinstance(retrieved, PassagesRetrieved) and [p.id for p in retrieved.passages] == ["p1", "p2", "p3"]
     assert retrieved.query == "Eiffel Tower stands"
-    assert isinstance(reranked, PassagesReranked) and reranked.chosen == "p2"
+    assert isinstance(reranked, PassagesReranked) and reranked.chosen_passage_id == "p2"
     assert [c.chosen for c in reranked.candidates] == [False, True, False]
     assert isinstance(step, StepFinished) and step.step.accepted == "It is in France"
     assert isinstance(events[-2], AnswerChosen) and events[-2].answer == "France"
