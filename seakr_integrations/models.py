@@ -32,9 +32,6 @@ log = logging.getLogger(__name__)
 
 _COMPLETE_MARKER = ".seakr-complete"
 
-DEFAULT_MODEL = "smollm2-135m-instruct"
-"""The model every entry point loads when none is named: the smallest packaged one, so a first try runs on a CPU."""
-
 
 @dataclass(frozen=True)
 class PackagedModel:
@@ -79,6 +76,10 @@ PACKAGED_MODELS: tuple[PackagedModel, ...] = (
         aliases=("qwen2.5-0.5b", "qwen"),
     ),
 )
+
+DEFAULT_MODEL = PACKAGED_MODELS[0].name
+"""The model every entry point loads when none is named (``"smollm2-135m-instruct"``): the smallest packaged one,
+so a first try runs on a CPU."""
 
 
 def known_model_names() -> list[str]:

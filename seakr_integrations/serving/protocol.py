@@ -7,6 +7,7 @@ server shared by many apps: one request cannot ask for thousands of samples or t
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
 from typing import Any
@@ -113,16 +114,10 @@ def parse_generate(body: Any, limits: Limits) -> GenerateRequest:
         raise BadRequest(f"k={k}: the limit (max_k) is {limits.max_k} samples per prompt")
     if isinstance(max_tokens, int) and max_tokens > limits.max_tokens:
         raise BadRequest(f"max_tokens={max_tokens}: the limit (max_tokens) is {limits.max_tokens}")
-    for name in ("k", "top_k", "max_tokens", "min_tokens", "seed", "layer"):
-        if name in settings and (not isinstance(settings[name], int) or isinstance(settings[name], bool)):
-            raise BadRequest(f"{name}={settings[name]!r}: must be an integer")
-    for name in ("temperature", "top_p"):
-        if name in settings and not isinstance(settings[name], (int, float)):
-            raise BadRequest(f"{name}={settings[name]!r}: must be a number")
     if "stop" in settings and (not isinstance(settings["stop"], list)):
         raise BadRequest(f"stop={settings['stop']!r}: must be a list of strings")
     try:
-        config = SamplingConfig(**settings)
+        config = SamplingConfig(**settings)  # types, finiteness and ranges are checked there, as for every caller
     except (TypeError, ValueError) as exc:
         raise BadRequest(str(exc)) from None
     estimators = body.get("estimators", ["eigenscore"])
@@ -132,8 +127,10 @@ def parse_generate(body: Any, limits: Limits) -> GenerateRequest:
             f"estimators={estimators!r}: choose from {list(served)} (the prompt probe is a call of its own)"
         )
     alpha = body.get("alpha", DEFAULT_ALPHA)
-    if not isinstance(alpha, (int, float)) or not alpha > 0:
-        raise BadRequest(f"alpha={alpha!r}: EigenScore's ridge must be a positive number")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < math.inf:
+        raise BadRequest(
+            f"alpha={alpha!r}: EigenScore's ridge must be a positive finite number (default {DEFAULT_ALPHA})"
+        )
     vector_dtype = body.get("vector_dtype", "float16")
     if vector_dtype not in ("float16", "float32"):
         raise BadRequest(f"vector_dtype={vector_dtype!r}: choose 'float16' or 'float32'")
