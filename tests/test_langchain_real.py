@@ -73,9 +73,9 @@ def test_chain_over_the_embedded_bm25_index_returns_the_answer_and_a_consistent_
             found = [d.id for d in bm25.invoke(step["query"])]
             assert tried == [i for i in found if i in tried]  # candidates come from this query's results, in order
             chosen = [c for c in step["candidates"] if c["chosen"]]
-            assert len(chosen) == 1 and chosen[0]["id"] == step["chosen"]
-            finite = [c["rank_value"] for c in step["candidates"] if c["rank_value"] is not None]
-            assert chosen[0]["rank_value"] == (min(finite) if finite else None)  # inf (empty text) is None in JSON
+            assert len(chosen) == 1 and chosen[0]["id"] == step["chosen_passage_id"]
+            finite = [c["rank_value"] for c in step["candidates"] if c["rank_value"] != "inf"]
+            assert chosen[0]["rank_value"] == (min(finite) if finite else "inf")  # inf (empty text) is "inf" in JSON
     chunks = list(chain.stream(QUESTION))
     assert chunks[-1]["kind"] == "answered"
     assert_close(chunks[-1]["trace"], trace)  # seeded: stream = invoke (floats up to their last digits)
@@ -93,11 +93,12 @@ def test_gate_follows_delta(chat, bm25):
     question = "Who directed Santa Sangre?"
     skip = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=CONFIG.with_(delta=1e9))
     decision = skip.decide(question)
-    assert not decision.retrieved and decision.documents == [] and "skipped" in decision.reason
+    assert not decision.retrieve and decision.documents == [] and decision.reason == "confident"
+    assert "skipped" in decision.explanation
     fetch = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=CONFIG.with_(delta=-1e9))
     docs = fetch.invoke(question)
     assert [d.id for d in docs] == [d.id for d in bm25.invoke(question)]
-    assert docs[0].metadata["seakr_uncertainty"]["value"] == pytest.approx(decision.assessment.uncertainty.value)
+    assert docs[0].metadata["seakr_gate_uncertainty"] == pytest.approx(decision.assessment.uncertainty.value)
 
 
 def test_reranker_orders_by_the_models_uncertainty_inside_contextual_compression(chat, bm25):
