@@ -13,7 +13,9 @@ The JSON form (``schema_version`` 2):
   same floats (version 1 wrote them as ``null``, which reads back as ``inf``, the only non-finite value it wrote);
 * ``stop`` and ``stop_reason`` are :class:`StopReason` values (their strings);
 * a step names the passage it kept ``chosen_passage_id``; a candidate says whether it was kept with ``chosen``
-  (a bool).  Version 1 called the step's field ``chosen`` too.
+  (a bool).  Version 1 called the step's field ``chosen`` too;
+* a candidate carries its passage's ``text``, so every passage tried reads back whole (version 1 kept only the
+  chosen passages' texts, in ``passages``).
 """
 
 from __future__ import annotations
