@@ -148,3 +148,21 @@ def test_option_defaults_are_the_settings_dataclasses_defaults():
     s = SamplingConfig()
     assert (score.k, score.layer, score.source, score.seed) == (s.k, s.layer, s.source, s.seed)
     assert (score.model, score.estimator) == (DEFAULT_MODEL, [SeaKRConfig().estimator])
+
+
+def test_score_accepts_every_estimator_the_loop_accepts_the_probe_included(monkeypatch, capsys):
+    from fakes import Reply, ScriptedBackend
+
+    import seakr_integrations.cli as cli
+    from seakr_integrations.uncertainty import PROBE_SUFFIX, estimator_names
+
+    backend = ScriptedBackend(lambda prompt, config: Reply(" No" if prompt.endswith(PROBE_SUFFIX) else "Paris", 1.0))
+    monkeypatch.setattr(cli, "_build_backend", lambda args: backend)
+    names = [n for n in estimator_names() if n != "energy"]  # the scripted model has no logits
+    argv = ["score", "What is the capital of France?", "-k", "3", "--no-chat-template", "--json", "--estimator"]
+    assert cli.main([*argv, *names]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(record["uncertainty"]) == names and record["answer"] == "Paris"
+    assert record["uncertainty"]["prompt"]["value"] == 1.0  # "No" with probability 1: surely does not know
+    question, probe = backend.prompts
+    assert probe.startswith(question + "Paris") and probe.endswith(PROBE_SUFFIX)  # the probe follows the call

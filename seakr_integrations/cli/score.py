@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from seakr_integrations.cli import common
+
+if TYPE_CHECKING:
+    from seakr_integrations.backends.base import SelfAwareBackend
+    from seakr_integrations.outputs import SelfAwareOutput
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.uncertainty import Uncertainty
 
 __all__ = ["add_parser", "run"]
 
@@ -21,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     from seakr_integrations.models import DEFAULT_MODEL
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.reasoning import SeaKRConfig
-    from seakr_integrations.uncertainty.registry import estimators_for
+    from seakr_integrations.uncertainty.registry import estimator_names
 
     s = SamplingConfig()
     score = sub.add_parser("score", help="answer a question closed-book and report the model's uncertainty")
@@ -37,7 +44,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     score.add_argument(
         "--estimator",
         nargs="+",
-        choices=estimators_for(),  # what one generate call can feed: not the prompt probe
+        choices=estimator_names(),  # "prompt" makes one more call, the probe
         default=[SeaKRConfig().estimator],
         help="one or more",
     )
@@ -50,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr score``; the exit status."""
     from seakr_integrations.params import SamplingConfig
-    from seakr_integrations.uncertainty import estimate
+    from seakr_integrations.uncertainty import REGISTRY, estimate
 
     if not args.question.strip():
         raise ValueError('the question is empty: pass the question to score, e.g. seakr score "Who wrote Hamlet?"')
@@ -61,8 +68,11 @@ def run(args: argparse.Namespace) -> int:
         text = f"Answer the question briefly.\nQuestion: {args.question.strip()}\nAnswer:"
         prompt = text if args.no_chat_template else backend.chat_prompt(text)
         output = backend.generate([prompt], config)[0]
-        scores = {name: estimate(output, name) for name in args.estimator}
         timings = dict(backend.last_timings)
+        scores = {
+            name: _probed(backend, output, config) if "probe" in REGISTRY[name].needs else estimate(output, name)
+            for name in args.estimator
+        }
     if args.json:
         print(
             json.dumps(
@@ -90,3 +100,14 @@ def run(args: argparse.Namespace) -> int:
         for i, s in enumerate(output.samples, 1):
             print(f"  sample {i:2d}: {s.text.strip()!r}")
     return 0
+
+
+def _probed(backend: SelfAwareBackend, output: SelfAwareOutput, config: SamplingConfig) -> Uncertainty:
+    """The prompt estimator's score of ``output``: one more greedy call asks the model whether it knew."""
+    from seakr_integrations.uncertainty import estimate
+    from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_after, probe_sampling, unprobed
+
+    probe = probe_after(output.prompt, output.greedy.text)
+    if len(backend.tokenize(probe)) > backend.max_context - PROBE_TOKENS:
+        return unprobed(f"the probe does not fit {backend.model_name}'s context; the model counts as uncertain")
+    return estimate(backend.generate([probe], probe_sampling(config))[0], "prompt")
