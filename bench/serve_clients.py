@@ -51,7 +51,9 @@ def _free_port() -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument(
+        "--clients", type=int, nargs="*", default=[1, 4, 8], help="client counts (none: parity and overhead only)"
+    )
     parser.add_argument("--per-client", type=int, default=5)
     parser.add_argument(
         "--dtype", default="float32", help="engine dtype of server and in-process engine (float32: CPUs without bf16)"
@@ -109,59 +111,77 @@ def main() -> None:
                 print(
                     json.dumps({"ratio": f"{max(rates)} clients / 1", "value": round(rates[max(rates)] / rates[1], 2)})
                 )
-            print(json.dumps(_remote_against_in_process(url, args.model, args.dtype)))
+            far, remote_s = _measure(lambda: _remote(url))
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(60)
             log.close()
+        near, local_s = _measure(lambda: _in_process(args.model, args.dtype))  # with the server gone
+        print(json.dumps(_compare(far, remote_s, near, local_s)))
 
 
-def _remote_against_in_process(url: str, model: str, dtype: str, calls: int = 20) -> dict[str, object]:
-    """Parity and per-call overhead of the HTTP path, against the same model in-process (the server is idle).
+PARITY_CONFIG = {"k": 10, "max_tokens": 32, "stop": ("\n",), "seed": 7}
+ESTIMATORS = ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity")
+CALLS = 20
 
-    Parity: the same 5 prompts, seed and settings on both; the largest absolute difference of each estimator's
-    uncertainty, and whether every greedy and sample token sequence is the same.  Overhead: the median time of a
-    greedy one-token call on each path, and their difference.
-    """
+
+def _remote(url: str) -> object:
     from seakr_integrations.backends.remote import RemoteBackend
+
+    return RemoteBackend(url)
+
+
+def _in_process(model: str, dtype: str) -> object:
     from seakr_integrations.backends.vllm import VLLMBackend
+
+    return VLLMBackend(model, dtype=dtype)
+
+
+def _measure(open_backend: object) -> tuple[list, float]:
+    """The parity prompts' outputs and the median seconds of a greedy one-token call on one back-end.
+
+    Parity: the last 5 HotpotQA questions, same seed and settings on both paths.  Overhead: each path is timed alone
+    (the in-process engine after the server has stopped), so the two never share the 2 cores.
+    """
     from seakr_integrations.params import SamplingConfig
-    from seakr_integrations.uncertainty.estimate import estimate
 
     questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()][-5:]
     prompts = [f"Question: {q}\nAnswer:" for q in questions]
-    config = SamplingConfig(k=10, max_tokens=32, stop=("\n",), seed=7)
-    estimators = ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity")
-
-    def median_call_s(backend: object) -> float:
+    with open_backend() as backend:  # type: ignore[operator]
+        outputs = backend.generate(prompts, SamplingConfig(**PARITY_CONFIG))
         times = []
-        for _ in range(calls):
+        for _ in range(CALLS):
             t = time.perf_counter()
-            backend.generate([prompts[0]], k=0, max_tokens=1)  # type: ignore[attr-defined]
+            backend.generate([prompts[0]], k=0, max_tokens=1)
             times.append(time.perf_counter() - t)
-        return statistics.median(times)
+    return outputs, statistics.median(times)
 
-    with RemoteBackend(url) as remote:
-        far = remote.generate(prompts, config)
-        remote_s = median_call_s(remote)
-    with VLLMBackend(model, dtype=dtype) as local:
-        near = local.generate(prompts, config)
-        local_s = median_call_s(local)
+
+def _compare(far: list, remote_s: float, near: list, local_s: float) -> dict[str, object]:
+    """Whether both paths produced the same tokens, each estimator's largest difference, and the HTTP overhead."""
+    from seakr_integrations.uncertainty.estimate import estimate
+
+    pairs = list(zip(far, near, strict=True))
     same_tokens = all(
         a.greedy.token_ids == b.greedy.token_ids
         and [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
-        for a, b in zip(far, near, strict=True)
+        for a, b in pairs
     )
     max_diff = {
-        name: max(abs(estimate(a, name).value - estimate(b, name).value) for a, b in zip(far, near, strict=True))
-        for name in estimators
+        name: max(abs(estimate(a, name).value - estimate(b, name).value) for a, b in pairs) for name in ESTIMATORS
     }
     return {
-        "parity": {"prompts": len(prompts), "same_tokens": same_tokens, "max_abs_difference": max_diff},
+        "parity": {
+            "prompts": len(pairs),
+            "settings": PARITY_CONFIG,
+            "same_tokens": same_tokens,
+            "max_abs_difference": max_diff,
+        },
         "one_token_call_ms": {
             "remote": round(remote_s * 1000, 1),
             "in_process": round(local_s * 1000, 1),
             "http_overhead": round((remote_s - local_s) * 1000, 1),
+            "calls": CALLS,
         },
     }
 
