@@ -8,6 +8,8 @@ from langchain_seakr.compressors import SelfAwareReranker
 from langchain_seakr.embeddings import MiniLMEmbeddings
 from langchain_seakr.llms import SeaKRLLM
 from langchain_seakr.retrievers import GateDecision, PassageIndexRetriever, UncertaintyGatedRetriever
+from seakr_integrations import __version__
+from seakr_integrations.reasoning.config import SeaKRConfig
 
 __all__ = [
     "ChatSeaKR",
@@ -15,7 +17,9 @@ __all__ = [
     "MiniLMEmbeddings",
     "PassageIndexRetriever",
     "SeaKRChain",
+    "SeaKRConfig",
     "SeaKRLLM",
     "SelfAwareReranker",
     "UncertaintyGatedRetriever",
+    "__version__",
 ]

@@ -1,7 +1,9 @@
 """What ``SeaKRLLM`` and ``ChatSeaKR`` share: which back-end they run and how they sample.
 
 Both are thin LangChain faces of one ``SelfAwareBackend`` call; keeping the fields and the call here means the two
-classes cannot drift apart in defaults, validation or the uncertainty they report.
+classes cannot drift apart in defaults, validation or the uncertainty they report.  The defaults are read from the
+core (``SamplingConfig``, ``SeaKRConfig``, ``DEFAULT_MODEL``), and the back-end is named as in LlamaIndex's
+``SeaKRLLM``: ``backend="hf"`` / ``"vllm"`` / an instance, ``model=``, ``base_url=``.
 """
 
 from __future__ import annotations
@@ -11,20 +13,27 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import concurrent_backend
 from seakr_integrations.backends.loading import BACKEND_KINDS, shared_backend
-from seakr_integrations.models import known_model_names
+from seakr_integrations.backends.scored import scored_generate
+from seakr_integrations.models import DEFAULT_MODEL, known_model_names
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, Uncertainty, estimate
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.uncertainty.estimate import Uncertainty
+from seakr_integrations.uncertainty.registry import check_estimator
 
-__all__ = ["SelfAwareModelMixin", "resolve_backend"]
+__all__ = ["SelfAwareModelMixin", "describe_llm", "resolve_backend"]
 
 NOT_SELF_AWARE = (
     "{what} is not a self-aware back-end: SeaKR reads the model's hidden states, which a text-only LLM or chat "
     "model does not expose. Pass an HFBackend / VLLMBackend (or any SelfAwareBackend), a SeaKRLLM or a ChatSeaKR."
 )
+
+_SAMPLING = SamplingConfig()
+_LOOP = SeaKRConfig()
 
 
 def resolve_backend(llm: Any) -> SelfAwareBackend:
@@ -36,7 +45,7 @@ def resolve_backend(llm: Any) -> SelfAwareBackend:
         TypeError: ``llm`` cannot give hidden states (e.g. any other LangChain chat model).
     """
     if llm is None:
-        return concurrent_backend(shared_backend("hf", "smollm2-135m-instruct"))
+        return concurrent_backend(shared_backend("hf", DEFAULT_MODEL))
     if isinstance(llm, SelfAwareBackend):
         return concurrent_backend(llm)
     if isinstance(llm, SelfAwareModelMixin):
@@ -44,11 +53,22 @@ def resolve_backend(llm: Any) -> SelfAwareBackend:
     raise TypeError(NOT_SELF_AWARE.format(what=type(llm).__name__))
 
 
+def describe_llm(llm: Any) -> dict[str, str]:
+    """``model`` and ``backend`` of ``llm`` for reprs, without loading anything."""
+    if llm is None:
+        return {"model": DEFAULT_MODEL, "backend": "hf"}
+    if isinstance(llm, SelfAwareModelMixin):
+        return {"model": llm.model, "backend": llm.backend_label}
+    if isinstance(llm, SelfAwareBackend):
+        return {"model": str(getattr(llm, "model_name", "?")), "backend": type(llm).__name__}
+    return {"llm": type(llm).__name__}
+
+
 class SelfAwareModelMixin(BaseModel):
     """Fields and the scored call common to ``SeaKRLLM`` and ``ChatSeaKR``.
 
     The greedy continuation is always decoded at temperature 0; ``temperature``, ``top_k`` and ``top_p`` shape the
-    ``k`` samples whose hidden states measure the uncertainty (SeaKR's defaults: 20 samples at 1.0, 50, 0.9).
+    ``k`` samples whose hidden states measure the uncertainty (defaults: ``SamplingConfig``'s, SeaKR's own).
     """
 
     # hide_input_in_errors: a validation error must never echo api_key
@@ -56,55 +76,72 @@ class SelfAwareModelMixin(BaseModel):
         extra="forbid", arbitrary_types_allowed=True, populate_by_name=True, hide_input_in_errors=True
     )
 
-    backend: Any = Field(default=None, exclude=True)
-    """A ``SelfAwareBackend`` instance to use; when omitted one is loaded (once per process) from
-    ``backend_kind`` and ``model`` on first use."""
-    backend_kind: Literal["hf", "vllm"] = "hf"
-    """``"hf"`` (transformers) or ``"vllm"``, used when no ``backend`` instance and no ``base_url`` is given."""
+    backend: Any = Field(default="hf", exclude=True)
+    """``"hf"`` (transformers) or ``"vllm"`` to load ``model`` (once per process, on first use), or a
+    ``SelfAwareBackend`` instance to use as it is.  Unused when ``base_url`` is given."""
     base_url: str | None = None
     """A ``seakr serve`` server (e.g. ``"http://127.0.0.1:8000"``) whose model to use instead of loading one."""
     api_key: SecretStr | None = None
     """The server's API key, if it has one."""
-    model: str = Field(default="smollm2-135m-instruct", alias="model_name")
+    model: str = Field(default=DEFAULT_MODEL, alias="model_name")
     """A packaged model's short name or a local Hugging Face directory (the back-end's name when one is given)."""
-    k: int = 20
-    temperature: float = 1.0
-    top_k: int = 50
-    top_p: float = 0.9
-    max_tokens: int = 100
+    k: int = _SAMPLING.k
+    temperature: float = _SAMPLING.temperature
+    top_k: int = _SAMPLING.top_k
+    top_p: float = _SAMPLING.top_p
+    max_tokens: int = _SAMPLING.max_tokens
     stop: list[str] | None = None
-    seed: int = 42
-    layer: int | None = None
-    source: Literal["mlp", "residual"] = "mlp"
-    estimator: str = "eigenscore"
-    alpha: float = 1e-3
+    seed: int = _SAMPLING.seed
+    layer: int | None = _SAMPLING.layer
+    source: Literal["mlp", "residual"] = _SAMPLING.source
+    estimator: str = _LOOP.estimator
+    """Any estimator SeaKR's loop accepts; ``"prompt"`` makes one more greedy call per prompt (the probe)."""
+    alpha: float = _LOOP.alpha
 
     _backend: SelfAwareBackend | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """``backend_kind=`` (before LlamaIndex's spelling was adopted) still works, with a DeprecationWarning."""
+        if not isinstance(data, dict) or "backend_kind" not in data:
+            return data
+        data = dict(data)
+        kind = data.pop("backend_kind")
+        warn_renamed(f"{cls.__name__}(backend_kind={kind!r})", f"{cls.__name__}(backend={kind!r})")
+        current = data.get("backend")
+        if current is None:
+            data["backend"] = kind
+        elif isinstance(current, str) and current != kind:
+            raise ValueError(f"backend={current!r} and backend_kind={kind!r} disagree: pass backend= alone")
+        return data
 
     @field_validator("backend")
     @classmethod
     def _self_aware(cls, value: Any) -> Any:
-        if value is not None and not isinstance(value, SelfAwareBackend):
+        if value is None:
+            return "hf"
+        if isinstance(value, str):
+            if value not in BACKEND_KINDS:
+                raise ValueError(f"backend={value!r}: choose one of {BACKEND_KINDS}, or pass a SelfAwareBackend")
+            return value
+        if not isinstance(value, SelfAwareBackend):
             raise ValueError(NOT_SELF_AWARE.format(what=f"backend={type(value).__name__}"))
         return value
 
     @field_validator("estimator")
     @classmethod
     def _known_estimator(cls, value: str) -> str:
-        if value not in ESTIMATORS:
-            raise ValueError(f"estimator={value!r}: choose one of {', '.join(ESTIMATORS)}")
-        return value
+        return check_estimator(value)
 
     @model_validator(mode="after")
     def _check(self) -> SelfAwareModelMixin:
         if self.api_key is not None and self.base_url is None:
             raise ValueError("api_key is the key of a `seakr serve` server: pass its base_url too")
-        if self.backend is not None:
+        if isinstance(self.backend, SelfAwareBackend):
             self.model = self.backend.model_name
         elif self.base_url is not None:
             pass  # the server's model: known once connected
-        elif self.backend_kind not in BACKEND_KINDS:  # pragma: no cover - Literal already checks it
-            raise ValueError(f"backend_kind={self.backend_kind!r}: choose one of {BACKEND_KINDS}")
         elif not Path(self.model).expanduser().is_dir() and self.model.strip().lower() not in known_model_names():
             raise ValueError(
                 f"unknown model {self.model!r}: use one of {', '.join(known_model_names())}, a local Hugging Face "
@@ -114,24 +151,40 @@ class SelfAwareModelMixin(BaseModel):
         return self
 
     @property
+    def backend_kind(self) -> str:
+        """Deprecated: read ``backend`` (``"hf"``, ``"vllm"`` or the instance)."""
+        warn_renamed(f"{type(self).__name__}.backend_kind", f"{type(self).__name__}.backend")
+        return self.backend if isinstance(self.backend, str) else type(self.backend).__name__
+
+    @property
+    def backend_label(self) -> str:
+        """The back-end in words: ``"hf"``, ``"vllm"``, ``"server"`` or the instance's class name."""
+        if isinstance(self.backend, SelfAwareBackend):
+            return type(self.backend).__name__
+        return "server" if self.base_url is not None else str(self.backend)
+
+    @property
     def self_aware_backend(self) -> SelfAwareBackend:
         """The back-end (loaded on first access when only a model name was given), as its process-wide
         ``ConcurrentBackend`` so that concurrent async calls take turns and share batches."""
         if self._backend is None:
-            if self.backend is None and self.base_url is not None:
+            if not isinstance(self.backend, SelfAwareBackend) and self.base_url is not None:
                 from seakr_integrations.backends.remote import RemoteBackend
 
                 key = self.api_key.get_secret_value() if self.api_key is not None else None
                 self.backend = RemoteBackend(self.base_url, api_key=key)
                 self.model = self.backend.model_name
-            self._backend = concurrent_backend(self.backend or shared_backend(self.backend_kind, self.model))
+            backend = self.backend
+            if not isinstance(backend, SelfAwareBackend):
+                backend = shared_backend(backend, self.model)
+            self._backend = concurrent_backend(backend)
         return self._backend
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
         return {
             "model": self.model,
-            "backend_kind": self.backend_kind if self.backend is None else type(self.backend).__name__,
+            "backend": self.backend_label,
             **{n: getattr(self, n) for n in ("k", "temperature", "max_tokens", "layer", "source", "estimator")},
         }
 
@@ -158,7 +211,7 @@ class SelfAwareModelMixin(BaseModel):
     def scored_generate(
         self, prompts: list[str], stop: list[str] | None = None, **overrides: Any
     ) -> list[tuple[SelfAwareOutput, Uncertainty]]:
-        """One self-aware back-end call for ``prompts``, each output with its uncertainty."""
+        """One self-aware back-end call for ``prompts``, each output with its uncertainty (with
+        ``estimator="prompt"``, one more greedy call: the probe)."""
         config = self.sampling(stop, **overrides)
-        outputs = self.self_aware_backend.generate(prompts, config)
-        return [(o, estimate(o, self.estimator, self.alpha)) for o in outputs]
+        return scored_generate(self.self_aware_backend, prompts, config, self.estimator, self.alpha)

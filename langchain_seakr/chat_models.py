@@ -108,6 +108,29 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
         info["model_provider"] = "seakr"
         return info, UsageMetadata(**usage(output))  # type: ignore[typeddict-item]
 
+    def reply(self, output: SelfAwareOutput, u: Uncertainty) -> ChatGeneration:
+        """One self-aware output as this model's reply (also what ``SeaKRChain`` reports for its calls)."""
+        info, used = self._metadata(output, u)
+        message = AIMessage(content=output.greedy.text, response_metadata=info, usage_metadata=used)
+        return ChatGeneration(message=message, generation_info=info)
+
+    def reply_chunks(self, output: SelfAwareOutput, u: Uncertainty) -> list[ChatGenerationChunk]:
+        """The reply token by token; the last chunk (``chunk_position="last"``) carries the metadata and usage."""
+        info, used = self._metadata(output, u)
+        tokenizer = self.self_aware_backend.tokenizer
+        pieces = text_pieces(output.greedy, lambda ids: tokenizer.decode(ids, skip_special_tokens=True)) or [""]
+        chunks = []
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            message = AIMessageChunk(
+                content=piece,
+                response_metadata=info if last else {},
+                usage_metadata=used if last else None,
+                chunk_position="last" if last else None,
+            )
+            chunks.append(ChatGenerationChunk(message=message))
+        return chunks
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -115,10 +138,7 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        output, u = self._call(messages, stop, kwargs)
-        info, used = self._metadata(output, u)
-        message = AIMessage(content=output.greedy.text, response_metadata=info, usage_metadata=used)
-        return ChatResult(generations=[ChatGeneration(message=message, generation_info=info)])
+        return ChatResult(generations=[self.reply(*self._call(messages, stop, kwargs))])
 
     def _stream(
         self,
@@ -127,20 +147,7 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        output, u = self._call(messages, stop, kwargs)
-        info, used = self._metadata(output, u)
-        tokenizer = self.self_aware_backend.tokenizer
-        pieces = text_pieces(output.greedy, lambda ids: tokenizer.decode(ids, skip_special_tokens=True))
-        for i, piece in enumerate(pieces):
-            last = i == len(pieces) - 1
-            chunk = ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content=piece,
-                    response_metadata=info if last else {},
-                    usage_metadata=used if last else None,
-                    chunk_position="last" if last else None,
-                )
-            )
+        for chunk in self.reply_chunks(*self._call(messages, stop, kwargs)):
             if run_manager is not None:
-                run_manager.on_llm_new_token(piece, chunk=chunk)
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk

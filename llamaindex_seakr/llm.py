@@ -33,14 +33,20 @@ from llama_index.core.llms.custom import CustomLLM
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
+from seakr_integrations.backends.loading import BACKEND_KINDS, shared_backend
+from seakr_integrations.backends.scored import scored_generate
+from seakr_integrations.models import DEFAULT_MODEL
 from seakr_integrations.outputs import SelfAwareOutput, text_pieces
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.config import SeaKRConfig
-from seakr_integrations.uncertainty.estimate import ESTIMATORS, Uncertainty, estimate
+from seakr_integrations.uncertainty.estimate import Uncertainty
+from seakr_integrations.uncertainty.registry import check_estimator, estimator_names
 
 __all__ = ["SeaKRLLM", "as_seakr_llm"]
 
 _SAMPLING_KEYS = ("k", "temperature", "top_k", "top_p", "max_tokens", "seed", "layer", "source", "stop")
+_SAMPLING = SamplingConfig()
+_LOOP = SeaKRConfig()
 
 
 class SeaKRLLM(CustomLLM):
@@ -52,8 +58,12 @@ class SeaKRLLM(CustomLLM):
     ``"model"``; ``logprobs`` holds the greedy tokens' log-probabilities.  Per-call keyword arguments override
     the sampling fields (``llm.complete(p, k=10, stop=["\\n"])``).
 
+    The back-end is named as in LangChain's ``ChatSeaKR`` / ``SeaKRLLM``, and the defaults are the core's
+    (``SamplingConfig``, ``SeaKRConfig``, ``DEFAULT_MODEL``).
+
     Args:
-        backend: A ``SelfAwareBackend`` instance, or ``"hf"`` / ``"vllm"`` to load ``model`` once per process.
+        backend: A ``SelfAwareBackend`` instance, or ``"hf"`` / ``"vllm"`` to load ``model`` once per process
+            (one loaded model per resolved model and kind, whatever alias names it).
         model: Short model name (``seakr models``) or model directory, when ``backend`` is a kind.
         base_url: A ``seakr serve`` server whose model to use instead (``backend`` and ``model`` are then unused).
         api_key: That server's API key, if it has one (kept only inside the HTTP client, never in repr).
@@ -70,15 +80,23 @@ class SeaKRLLM(CustomLLM):
     """
 
     model_name: str = Field(default="", description="The back-end's model name (set from the back-end).")
-    k: int = Field(default=20, description="Samples per call whose EOS hidden states give the uncertainty.")
-    temperature: float = Field(default=1.0, description="Temperature of the k samples (the text is greedy).")
-    top_k: int = Field(default=50, description="Top-k of the samples.")
-    top_p: float = Field(default=0.9, description="Top-p of the samples.")
-    max_tokens: int = Field(default=100, description="Maximum new tokens per continuation.")
-    seed: int = Field(default=42, description="Sampling seed (same seed, same samples).")
-    layer: int | None = Field(default=None, description="Decoder layer read (None: L/2 - 1, SeaKR's).")
-    source: Literal["mlp", "residual"] = Field(default="mlp", description="Hidden vector: MLP output or residual.")
-    estimator: str = Field(default="eigenscore", description=f"Uncertainty estimator: one of {', '.join(ESTIMATORS)}.")
+    k: int = Field(default=_SAMPLING.k, description="Samples per call whose EOS hidden states give the uncertainty.")
+    temperature: float = Field(
+        default=_SAMPLING.temperature, description="Temperature of the k samples (the text is greedy)."
+    )
+    top_k: int = Field(default=_SAMPLING.top_k, description="Top-k of the samples.")
+    top_p: float = Field(default=_SAMPLING.top_p, description="Top-p of the samples.")
+    max_tokens: int = Field(default=_SAMPLING.max_tokens, description="Maximum new tokens per continuation.")
+    seed: int = Field(default=_SAMPLING.seed, description="Sampling seed (same seed, same samples).")
+    layer: int | None = Field(default=_SAMPLING.layer, description="Decoder layer read (None: L/2 - 1, SeaKR's).")
+    source: Literal["mlp", "residual"] = Field(
+        default=_SAMPLING.source, description="Hidden vector: MLP output or residual."
+    )
+    estimator: str = Field(
+        default=_LOOP.estimator,
+        description=f"Uncertainty estimator: one of {', '.join(estimator_names())} ('prompt' makes one more call).",
+    )
+    alpha: float = Field(default=_LOOP.alpha, description="EigenScore's ridge.")
     stop: list[str] = Field(default_factory=list, description="Stop strings of every completion.")
     chat_template: bool | None = Field(
         default=None,
@@ -90,8 +108,8 @@ class SeaKRLLM(CustomLLM):
 
     def __init__(
         self,
-        backend: SelfAwareBackend | str = "hf",
-        model: str = "smollm2-135m-instruct",
+        backend: SelfAwareBackend | str | None = "hf",
+        model: str = DEFAULT_MODEL,
         base_url: str | None = None,
         api_key: str | None = None,
         **kwargs: Any,
@@ -116,8 +134,7 @@ class SeaKRLLM(CustomLLM):
 
     @model_validator(mode="after")
     def _check_sampling(self) -> SeaKRLLM:
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator={self.estimator!r}: choose one of {', '.join(ESTIMATORS)}")
+        check_estimator(self.estimator)
         self.sampling_config()  # SamplingConfig's checks, with its messages
         return self
 
@@ -153,7 +170,8 @@ class SeaKRLLM(CustomLLM):
         uncertainty as ``complete``.
         """
         shared = {key: getattr(self, key) for key in _SAMPLING_KEYS if key != "stop"}
-        return SeaKRConfig(**{**shared, "estimator": self.estimator, "chat_template": self.chat_template, **changes})
+        own = {"estimator": self.estimator, "alpha": self.alpha, "chat_template": self.chat_template}
+        return SeaKRConfig(**{**shared, **own, **changes})
 
     # ---------------------------------------------------------------------------------------------- completion
     def _run(self, prompt: str, formatted: bool, kwargs: dict[str, Any]) -> tuple[SelfAwareOutput, Uncertainty]:
@@ -164,8 +182,8 @@ class SeaKRLLM(CustomLLM):
             prompt = self.completion_to_prompt(prompt)
         config = self.sampling_config(**kwargs)
         estimator = kwargs.get("estimator", self.estimator)
-        (output,) = self._backend.generate([prompt], config)
-        return output, estimate(output, estimator)
+        ((output, uncertainty),) = scored_generate(self._backend, [prompt], config, estimator, self.alpha)
+        return output, uncertainty
 
     def _extras(self, output: SelfAwareOutput, uncertainty: Uncertainty) -> dict[str, Any]:
         return {
@@ -269,10 +287,10 @@ class _ChatTemplate:
 def _resolve_backend(backend: Any, model: str) -> SelfAwareBackend:
     if isinstance(backend, SelfAwareBackend):
         return backend
-    if isinstance(backend, str):
-        from seakr_integrations.backends.loading import shared_backend
-
-        return shared_backend(backend, model)
+    if backend is None or isinstance(backend, str):
+        if backend is not None and backend not in BACKEND_KINDS:
+            raise ValueError(f"backend={backend!r}: choose one of {BACKEND_KINDS}, or pass a SelfAwareBackend")
+        return shared_backend(backend or "hf", model)
     raise TypeError(
         f"backend must be a self-aware back-end (HFBackend, VLLMBackend) or 'hf'/'vllm', got {type(backend).__name__}: "
         "SeaKR reads the model's hidden states, which an API model cannot give"

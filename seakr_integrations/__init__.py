@@ -5,6 +5,8 @@ retrievers (``retrieval``), the SeaKR loop and its trace (``reasoning``), packag
 LangChain and LlamaIndex adapters live in ``langchain_seakr`` and ``llamaindex_seakr``.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
@@ -30,7 +32,10 @@ __all__ = [
     "eigenscore",
     "estimate",
 ]
-__version__ = "0.1.0"
+try:  # the installed distribution's version: one number, kept in pyproject.toml
+    __version__ = _version("seakr-integrations")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def __getattr__(name: str) -> Any:

@@ -141,12 +141,12 @@ def test_batch_reports_a_bad_input_without_losing_the_others():
         chain().batch(["Which country is the Eiffel Tower in?", ""])
 
 
-def test_stream_yields_the_trace_step_by_step_then_the_answer():
-    chunks = list(chain().stream("Which country is the Eiffel Tower in?"))
-    kinds = [c["kind"] for c in chunks]
-    assert kinds == ["assessed", "retrieved", "reranked", "step", "assessed", "step", "final", "answered"]
-    assert chunks[0]["step"]["decision"] == "retrieve" and chunks[2]["chosen"] == "p2"
-    assert chunks[-1]["answer"] == "France"
+def test_stream_yields_the_answer_and_sends_the_decisions_as_they_happen():
+    recorder = Recorder()
+    chunks = list(chain().stream("Which country is the Eiffel Tower in?", config={"callbacks": [recorder]}))
+    assert "".join(chunks) == "France"  # what invoke returns, in pieces (tests/test_adapter_conventions.py)
+    decisions = [name for name, _, _ in recorder.events if name.startswith("seakr_")]
+    assert len(decisions) >= 6  # every phase of the trace, as custom events under the chain run
 
 
 async def test_async_paths_do_not_block_the_event_loop():
@@ -170,7 +170,7 @@ async def test_async_paths_do_not_block_the_event_loop():
     chunks = [c async for c in seakr_chain.astream("Which country is the Eiffel Tower in?")]
     answers = await seakr_chain.abatch(["Which country is the Eiffel Tower in?"] * 2)
     task.cancel()
-    assert answer == "France" and chunks[-1]["answer"] == "France" and answers == ["France", "France"]
+    assert answer == "France" and "".join(chunks) == "France" and answers == ["France", "France"]
     assert elapsed > 0.2 and ticks >= 10  # the loop kept ticking while the model worked
     kinds = [e["event"] async for e in seakr_chain.astream_events("Which country is the Eiffel Tower in?")]
     assert "on_llm_end" in kinds and "on_retriever_end" in kinds and "on_custom_event" in kinds

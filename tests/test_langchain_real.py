@@ -76,9 +76,12 @@ def test_chain_over_the_embedded_bm25_index_returns_the_answer_and_a_consistent_
             assert len(chosen) == 1 and chosen[0]["id"] == step["chosen_passage_id"]
             finite = [c["rank_value"] for c in step["candidates"] if c["rank_value"] != "inf"]
             assert chosen[0]["rank_value"] == (min(finite) if finite else "inf")  # inf (empty text) is "inf" in JSON
-    chunks = list(chain.stream(QUESTION))
-    assert chunks[-1]["kind"] == "answered"
-    assert_close(chunks[-1]["trace"], trace)  # seeded: stream = invoke (floats up to their last digits)
+    chunks = list(chain.stream(QUESTION))  # dict chunks that add up to invoke's output
+    streamed = chunks[0]
+    for chunk in chunks[1:]:
+        streamed = streamed + chunk
+    assert streamed["answer"] == out["answer"]
+    assert_close(streamed["trace"], trace)  # seeded: stream = invoke (floats up to their last digits)
 
 
 def test_chain_over_a_vector_store_and_batch_matches_invoke(chat, vector_retriever):
@@ -124,3 +127,10 @@ def test_drop_in_swap_keeps_input_and_output_types(hf_smollm2, bm25):
     adaptive = SeaKRChain(retriever=bm25, llm=llm, config=CONFIG)
     before, after = rag.invoke(QUESTION), adaptive.invoke(QUESTION)
     assert isinstance(before, str) and isinstance(after, str)
+
+
+def test_a_chat_model_and_a_chain_without_llm_share_one_loaded_model(bm25):
+    chat = ChatSeaKR(model="smollm2")  # an alias of the default model
+    chain = SeaKRChain(retriever=bm25)  # no llm: the default model
+    assert chat.self_aware_backend is chain.backend
+    assert chain.backend.inner.model_name == "smollm2-135m-instruct"  # filed under its own name, not the alias

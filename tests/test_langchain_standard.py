@@ -15,12 +15,13 @@ from langchain_tests.integration_tests import ChatModelIntegrationTests, Retriev
 from langchain_tests.unit_tests import ChatModelUnitTests
 
 from langchain_seakr import ChatSeaKR, PassageIndexRetriever, UncertaintyGatedRetriever
+from seakr_integrations.models import DEFAULT_MODEL
 
 
 def _smollm2():
     from seakr_integrations.backends.loading import shared_backend
 
-    return shared_backend("hf", "smollm2-135m-instruct")
+    return shared_backend("hf", DEFAULT_MODEL)
 
 
 class TestChatSeaKRUnit(ChatModelUnitTests):
@@ -32,7 +33,7 @@ class TestChatSeaKRUnit(ChatModelUnitTests):
 
     @property
     def chat_model_params(self) -> dict[str, Any]:
-        return {"model": "smollm2-135m-instruct", "k": 4}
+        return {"model": DEFAULT_MODEL, "k": 4}
 
     @property
     def standard_chat_model_params(self) -> dict[str, Any]:
