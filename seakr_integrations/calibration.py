@@ -101,7 +101,7 @@ def prompt_settings(config: Any) -> dict[str, Any]:
     """The settings of a ``SeaKRConfig`` that change the prompt the uncertainty is measured on.
 
     The same question gives a 2Wiki delta of 0.327 with the HotpotQA exemplars, -0.014 with the 2Wiki ones and -0.271
-    once ``Answer:`` opens the assistant turn (docs/results_prompt_notes.md), so a profile records these.
+    once ``Answer:`` opens the assistant turn (docs/archive/results_prompt_notes.md), so a profile records these.
     """
     return {
         "exemplar_style": config.style,

@@ -4,7 +4,7 @@ With a chat template the exemplars, context and question form the user turn, and
 ``Answer:``.  Left in the user turn, that ``Answer:`` makes an instruct model start its turn afresh: measured with
 Qwen2.5-Coder-0.5B-Instruct, it wrote a new ``Question: ...`` (a copied exemplar or the question again) as its first
 step on 8 of 20 HotpotQA and 15 of 20 2Wiki questions, and none with ``Answer:`` opening its turn
-(``docs/results_prompt_notes.md``).
+(``docs/archive/results_prompt_notes.md``).
 
 Periods are removed from the question and from inside earlier steps because the reasoning calls stop at ``". "``;
 a period inside an abbreviation in the prompt would otherwise teach the model to stop mid-sentence.  Each earlier

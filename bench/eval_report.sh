@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The evaluation behind docs/results.md: SeaKR, its ablations and estimators, and the baselines, on the shared
+# HotpotQA and 2Wiki questions, with Qwen2.5-Coder-0.5B-Instruct on vLLM (CPU, fp32), k=10, 64 tokens, the current
+# prompts ("Answer:" opens the assistant turn; each dataset has its own exemplars, --style).
+#
+# Line split of each dataset file: lines 0..N-1 are evaluated; SKR-kNN learns from lines 100-199; delta is
+# calibrated on lines 200-219 (first-step retrieval rate 0.5) into runs/answer-prefix/profiles/DATASET (EigenScore)
+# and runs/answer-prefix/profiles-estimators/DATASET (every estimator from one calibration).  Every command resumes
+# its results files, so a larger N extends the runs.  How the committed files were made, run by run, is in the
+# report (docs/results.md, "How the files were made").
+#
+#   N=100 bash bench/eval_report.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators (default: all)
+#   seakr report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh --notes docs/results_notes.md \
+#     --profiles runs/answer-prefix/profiles/*/*.json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+S=${SEAKR:-.venv/bin/seakr}
+N=${N:-20}
+OUT=runs/answer-prefix
+STEPS=${*:-calibrate seakr baselines skr ablations estimators}
+M=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
+for step in $STEPS; do
+  for ds in hotpotqa 2wiki; do
+    q=(--dataset "../shared/data/${ds}_dev.jsonl" --corpus "../shared/data/corpus_${ds}.jsonl" --style "$ds")
+    profiles=(--calibrated --profile-dir "$OUT/profiles/$ds")
+    case $step in
+      calibrate)
+        ls "$OUT/profiles/$ds"/*__eigenscore__k10.json >/dev/null 2>&1 ||
+          $S calibrate "${q[@]}" --start 200 --limit 20 "${M[@]}" --objective rate --target-rate 0.5 \
+            --profile-dir "$OUT/profiles/$ds" ;;
+      seakr)
+        $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" "${profiles[@]}" \
+          --method seakr --method single-retrieval --method cot ;;
+      baselines)
+        $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" \
+          --method closed-book --method ircot --method flare ;;
+      skr)
+        $S eval "${q[@]}" --start 100 --limit 100 "${M[@]}" --out-dir "$OUT/train/$ds" --method cot --method single-retrieval
+        $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" --method skr-knn --skr-train "$OUT/train/$ds" ;;
+      ablations)
+        $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" "${profiles[@]}" \
+          --method seakr-always-retrieve --method seakr-no-rerank --method seakr-always-retrieve-no-rerank ;;
+      estimators)  # every estimator's delta from one calibration (EigenScore's matches the calibrate step's)
+        est=$OUT/profiles-estimators/$ds
+        ls "$est"/*__perplexity__k10.json >/dev/null 2>&1 ||
+          $S calibrate "${q[@]}" --start 200 --limit 20 "${M[@]}" --objective rate --target-rate 0.5 \
+            --all-estimators --profile-dir "$est"
+        $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" --calibrated --profile-dir "$est" \
+          --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt \
+          --method seakr-energy ;;
+      *) echo "unknown step $step (calibrate seakr baselines skr ablations estimators)" >&2; exit 2 ;;
+    esac
+  done
+done
