@@ -30,6 +30,7 @@ from typing import Any
 import tantivy
 from tqdm import tqdm
 
+from seakr_integrations.retrieval.build_folders import BUILDING, OLD, build_lock
 from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
 from seakr_integrations.retrieval.passage import Passage
 
@@ -180,7 +181,8 @@ class BM25Index:
         The index is written into a fresh hidden directory next to ``out`` (same filesystem, so the final step is
         a rename), the manifest is written last, and only then is it moved into place: an existing index at
         ``out`` is moved aside, the new one renamed in, the old one deleted.  Any failure before that (a bad
-        corpus line, a full disk, Ctrl-C) deletes the temporary directory and leaves ``out`` as it was.
+        corpus line, a full disk, Ctrl-C) deletes the temporary directory and leaves ``out`` as it was.  What a
+        killed build could not delete is removed by the next build of ``out`` (see ``build_folders``).
 
         Args:
             documents: Path of a JSONL corpus (``{"id", "title", "text"}`` per line, gzip-compressed or not), or an
@@ -221,35 +223,35 @@ class BM25Index:
         source = str(Path(documents).resolve()) if is_path else f"<{type(documents).__name__}>"
         total = len(documents) if isinstance(documents, Sized) and not is_path else None
         _check_replaceable(out, overwrite)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
-        try:
-            num_docs = _write_index(
-                tmp,
-                records,
-                threads=threads,
-                heap_bytes=memory_budget_mb * 1_000_000,
-                progress=progress,
-                total=total,
-                desc=f"indexing {Path(source).name if is_path else source}",
-            )
-            if num_docs == 0:
-                raise ValueError(f"{source}: the corpus has no passages; an index needs at least one")
-            manifest = {
-                "format": _FORMAT,
-                "format_version": FORMAT_VERSION,
-                "num_docs": num_docs,
-                "fields": {"id": "raw", "title": "default tokenizer, freq", "text": "default tokenizer, freq"},
-                "search_fields": list(SEARCH_FIELDS),
-                "tantivy": version("tantivy"),
-                "source": source,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            }
-            _write_manifest(tmp / MANIFEST_NAME, manifest)
-            _swap_into_place(tmp, out, overwrite)
-        except BaseException:
-            _remove_dir(tmp)
-            raise
+        with build_lock(out):  # removes what interrupted builds of `out` left, if no build is running
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{BUILDING}-", dir=out.parent))
+            try:
+                num_docs = _write_index(
+                    tmp,
+                    records,
+                    threads=threads,
+                    heap_bytes=memory_budget_mb * 1_000_000,
+                    progress=progress,
+                    total=total,
+                    desc=f"indexing {Path(source).name if is_path else source}",
+                )
+                if num_docs == 0:
+                    raise ValueError(f"{source}: the corpus has no passages; an index needs at least one")
+                manifest = {
+                    "format": _FORMAT,
+                    "format_version": FORMAT_VERSION,
+                    "num_docs": num_docs,
+                    "fields": {"id": "raw", "title": "default tokenizer, freq", "text": "default tokenizer, freq"},
+                    "search_fields": list(SEARCH_FIELDS),
+                    "tantivy": version("tantivy"),
+                    "source": source,
+                    "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                }
+                _write_manifest(tmp / MANIFEST_NAME, manifest)
+                _swap_into_place(tmp, out, overwrite)
+            except BaseException:
+                _remove_dir(tmp)
+                raise
         return cls(out)
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
@@ -462,7 +464,7 @@ def _swap_into_place(new: Path, out: Path, overwrite: bool) -> None:
     if out.is_dir() and not any(out.iterdir()):
         out.rmdir()
     elif out.exists():
-        old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+        old = out.parent / f".{out.name}.{OLD}-{uuid.uuid4().hex[:8]}"
         os.replace(out, old)
     try:
         os.replace(new, out)

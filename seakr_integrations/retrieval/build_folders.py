@@ -1,0 +1,109 @@
+"""The hidden working folders of an index build, and the safe removal of those an interrupted build left behind.
+
+A build writes into ``.NAME.building-XXXXXXXX`` next to the index ``NAME`` and, when it replaces an index, moves
+the old one to ``.NAME.old-XXXXXXXX`` before deleting it.  A build that is killed (SIGKILL, a power cut) cannot
+delete them, and they can be large (38 MB for the bundled corpus), so the next build of the same index removes them.
+
+"Only ours, only when no build is running": only folders whose names have exactly those two prefixes for this
+index are touched, and only while no other build holds the parent directory.  Every build holds a shared
+``flock`` on the parent directory for as long as it runs; the clean-up needs the exclusive lock, taken without
+waiting, so while any build in that directory runs nothing is removed.  The kernel releases a killed process's
+locks, so a crashed build never blocks the clean-up.  Where ``flock`` does not exist (Windows), nothing is removed
+and the leftovers are named in a warning instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["BUILDING", "OLD", "build_lock", "leftovers"]
+
+BUILDING = "building"
+"""The infix of a build's working folder: ``.NAME.building-XXXXXXXX``."""
+OLD = "old"
+"""The infix of a replaced index awaiting deletion: ``.NAME.old-XXXXXXXX``."""
+
+log = logging.getLogger("seakr.index")
+
+
+def leftovers(out: Path) -> list[Path]:
+    """The working folders of builds of the index ``out`` that exist in its parent now (running or interrupted)."""
+    prefixes = tuple(f".{out.name}.{infix}-" for infix in (BUILDING, OLD))
+    if not out.parent.is_dir():
+        return []
+    return sorted(p for p in out.parent.iterdir() if p.name.startswith(prefixes) and p.is_dir() and not p.is_symlink())
+
+
+@contextlib.contextmanager
+def build_lock(out: Path) -> Iterator[None]:
+    """Hold the parent directory's shared build lock while the ``with`` block builds ``out``, after removing what
+    interrupted builds of ``out`` left behind if no other build in that directory is running."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover - Windows
+        _warn_leftovers(out, "this platform has no flock to tell whether a build is running")
+        yield
+        return
+    fd = os.open(out.parent, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("another index build is running in %s; its working folders are left alone", out.parent)
+        else:
+            _remove_leftovers(out)
+        fcntl.flock(fd, fcntl.LOCK_SH)  # converts the exclusive lock, or waits for a clean-up elsewhere to end
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _remove_leftovers(out: Path) -> None:
+    found = leftovers(out)
+    if not found:
+        return
+    size = sum(_size(p) for p in found)
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)
+    still = [p for p in found if os.path.lexists(p)]
+    removed = len(found) - len(still)
+    log.warning(
+        "removed %d folder(s) (%.1f MB) that an interrupted build of %s left behind: %s",
+        removed,
+        size / 1e6,
+        out,
+        ", ".join(p.name for p in found if p not in still),
+    )
+    if still:
+        _warn_leftovers(out, "they could not be deleted", still)
+
+
+def _warn_leftovers(out: Path, why: str, found: list[Path] | None = None) -> None:
+    found = leftovers(out) if found is None else found
+    if found:
+        names = ", ".join(str(p) for p in found)
+        warnings.warn(
+            f"folders left by an interrupted build of {out} remain ({why}): {names}; delete them by hand when no "
+            "build is running",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
