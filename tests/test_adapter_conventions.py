@@ -28,7 +28,7 @@ from test_reasoner_components import eiffel
 import langchain_seakr
 import llamaindex_seakr
 import seakr_integrations
-from langchain_seakr import ChatSeaKR, SeaKRChain
+from langchain_seakr import ChatSeaKR, SeaKRChain, UncertaintyGatedRetriever
 from langchain_seakr import SeaKRLLM as LangChainSeaKRLLM
 from llamaindex_seakr import SeaKRLLM as LlamaIndexSeaKRLLM
 from seakr_integrations.backends import loading
@@ -87,9 +87,10 @@ def test_both_adapters_take_backend_and_model_the_same_way(counting_loader):
 
 
 def test_backend_kind_is_a_deprecated_alias_of_backend():
-    with pytest.warns(DeprecationWarning, match=r"backend_kind='vllm'\) is deprecated.*backend='vllm'"):
+    with pytest.warns(DeprecationWarning, match=r"backend_kind='vllm'\) is deprecated.*backend='vllm'") as caught:
         chat = ChatSeaKR(backend_kind="vllm")
     assert chat.backend == "vllm"
+    assert caught[0].filename == __file__  # points at the user's line, not at pydantic or the adapter
     with pytest.warns(DeprecationWarning, match="SeaKRLLM.backend_kind is deprecated"):
         assert LangChainSeaKRLLM(backend="vllm").backend_kind == "vllm"
     with pytest.warns(DeprecationWarning), pytest.raises(ValidationError, match="disagree"):
@@ -278,6 +279,8 @@ def test_reprs_are_short_and_show_the_essentials():
     assert "delta=-3.0" in text and "base_stops" not in text and "xxxx" not in text
     assert "config" not in repr(SeaKRChain(llm=backend, retriever=big))  # all defaults: nothing to show
     assert "return_trace=True" in repr(SeaKRChain(llm=backend, retriever=big, return_trace=True))
+    gate = repr(UncertaintyGatedRetriever(retriever=big, llm=backend))  # every SeaKR component
+    assert len(gate) < 200 and "ListRetriever(...)" in gate, gate
     default = repr(SeaKRChain(retriever=big))  # describes the default model without loading it
     assert f"model='{DEFAULT_MODEL}'" in default and "backend='hf'" in default
 
