@@ -58,7 +58,7 @@ def test_trace_json_round_trips_exactly_with_infinite_uncertainties():
     data = json.loads(text)
     assert data["schema_version"] == SCHEMA_VERSION == 2
     assert data["steps"][1]["uncertainty"]["value"] == "inf" and "Infinity" not in text
-    assert data["stop_reason"] == "answer found" and data["steps"][0]["chosen_passage_id"] == "p2"
+    assert data["stop_reason"] == "repeated query" and data["steps"][0]["chosen_passage_id"] == "p2"
     back = SeaKRResult.from_json(text)
     assert back == result
     assert back.steps[1].uncertainty.value == math.inf and isinstance(back.stop_reason, StopReason)
@@ -85,7 +85,7 @@ def test_a_trace_of_an_older_release_still_loads():
     assert "chosen" in old["steps"][0] and "text" not in old["steps"][0]["candidates"][0]
     back = SeaKRResult.from_dict(json.loads(json.dumps(old)))
     assert back.steps[1].uncertainty.value == math.inf  # version 1's null
-    assert back.steps[0].chosen_passage_id == "p2" and back.stop_reason is StopReason.ANSWER_FOUND
+    assert back.steps[0].chosen_passage_id == "p2" and back.stop_reason is StopReason.REPEATED_QUERY
     kept = back.steps[0].candidates[1]
     assert kept.chosen and kept.passage.text == "text of p2"  # the kept passage's text from "passages"
     assert back.answer == result.answer and back.finals == result.finals and back.passages == result.passages
@@ -109,8 +109,8 @@ def test_unreadable_traces_are_clear_errors():
 
 def test_stop_reasons_are_typed():
     result = _result()
-    assert result.stop_reason is StopReason.ANSWER_FOUND and result.stop_reason == "answer found"
-    assert result.steps[-1].stop is StopReason.ANSWER_FOUND
+    assert result.stop_reason is StopReason.REPEATED_QUERY and result.stop_reason == "repeated query"
+    assert result.steps[-1].stop is StopReason.REPEATED_QUERY
     step = StepTrace(0, "x", Uncertainty(0.0, "eigenscore", 4), "accept")
     step.stop = "step limit"  # a string is read as its StopReason
     assert step.stop is StopReason.STEP_LIMIT

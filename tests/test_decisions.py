@@ -15,9 +15,10 @@ from seakr_integrations.evaluation.results import ResultsFile
 
 def _candidate(rank, title, u, chosen, generation="A step."):
     return {
+        "id": title.lower(),
         "search_rank": rank,
         "title": title,
-        "uncertainty": {"value": u},
+        "uncertainty": {"value": u, "estimator": "eigenscore", "num_samples": 4},
         "rank_value": u if generation else None,
         "chosen": chosen,
         "generation": generation,
@@ -28,7 +29,7 @@ def _step(index, decision, u, candidates=(), text=None):
     return {
         "index": index,
         "decision": decision,
-        "uncertainty": {"value": u},
+        "uncertainty": {"value": u, "estimator": "eigenscore", "num_samples": 4},
         "pseudo_generation": f"Step {index}." if text is None else text,
         "query": f"query {index}",
         "candidates": list(candidates),
@@ -36,9 +37,16 @@ def _step(index, decision, u, candidates=(), text=None):
 
 
 def _record(qid, steps, finals, strategy, golds, f1, titles=()):
-    trace = {
+    trace = {  # as releases before schema_version wrote it (no version; null for a non-finite number)
+        "question": f"Q {qid}?",
+        "answer": finals[strategy][0],
+        "passages": [],
+        "stop_reason": "answer found",
         "steps": steps,
-        "finals": {s: {"answer": a, "uncertainty": {"value": u}} for s, (a, u) in finals.items()},
+        "finals": {
+            s: {"answer": a, "uncertainty": {"value": u, "estimator": "eigenscore", "num_samples": 4}}
+            for s, (a, u) in finals.items()
+        },
         "strategy": strategy,
         "config": {"delta": -1.0},
     }

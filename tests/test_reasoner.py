@@ -320,7 +320,7 @@ def test_trace_is_strict_json_and_readable():
     data = json.loads(result.to_json())
     assert data["answer"] == "Paris" and data["strategy"] in ("rationales", "knowledge")
     step = data["steps"][0]
-    assert {"pseudo_generation", "uncertainty", "decision", "query", "candidates", "chosen"} <= set(step)
+    assert {"pseudo_generation", "uncertainty", "decision", "query", "candidates", "chosen_passage_id"} <= set(step)
     assert step["candidates"][0]["id"] == "p1" and step["candidates"][0]["search_rank"] == 1
     assert data["config"]["delta"] == -6.0 and data["lm_calls"] == result.lm_calls == 4
     text = result.format()

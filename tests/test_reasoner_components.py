@@ -75,7 +75,14 @@ def test_single_hop_events():
 
     seakr = SeaKR(ScriptedBackend(uncertain), FakeRetriever(default=DOCS[:2]), CONFIG.with_(mode="single_hop"))
     kinds = [e.kind for e in seakr.iter_events(["capital of france"])]
-    assert kinds == ["assessed", "retrieved", "reranked", "step", "final", "answered"]
+    assert kinds == [
+        "step_assessed",
+        "passages_retrieved",
+        "passages_reranked",
+        "step_finished",
+        "answer_chosen",
+        "question_answered",
+    ]
 
 
 def test_assess_uses_the_loops_gate_and_batches_questions():
@@ -163,11 +170,11 @@ def test_observers_see_their_own_questions_calls_in_a_shared_batch():
     starts = [(n, qs) for n, what, *rest in log if what == "start" for qs in rest]
     assert ("a", [questions[0]]) in starts and ("b", [questions[1]]) in starts  # ...yet each observer sees its own
     assert [e for n, e, *r in log if n == "a" and e == "search"] == ["search"]
-    assert sum(1 for n, e, *_ in log if n == "b" and e == "answered") == 1
+    assert sum(1 for n, e, *_ in log if n == "b" and e == "question_answered") == 1
     for name in "ab":
         mine = [what for n, what, *_ in log if n == name and what in ("start", "end")]
         assert mine == ["start", "end"] * (len(mine) // 2) and mine
-    assert len([e for e in results if e.kind == "answered"]) == 2
+    assert len([e for e in results if e.kind == "question_answered"]) == 2
     with pytest.raises(ValueError, match="one per question"):
         list(seakr.iter_events(questions, observers=[Recorder("a", log)]))
 

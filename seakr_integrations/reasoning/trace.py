@@ -399,7 +399,7 @@ class SeaKRResult:
                 question=data["question"],
                 answer=data.get("answer") or "",
                 strategy=data["strategy"],
-                finals={k: FinalTrace.from_dict(v) for k, v in data["finals"].items()},
+                finals={k: FinalTrace.from_dict({"strategy": k, **v}) for k, v in data["finals"].items()},
                 steps=[StepTrace.from_dict(s, texts) for s in data["steps"]],
                 passages=passages,
                 stop_reason=data["stop_reason"],
