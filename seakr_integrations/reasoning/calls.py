@@ -17,6 +17,7 @@ from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import PassagesRetrieved
@@ -93,13 +94,27 @@ class ModelCalls:
             if self.fits(prompt):
                 return prompt
             if not shown:
-                raise ValueError(
-                    f"the prompt for question {state.question!r} does not fit {self.backend.model_name}'s context of "
-                    f"{self.backend.max_context} tokens even without passages: lower num_exemplars "
-                    f"(now {self.config.num_exemplars}) or max_tokens (now {self.config.max_tokens})"
-                )
+                raise ValueError(self._too_long(state, prompt))
             dropped = shown.pop(0)
             state.note(f"passage {dropped.id} was left out of a prompt to fit the model's context")
+
+    def _too_long(self, state: QuestionState, prompt: str) -> str:
+        """Why a prompt without passages does not fit, with advice that matches the settings in effect."""
+        question_tokens = len(self.backend.tokenize(state.question))
+        advice = []
+        if question_tokens > self._budget // 2:
+            advice.append(f"shorten the question (it alone is {question_tokens:,} tokens)")
+        if self.config.num_exemplars > 0:
+            advice.append(f"lower num_exemplars (now {self.config.num_exemplars})")
+        if self.config.max_tokens > 1:
+            advice.append(f"lower max_tokens (now {self.config.max_tokens})")
+        if not advice:
+            advice.append("use a model with a longer context")
+        return (
+            f"the prompt for question {quoted(state.question)} does not fit {self.backend.model_name}'s context of "
+            f"{self.backend.max_context} tokens even without passages (room for {self._budget:,} prompt tokens "
+            f"after max_tokens): {', or '.join(advice)}"
+        )
 
     def call(
         self,
@@ -224,12 +239,12 @@ class ModelCalls:
             message = f"{type(exc).__name__}: {exc}"
             if self.config.on_retrieval_error == "raise":
                 raise RetrievalError(
-                    f"retrieval failed for question {state.question!r} (query {query!r}): {message}; pass "
+                    f"retrieval failed for question {quoted(state.question)} (query {quoted(query)}): {message}; pass "
                     "on_retrieval_error='answer_without' to answer without the passage"
                 ) from exc
             step.error = message
             step.stop = "retrieval error"
-            state.note(f"retrieval failed for query {query!r} ({message}); answered without it")
+            state.note(f"retrieval failed for query {quoted(query)} ({message}); answered without it")
             state.emit(PassagesRetrieved(state.index, state.question, step.index, query, (), message))
             return None
         state.emit(PassagesRetrieved(state.index, state.question, step.index, query, tuple(found)))
