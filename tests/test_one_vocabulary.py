@@ -1,0 +1,71 @@
+"""One question through the core, LangChain's ``SeaKRChain`` and LlamaIndex's ``SeaKRQueryEngine``: the same
+decisions, under the same names, with the same values, and each framework's events named after the core's."""
+
+from __future__ import annotations
+
+from fakes import FakeRetriever, ScriptedBackend, passage
+from langchain_core.callbacks import BaseCallbackHandler
+from test_langchain_adapters import ListRetriever
+from test_llamaindex_components import CONFIG, QUESTION, NodeListRetriever, eiffel
+
+from langchain_seakr import ChatSeaKR, SeaKRChain
+from llamaindex_seakr import SeaKRLLM, SeaKRQueryEngine
+from seakr_integrations.reasoning import SeaKR, SeaKRResult
+from seakr_integrations.reasoning.events import langchain_event_name
+
+
+def decisions(trace: dict) -> dict:
+    """Every decision of a trace, by the names the trace gives them."""
+    result = SeaKRResult.from_dict(trace)
+    return {
+        "steps": [
+            {
+                "decision": s.decision,
+                "uncertainty": s.uncertainty.value if s.uncertainty else None,
+                "query": s.query,
+                "chosen_passage_id": s.chosen_passage_id,
+                "candidates": [(c.passage.id, c.rank, c.uncertainty.value, c.chosen) for c in s.candidates],
+                "stop": s.stop,
+            }
+            for s in result.steps
+        ],
+        "finals": {name: (f.answer, f.uncertainty.value) for name, f in result.finals.items()},
+        "strategy": result.strategy,
+        "answer": result.answer,
+        "stop_reason": result.stop_reason,
+        "passages": [p.id for p in result.passages],
+    }
+
+
+class CustomEvents(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_custom_event(self, name, data, **kwargs) -> None:
+        self.names.append(name)
+
+
+def test_the_same_question_gets_the_same_decisions_in_core_langchain_and_llamaindex():
+    passages = [passage(f"p{i}") for i in (1, 2, 3)]
+    core = SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=passages), CONFIG)
+    core_events = list(core.iter_events([QUESTION]))
+    core_trace = core_events[-1].result.to_dict()
+
+    listener = CustomEvents()
+    chain = SeaKRChain(
+        retriever=ListRetriever(), llm=ChatSeaKR(backend=ScriptedBackend(eiffel)), config=CONFIG, return_trace=True
+    )
+    lc_trace = chain.invoke(QUESTION, config={"callbacks": [listener]})["trace"]
+
+    engine = SeaKRQueryEngine(NodeListRetriever(), SeaKRLLM(backend=ScriptedBackend(eiffel)), CONFIG)
+    li_trace = engine.query(QUESTION).metadata["trace"]
+
+    expected = decisions(core_trace)
+    assert expected["steps"] and any(s["chosen_passage_id"] for s in expected["steps"])  # it retrieved and chose
+    assert decisions(lc_trace) == expected
+    assert decisions(li_trace) == expected
+    assert lc_trace["schema_version"] == li_trace["schema_version"] == core_trace["schema_version"]
+
+    # LangChain's custom events are the core's phases, named seakr_<kind>, in the order the core emitted them
+    new_names = [n for n in listener.names if n in {langchain_event_name(type(e)) for e in core_events}]
+    assert new_names == [langchain_event_name(type(e)) for e in core_events]
