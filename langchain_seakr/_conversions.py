@@ -7,7 +7,6 @@ Every adapter class in this package goes through these functions, so a record lo
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,21 +27,9 @@ __all__ = [
 ]
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def uncertainty_info(u: Uncertainty) -> dict[str, Any]:
-    """The uncertainty as JSON-safe metadata (``value`` is ``None`` when it could not be computed; see ``note``)."""
-    return {
-        "value": _finite(u.value),
-        "estimator": u.estimator,
-        "layer": u.layer,
-        "source": u.source,
-        "num_samples": u.num_samples,
-        "num_dropped": u.num_dropped,
-        "note": u.note,
-    }
+    """The uncertainty as JSON-safe metadata (the core's ``Uncertainty.to_metadata``, as LlamaIndex gets it)."""
+    return u.to_metadata()
 
 
 def usage(output: SelfAwareOutput) -> dict[str, int]:

@@ -53,7 +53,7 @@ class SeaKRLLM(CustomLLM):
     """A self-aware LM (``HFBackend``, ``VLLMBackend``) as a LlamaIndex LLM whose responses carry their uncertainty.
 
     ``complete(prompt)`` returns the greedy continuation as ``text``; ``additional_kwargs`` holds
-    ``"uncertainty"`` (``value``: higher = more uncertain, ``estimator``, ``layer``, ``source``, ``num_samples``,
+    ``"uncertainty"`` (``value``: higher = more uncertain, ``None`` when not computable, ``estimator``, ``layer``, ``source``, ``num_samples``,
     ``num_dropped``, ``note``), ``"samples"`` (the k sampled texts the score came from), ``"finish_reason"`` and
     ``"model"``; ``logprobs`` holds the greedy tokens' log-probabilities.  Per-call keyword arguments override
     the sampling fields (``llm.complete(p, k=10, stop=["\\n"])``).
@@ -187,7 +187,7 @@ class SeaKRLLM(CustomLLM):
 
     def _extras(self, output: SelfAwareOutput, uncertainty: Uncertainty) -> dict[str, Any]:
         return {
-            "uncertainty": uncertainty.to_dict(),
+            "uncertainty": uncertainty.to_metadata(),
             "samples": [s.text for s in output.samples],
             "finish_reason": output.greedy.finish_reason,
             "stop_reason": output.greedy.stop_reason,

@@ -69,3 +69,17 @@ def test_the_same_question_gets_the_same_decisions_in_core_langchain_and_llamain
     # LangChain's custom events are the core's phases, named seakr_<kind>, in the order the core emitted them
     new_names = [n for n in listener.names if n in {langchain_event_name(type(e)) for e in core_events}]
     assert new_names == [langchain_event_name(type(e)) for e in core_events]
+
+
+def test_both_adapters_attach_the_same_uncertainty_record():
+    from fakes import Reply
+
+    def respond(prompt, config):  # "nothing" makes every sample empty: no uncertainty can be computed
+        return Reply("" if "nothing" in prompt else "Paris", spread=0.5)
+
+    for prompt, finite in (("Say Paris", True), ("Say nothing", False)):
+        lc = ChatSeaKR(backend=ScriptedBackend(respond), k=4, max_tokens=5).invoke(prompt)
+        li = SeaKRLLM(backend=ScriptedBackend(respond), k=4, max_tokens=5).complete(prompt)
+        lc_u, li_u = lc.response_metadata["uncertainty"], li.additional_kwargs["uncertainty"]
+        assert lc_u == li_u
+        assert (lc_u["value"] is not None) is finite and (finite or lc_u["note"])

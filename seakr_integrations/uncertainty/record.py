@@ -38,3 +38,11 @@ class Uncertainty:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (``inf`` stays a float; ``json.dumps`` writes it as ``Infinity``)."""
         return asdict(self)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The form both adapters attach to responses (LangChain ``response_metadata``/``generation_info``,
+        LlamaIndex ``additional_kwargs``): plain JSON, with ``value`` ``None`` when it could not be computed (the
+        reason is in ``note``), the same convention as the candidates' ``seakr_uncertainty`` metadata."""
+        data = asdict(self)
+        data["value"] = self.value if self.is_finite else None
+        return data
