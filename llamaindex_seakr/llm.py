@@ -53,8 +53,8 @@ class SeaKRLLM(CustomLLM):
     """A self-aware LM (``HFBackend``, ``VLLMBackend``) as a LlamaIndex LLM whose responses carry their uncertainty.
 
     ``complete(prompt)`` returns the greedy continuation as ``text``; ``additional_kwargs`` holds
-    ``"uncertainty"`` (``value``: higher = more uncertain, ``None`` when not computable, ``estimator``, ``layer``, ``source``, ``num_samples``,
-    ``num_dropped``, ``note``), ``"samples"`` (the k sampled texts the score came from), ``"finish_reason"`` and
+    ``"uncertainty"`` (``value``: higher = more uncertain, ``None`` when not computable; ``estimator``, ``layer``,
+    ``source``, ``num_samples``, ``num_dropped``, ``note``), ``"samples"`` (the k sampled texts the score came from), ``"finish_reason"`` and
     ``"model"``; ``logprobs`` holds the greedy tokens' log-probabilities.  Per-call keyword arguments override
     the sampling fields (``llm.complete(p, k=10, stop=["\\n"])``).
 
