@@ -55,8 +55,8 @@ class SeaKRLLM(CustomLLM):
     ``complete(prompt)`` returns the greedy continuation as ``text``; ``additional_kwargs`` holds
     ``"uncertainty"`` (``value``: higher = more uncertain, ``None`` when not computable; ``estimator``, ``layer``,
     ``source``, ``num_samples``, ``num_dropped``, ``note``), ``"samples"`` (the k sampled texts the score came
-    from), ``"finish_reason"`` and ``"model"``; ``logprobs`` holds the greedy tokens' log-probabilities.  Per-call keyword arguments override
-    the sampling fields (``llm.complete(p, k=10, stop=["\\n"])``).
+    from), ``"finish_reason"`` and ``"model"``; ``logprobs`` holds the greedy tokens' log-probabilities.  Per-call
+    keyword arguments override the sampling fields (``llm.complete(p, k=10, stop=["\\n"])``).
 
     The back-end is named as in LangChain's ``ChatSeaKR`` / ``SeaKRLLM``, and the defaults are the core's
     (``SamplingConfig``, ``SeaKRConfig``, ``DEFAULT_MODEL``).
