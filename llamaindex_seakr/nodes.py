@@ -93,10 +93,23 @@ class NodeSearch:
 
     def search_nodes(self, query: str, k: int = 3) -> list[tuple[Passage, NodeWithScore]]:
         """The at most ``k`` first nodes the retriever returns for ``query``, with their passages."""
-        nodes = self.retriever.retrieve(QueryBundle(query))
+        name = type(self.retriever).__name__
+        try:
+            nodes = self.retriever.retrieve(QueryBundle(query))
+        except TypeError as exc:  # LlamaIndex iterates what _retrieve returned before handing it back
+            if "NoneType" not in str(exc):
+                raise
+            raise TypeError(
+                f"the retriever {name} failed with TypeError ({exc}); if its _retrieve(query_bundle) returned None, it "
+                "must return a list of NodeWithScore instead (an empty list when nothing matches)"
+            ) from exc
+        if nodes is None or not isinstance(nodes, list):
+            raise TypeError(
+                f"the retriever {name} returned {type(nodes).__name__}: it must return a list of NodeWithScore"
+            )
         bad = [type(n).__name__ for n in nodes if not isinstance(n, NodeWithScore)]
         if bad:
-            raise TypeError(f"{type(self.retriever).__name__} returned {bad[0]} objects instead of NodeWithScore")
+            raise TypeError(f"the retriever {name} returned {bad[0]} objects instead of NodeWithScore")
         return [(node_to_passage(n), n) for n in nodes[:k]]
 
     def search(self, query: str, k: int = 3) -> list[Passage]:

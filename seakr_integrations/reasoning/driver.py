@@ -194,4 +194,10 @@ def _search(observer: Observer, retriever: Retriever | None, request: Search) ->
     """One search, on a pool thread, through the question's observer (which may route it through a framework)."""
     if retriever is None:
         raise ValueError("this program searched, but no retriever was given")
-    return observer.search(retriever, request.query, request.k)
+    results = observer.search(retriever, request.query, request.k)
+    if results is None or isinstance(results, (str, bytes, dict)) or not isinstance(results, Iterable):
+        raise TypeError(
+            f"the retriever {type(retriever).__name__} returned {type(results).__name__} for a search: "
+            "search(query, k) must return a list of Passage objects (an empty list when nothing matches)"
+        )
+    return list(results)

@@ -148,5 +148,12 @@ def build_query(
     text = " ".join(words)
     ids = tokenize(text)
     if len(ids) > max_tokens:
-        text = decode(ids[-max_tokens:]).strip()
+        text = decode(ids[-max_tokens:]).strip() or text  # a cut inside a multi-byte character can decode to ""
+    if not text.strip():  # never search for nothing: the question itself, as the user wrote it
+        text, fallback = question.strip(), True
     return BuiltQuery(text, tuple(masked), fallback)
+
+
+def has_words(text: str) -> bool:
+    """Whether ``text`` has a word SeaKR could search for (a question of punctuation alone has none)."""
+    return bool(_words(text))

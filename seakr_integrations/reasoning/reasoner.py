@@ -16,10 +16,12 @@ from typing import Any, ClassVar
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.calibration import check_calibrated
 from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
+from seakr_integrations.reasoning.query import has_words
 from seakr_integrations.reasoning.seakr_loop import SeaKRLoop
 from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, SeaKRResult
@@ -163,6 +165,10 @@ class Reasoner(ABC):
         for i, q in enumerate(questions):
             if not isinstance(q, str) or not q.strip():
                 raise ValueError(f"question {i} is empty (or not a string): pass the question text")
+            if not has_words(q):
+                raise ValueError(
+                    f"question {i} ({quoted(q)}) has no words, so nothing could be searched for: pass the question text"
+                )
         if observers is None:
             observers = [None] * len(questions)
         elif len(observers) != len(questions):
