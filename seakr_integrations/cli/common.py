@@ -60,6 +60,7 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
         chat_answer_prefix=not args.no_chat_answer_prefix,
+        search_timeout=args.search_timeout or None,
     )
 
 
@@ -183,6 +184,13 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=d.max_steps,
         help=f"reasoning steps after which the loop stops (default {d.max_steps})",
+    )
+    p.add_argument(
+        "--search-timeout",
+        type=float,
+        default=d.search_timeout,
+        metavar="SECONDS",
+        help=f"a search that takes longer fails like any retrieval error (default {d.search_timeout:g}; 0: no limit)",
     )
     p.add_argument("--max-tokens", type=int, default=d.max_tokens)
     p.add_argument(

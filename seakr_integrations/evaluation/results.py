@@ -28,9 +28,24 @@ __all__ = ["ResultsFile", "config_fingerprint", "read_results"]
 FORMAT = "seakr-eval-results/1"
 
 
+_OPERATIONAL = ("search_timeout",)
+"""SeaKR settings that change how long a run may wait, not what it computes: ignored when results files compare
+configurations, so a run resumes whatever they were."""
+
+
+def _method_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    seakr = config.get("seakr")
+    if not isinstance(seakr, Mapping):
+        return dict(config)
+    return {**config, "seakr": {k: v for k, v in seakr.items() if k not in _OPERATIONAL}}
+
+
 def config_fingerprint(config: Mapping[str, Any]) -> str:
-    """A short stable hash of a JSON-able configuration (key order does not matter)."""
-    text = json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """A short stable hash of a JSON-able configuration (key order does not matter; operational settings such as
+    ``search_timeout`` do not count)."""
+    text = json.dumps(
+        _method_settings(config), sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -41,9 +56,10 @@ lacks one is read with it, so an old file resumes under the settings that reprod
 
 def _as_of_now(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with the settings added since it was written filled in at their old values."""
+    config = _method_settings(config)
     seakr = config.get("seakr")
     if not isinstance(seakr, Mapping):
-        return dict(config)
+        return config
     return {**config, "seakr": {**_ADDED_SETTINGS, **seakr}}
 
 

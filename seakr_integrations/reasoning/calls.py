@@ -230,7 +230,7 @@ class ModelCalls:
         ``yield``, so it is handled here either way."""
         state.searches += 1
         try:
-            results = yield Search(query, self.config.n_candidates)
+            results = yield Search(query, self.config.n_candidates, self.config.search_timeout)
             bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
             if bad:
                 raise TypeError(f"the retriever returned {bad[0]} objects; search() must return Passage objects")

@@ -66,6 +66,10 @@ class SeaKRConfig:
             small instruct model start many answers with a new ``Question:``.
         on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
             was gathered so far and record the failure in the trace).
+        search_timeout: Seconds one search may take before it counts as failed (a ``TimeoutError`` handled by
+            ``on_retrieval_error``, and recorded in the trace); ``None`` waits for ever.  A search thread cannot be
+            stopped, so a hung one is abandoned, not killed.  Not a method setting: results files and calibration
+            profiles ignore it.
         retrieve: When a step retrieves: ``"uncertain"`` (SeaKR's self-aware gate, U > delta), ``"always"`` (the
             paper's "w/o self-aware retrieval" ablation) or ``"never"`` (reason from the model's own knowledge).
         rerank: Re-rank the N search results by the model's uncertainty (SeaKR).  ``False`` keeps the search
@@ -102,6 +106,7 @@ class SeaKRConfig:
     chat_template: bool | None = None
     chat_answer_prefix: bool = True
     on_retrieval_error: RetrievalErrorPolicy = "raise"
+    search_timeout: float | None = 120.0
     retrieve: RetrievePolicy = "uncertain"
     rerank: bool = True
     final_strategy: FinalStrategy = "choose"
@@ -146,6 +151,13 @@ class SeaKRConfig:
             raise ValueError(f"exemplar_style={self.exemplar_style!r}: choose one of {', '.join(_STYLES)} or None")
         if self.on_retrieval_error not in ("raise", "answer_without"):
             raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
+        if self.search_timeout is not None:
+            timeout = check_real("search_timeout", self.search_timeout, "seconds > 0, or None to wait for ever")
+            if timeout <= 0:
+                raise ValueError(
+                    f"search_timeout={self.search_timeout!r}: must be > 0 seconds, or None to wait for ever"
+                )
+            checked["search_timeout"] = timeout
         if self.retrieve not in ("uncertain", "always", "never"):
             raise ValueError(f"retrieve={self.retrieve!r}: choose 'uncertain' (SeaKR), 'always' or 'never'")
         if not isinstance(self.chat_template, (bool, type(None))):

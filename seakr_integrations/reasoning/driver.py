@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import queue
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,6 +24,7 @@ from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.events import Observer, SeaKREvent
 from seakr_integrations.reasoning.state import Call, Generate, Program, QuestionState, Search
 from seakr_integrations.retrieval.passage import Retriever
@@ -95,6 +97,8 @@ class Driver:
         tickets: dict[int, Call] = {}
         searches: queue.SimpleQueue[tuple[QuestionState, Program, Future]] = queue.SimpleQueue()
         searching = 0
+        deadlines: dict[Future, tuple[float, QuestionState, Program, Search]] = {}  # searches with a time limit
+        abandoned: set[Future] = set()  # timed out: their late results are dropped
         pool = ThreadPoolExecutor(min(self.max_in_flight, SEARCH_THREADS), thread_name_prefix="seakr-search")
         stream = self.backend.stream()
 
@@ -114,6 +118,8 @@ class Driver:
             if isinstance(request, Search):
                 searching += 1
                 future = pool.submit(contextvars.copy_context().run, _search, state.observer, self.retriever, request)
+                if request.timeout is not None:
+                    deadlines[future] = (time.monotonic() + request.timeout, state, program, request)
                 future.add_done_callback(lambda f: searches.put((state, program, f)))
             elif isinstance(request, Generate) and request.calls:
                 self._submit(
@@ -149,12 +155,26 @@ class Driver:
                             if w.put(slot, result):
                                 ready.append((w.state, w.program, w.outputs, w.error))
                 elif searching:
-                    done.append(searches.get())  # nothing to generate: wait for a search
+                    try:  # nothing to generate: wait for a search, or for the first search's time limit
+                        done.append(searches.get(timeout=_until_first(deadlines)))
+                    except queue.Empty:
+                        pass
                 else:  # pragma: no cover - every live program waits on a call or a search
                     raise RuntimeError("the driver has live questions but nothing in flight")
                 while not searches.empty():
                     done.append(searches.get())
+                for future, (deadline, state, program, request) in list(deadlines.items()):
+                    if future.done() or time.monotonic() < deadline:
+                        continue
+                    del deadlines[future]
+                    abandoned.add(future)
+                    searching -= 1
+                    ready.append((state, program, None, _timed_out(request)))
                 for state, program, future in done:
+                    deadlines.pop(future, None)
+                    if future in abandoned:
+                        abandoned.discard(future)
+                        continue
                     searching -= 1
                     error = future.exception()
                     if error is not None and not isinstance(error, Exception):
@@ -188,6 +208,20 @@ class Driver:
                 continue
             listeners[call] = [(waiting, slot)]
             tickets[ticket] = call
+
+
+def _until_first(deadlines: dict[Future, tuple[float, QuestionState, Program, Search]]) -> float | None:
+    """Seconds until the earliest search time limit (``None``: no search has one)."""
+    if not deadlines:
+        return None
+    return max(0.0, min(d for d, *_ in deadlines.values()) - time.monotonic())
+
+
+def _timed_out(request: Search) -> TimeoutError:
+    return TimeoutError(
+        f"the search for {quoted(request.query)} took longer than search_timeout={request.timeout:g} s and was "
+        "abandoned: raise SeaKRConfig.search_timeout (--search-timeout), or check that the retriever answers"
+    )
 
 
 def _search(observer: Observer, retriever: Retriever | None, request: Search) -> Any:

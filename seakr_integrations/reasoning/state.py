@@ -41,6 +41,8 @@ class Search:
 
     query: str
     k: int
+    timeout: float | None = None
+    """Seconds after which the driver gives up on the search (``SeaKRConfig.search_timeout``)."""
 
 
 Request = Generate | Search
