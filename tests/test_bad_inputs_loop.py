@@ -63,3 +63,31 @@ def test_a_llamaindex_retriever_that_returns_none_is_named():
     engine = SeaKRQueryEngine(NoneNodes(), SeaKRLLM(backend=ScriptedBackend(eiffel)), CONFIG)
     with pytest.raises(RetrievalError, match=r"NoneNodes failed with TypeError .* must return a list of NodeWithScore"):
         engine.query(QUESTION)
+
+
+def test_the_cli_refuses_wordless_questions_and_bad_thresholds_before_loading_a_model(capsys, monkeypatch):
+    from seakr_integrations import cli
+
+    def no_model(args):
+        raise AssertionError("the model was loaded for an input that should be refused first")
+
+    monkeypatch.setattr(cli, "_build_backend", no_model)
+    for argv, message in (
+        (["ask", "???"], "has no words"),
+        (["ask", "Who wrote Hamlet?", "--delta", "nan"], "delta=nan: must be a finite number"),
+        (["ask", "Who wrote Hamlet?", "--search-timeout", "-1"], "search_timeout=-1.0"),
+    ):
+        assert cli.main(argv) == 2
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("delta", [float("nan"), float("inf"), "high", True])
+def test_non_numeric_thresholds_are_refused_in_both_adapters(delta):
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(ValueError, match="delta="):
+        SeaKRChain(retriever=ListRetriever(), llm=ChatSeaKR(backend=ScriptedBackend(eiffel)), config={"delta": delta})
+    with pytest.raises(ValueError, match="delta="):
+        SeaKRLLM(backend=ScriptedBackend(eiffel)).seakr_config(delta=delta)
+    with pytest.raises(ValueError, match="delta="):
+        SeaKRConfig(delta=delta)

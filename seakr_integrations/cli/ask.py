@@ -24,9 +24,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr ask``; the exit status."""
     from seakr_integrations.reasoning import SeaKR
+    from seakr_integrations.reasoning.query import has_words
 
-    if not args.question.strip():
-        raise ValueError('the question is empty: pass the question to answer, e.g. seakr ask "Who wrote Hamlet?"')
+    if not args.question.strip() or not has_words(args.question):
+        raise ValueError(
+            f"the question {'is empty' if not args.question.strip() else 'has no words'}: pass the question to answer, "
+            'e.g. seakr ask "Who wrote Hamlet?"'
+        )
     config = common.seakr_config(args)
     index, _ = common.open_retriever(args, progress=not args.json)
     started = time.perf_counter()
