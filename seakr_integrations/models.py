@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from seakr_integrations.build_folders import TMP, build_lock
+
 __all__ = [
     "DEFAULT_MODEL",
     "PACKAGED_MODELS",
@@ -163,8 +165,12 @@ def _chunks(paths: list[Path]) -> Iterator[bytes]:
 def _convert(model: PackagedModel, target: Path) -> None:
     """GGUF (from the package parts) -> safetensors directory at ``target``, atomically."""
     parts = _part_paths(model)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    with build_lock(target, (TMP,)):  # removes what a killed conversion of this model left, if none runs now
+        _convert_locked(model, parts, target)
+
+
+def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP}-", dir=target.parent))
     try:
         if len(parts) == 1:
             gguf_path, digest = parts[0], hashlib.sha256()

@@ -55,7 +55,7 @@ def test_a_killed_builds_folder_is_removed_by_the_next_build(tmp_path, caplog):
         child.wait(30)
     (left,) = _hidden(tmp_path)
     assert left.startswith(".index.building-")
-    with caplog.at_level(logging.WARNING, logger="seakr.index"):
+    with caplog.at_level(logging.WARNING, logger="seakr.build"):
         index = BM25Index.build(_corpus(tmp_path), out, progress=False)
     assert _hidden(tmp_path) == []
     assert index.search("topic", k=1)

@@ -97,8 +97,16 @@ def test_fresh_conversion_of_the_real_gguf(tmp_path, monkeypatch):
     import json
 
     monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path))
+    from seakr_integrations.models import PACKAGED_MODELS
+
+    smollm2 = next(m for m in PACKAGED_MODELS if m.name == "smollm2-135m-instruct")
+    target_name = f"{smollm2.name}-{smollm2.sha256[:12]}"
+    stale = tmp_path / "models" / f".{target_name}.tmp-killed01"  # what a killed conversion leaves
+    (stale / "model").mkdir(parents=True)
+    (stale / "model" / "model.safetensors").write_bytes(b"x" * 1000)
     path = resolve_model("smollm2")
     assert path.parent == tmp_path / "models"
+    assert not stale.exists()  # removed by this conversion: no conversion of this model was running
     assert json.loads((path / "config.json").read_text())["num_hidden_layers"] == 30
     assert "quantization_config" not in json.loads((path / "config.json").read_text())
     assert [p.name for p in (tmp_path / "models").iterdir()] == [path.name]  # no temporary left over

@@ -30,7 +30,7 @@ from typing import Any
 import tantivy
 from tqdm import tqdm
 
-from seakr_integrations.retrieval.build_folders import BUILDING, OLD, build_lock
+from seakr_integrations.build_folders import BUILDING, OLD, build_lock
 from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
 from seakr_integrations.retrieval.passage import Passage
 

@@ -1,8 +1,10 @@
-"""The hidden working folders of an index build, and the safe removal of those an interrupted build left behind.
+"""The hidden working folders of a build, and the safe removal of those an interrupted build left behind.
 
-A build writes into ``.NAME.building-XXXXXXXX`` next to the index ``NAME`` and, when it replaces an index, moves
-the old one to ``.NAME.old-XXXXXXXX`` before deleting it.  A build that is killed (SIGKILL, a power cut) cannot
-delete them, and they can be large (38 MB for the bundled corpus), so the next build of the same index removes them.
+An index build writes into ``.NAME.building-XXXXXXXX`` next to the index ``NAME`` and, when it replaces an index,
+moves the old one to ``.NAME.old-XXXXXXXX`` before deleting it; a model conversion writes into
+``.NAME.tmp-XXXXXXXX`` next to the converted model.  A build that is killed (SIGKILL, a power cut) cannot delete
+them, and they can be large (38 MB for the bundled corpus, gigabytes for a model), so the next build of the same
+target removes them.
 
 "Only ours, only when no build is running": only folders whose names have exactly those two prefixes for this
 index are touched, and only while no other build holds the parent directory.  Every build holds a shared
@@ -27,31 +29,35 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["BUILDING", "OLD", "build_lock", "leftovers"]
+__all__ = ["BUILDING", "OLD", "TMP", "build_lock", "leftovers"]
 
 BUILDING = "building"
 """The infix of a build's working folder: ``.NAME.building-XXXXXXXX``."""
 OLD = "old"
 """The infix of a replaced index awaiting deletion: ``.NAME.old-XXXXXXXX``."""
+TMP = "tmp"
+"""The infix of a model conversion's working folder: ``.NAME.tmp-XXXXXXXX``."""
+INDEX_INFIXES = (BUILDING, OLD)
 
-log = logging.getLogger("seakr.index")
+log = logging.getLogger("seakr.build")
 
 
-def leftovers(out: Path) -> list[Path]:
-    """The working folders of builds of the index ``out`` that exist in its parent now (running or interrupted)."""
-    prefixes = tuple(f".{out.name}.{infix}-" for infix in (BUILDING, OLD))
+def leftovers(out: Path, infixes: tuple[str, ...] = INDEX_INFIXES) -> list[Path]:
+    """The working folders of builds of ``out`` that exist in its parent now (running or interrupted)."""
+    prefixes = tuple(f".{out.name}.{infix}-" for infix in infixes)
     if not out.parent.is_dir():
         return []
     return sorted(p for p in out.parent.iterdir() if p.name.startswith(prefixes) and p.is_dir() and not p.is_symlink())
 
 
 @contextlib.contextmanager
-def build_lock(out: Path) -> Iterator[None]:
+def build_lock(out: Path, infixes: tuple[str, ...] = INDEX_INFIXES) -> Iterator[None]:
     """Hold the parent directory's shared build lock while the ``with`` block builds ``out``, after removing what
-    interrupted builds of ``out`` left behind if no other build in that directory is running."""
+    interrupted builds of ``out`` left behind (its folders with these ``infixes``) if no other build in that
+    directory is running."""
     out.parent.mkdir(parents=True, exist_ok=True)
     if fcntl is None:  # pragma: no cover - Windows
-        _warn_leftovers(out, "this platform has no flock to tell whether a build is running")
+        _warn_leftovers(out, "this platform has no flock to tell whether a build is running", leftovers(out, infixes))
         yield
         return
     fd = os.open(out.parent, os.O_RDONLY)
@@ -61,15 +67,15 @@ def build_lock(out: Path) -> Iterator[None]:
         except BlockingIOError:
             log.info("another index build is running in %s; its working folders are left alone", out.parent)
         else:
-            _remove_leftovers(out)
+            _remove_leftovers(out, infixes)
         fcntl.flock(fd, fcntl.LOCK_SH)  # converts the exclusive lock, or waits for a clean-up elsewhere to end
         yield
     finally:
         os.close(fd)  # releases the lock
 
 
-def _remove_leftovers(out: Path) -> None:
-    found = leftovers(out)
+def _remove_leftovers(out: Path, infixes: tuple[str, ...]) -> None:
+    found = leftovers(out, infixes)
     if not found:
         return
     size = sum(_size(p) for p in found)
@@ -88,8 +94,7 @@ def _remove_leftovers(out: Path) -> None:
         _warn_leftovers(out, "they could not be deleted", still)
 
 
-def _warn_leftovers(out: Path, why: str, found: list[Path] | None = None) -> None:
-    found = leftovers(out) if found is None else found
+def _warn_leftovers(out: Path, why: str, found: list[Path]) -> None:
     if found:
         names = ", ".join(str(p) for p in found)
         warnings.warn(
