@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
+import sys
 import time
+from collections.abc import Iterator
 
 from seakr_integrations.cli import common
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "show_progress"]
+
+log = logging.getLogger("seakr")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,6 +24,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     common.add_seakr_arguments(ask)
     ask.add_argument("--trace", action="store_true", help="print every step, query, candidate and score")
     ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
+    ask.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress lines (shown on a terminal: each decision as made)"
+    )
     ask.set_defaults(func=run)
 
 
@@ -32,10 +41,12 @@ def run(args: argparse.Namespace) -> int:
             'e.g. seakr ask "Who wrote Hamlet?"'
         )
     config = common.seakr_config(args)
-    index, _ = common.open_retriever(args, progress=not args.json)
+    index, _ = common.open_retriever(args, progress=not (args.json or args.quiet))
     started = time.perf_counter()
-    with common.model_backend(args) as backend:
-        result = SeaKR(backend, index, common.calibrated(args, backend, config)).answer(args.question)
+    with show_progress(wanted=not (args.json or args.quiet) and sys.stderr.isatty()):
+        log.info("loading %s (%s)", args.model, args.backend)
+        with common.model_backend(args) as backend:
+            result = SeaKR(backend, index, common.calibrated(args, backend, config)).answer(args.question)
     elapsed = time.perf_counter() - started
     if args.json:
         print(json.dumps({**result.to_dict(), "model": args.model, "backend": args.backend, "seconds": elapsed}))
@@ -52,3 +63,24 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"took {elapsed:.1f} s, {result.lm_calls} LM calls ({args.backend}, {args.model}); --trace shows every step")
     return 0
+
+
+@contextlib.contextmanager
+def show_progress(wanted: bool, stream: object = None) -> Iterator[None]:
+    """While the block runs, print the ``seakr`` logger's INFO lines (each decision of the loop) to ``stream``
+    (default stderr), when ``wanted``; the logger's settings are restored afterwards."""
+    if not wanted:
+        yield
+        return
+    handler = logging.StreamHandler(stream or sys.stderr)  # type: ignore[arg-type]
+    handler.setFormatter(logging.Formatter("seakr: %(message)s"))
+    saved = (log.level, log.propagate)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False  # the root handler would print each line a second time
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]

@@ -26,6 +26,7 @@ from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.events import Observer, SeaKREvent
+from seakr_integrations.reasoning.progress import log_progress
 from seakr_integrations.reasoning.state import Call, Generate, Program, QuestionState, Search
 from seakr_integrations.retrieval.passage import Retriever
 
@@ -144,7 +145,10 @@ class Driver:
                     alive[id(nxt[1])] = nxt[1]
                     ready.append((nxt[0], nxt[1], None, None))
                 if ready:
-                    yield from send(*ready.popleft())
+                    for item in send(*ready.popleft()):
+                        if isinstance(item, SeaKREvent):
+                            log_progress(item.question_index, item)
+                        yield item
                     continue
                 if not alive:
                     return
