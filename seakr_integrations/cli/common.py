@@ -223,7 +223,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "--no-chat-answer-prefix",
         action="store_true",
         help="end the chat template's user turn with 'Answer:' instead of opening the assistant turn with it "
-        "(the prompts of the evaluation runs made before 2026-11-24)",
+        "(the prompts of the archived reports in docs/archive/)",
     )
     p.add_argument(
         "--calibrated", action="store_true", help="use the delta seakr calibrate saved for this model and settings"
