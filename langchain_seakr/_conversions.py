@@ -103,3 +103,13 @@ def documents_by_id(docs: Sequence[Document]) -> dict[str, Document]:
     for doc in docs:
         out.setdefault(document_id(doc), doc)
     return out
+
+
+def llm_token_usage(output: SelfAwareOutput) -> dict[str, int]:
+    """``usage`` under the keys an ``LLMResult.llm_output["token_usage"]`` carries in LangChain."""
+    used = usage(output)
+    return {
+        "prompt_tokens": used["input_tokens"],
+        "completion_tokens": used["output_tokens"],
+        "total_tokens": used["total_tokens"],
+    }

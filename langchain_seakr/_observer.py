@@ -16,7 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.outputs import LLMResult
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_seakr._conversions import document_id, output_generations, to_passage, usage
+from langchain_seakr._conversions import document_id, llm_token_usage, output_generations, to_passage
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.reasoning.events import LEGACY_KINDS, Observer, SeaKREvent, langchain_event_name
 from seakr_integrations.retrieval.passage import Passage, Retriever
@@ -102,12 +102,7 @@ class LangChainObserver(Observer):
         if not self._runs:  # no callbacks configured
             return
         for run, output, u in zip(self._runs, outputs, uncertainties, strict=True):
-            used = usage(output)
-            token_usage = {
-                "prompt_tokens": used["input_tokens"],
-                "completion_tokens": used["output_tokens"],
-                "total_tokens": used["total_tokens"],
-            }
+            token_usage = llm_token_usage(output)
             run.on_llm_end(
                 LLMResult(
                     generations=[output_generations(output, u, self.model_name)],

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.retrievers import BaseRetriever
 
-from langchain_seakr._conversions import usage
+from langchain_seakr._conversions import llm_token_usage
 from langchain_seakr._observer import LangChainObserver
 from langchain_seakr.chat_models import ChatSeaKR
 from seakr_integrations.outputs import SelfAwareOutput
@@ -73,12 +73,7 @@ class ModelRunObserver(LangChainObserver):
         for run, output, u in zip(runs, outputs, uncertainties, strict=True):
             for chunk in self.chat.reply_chunks(output, u):
                 run.on_llm_new_token(chunk.text, chunk=chunk)
-            used = usage(output)
-            token_usage = {
-                "prompt_tokens": used["input_tokens"],
-                "completion_tokens": used["output_tokens"],
-                "total_tokens": used["total_tokens"],
-            }
+            token_usage = llm_token_usage(output)
             run.on_llm_end(
                 LLMResult(
                     generations=[[self.chat.reply(output, u)]],
