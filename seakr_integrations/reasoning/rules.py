@@ -1,0 +1,89 @@
+"""SeaKR's decision rules as pure functions of the numbers they compare, so the loop and the offline analysis of
+stored traces (``bench/offline_rules.py``) run the same code.
+
+Each rule has a setting in ``SeaKRConfig`` whose paper value reproduces the authors' decision exactly:
+
+* :func:`pick_passage` (``rerank_margin``): re-ranking keeps the search engine's order unless another candidate is
+  clearly (by more than a margin) less uncertain than the first; margin 0 is the paper's "least uncertain wins".
+* :func:`pick_final` (``final_margin``): the rationales-based answer replaces the knowledge-based one only when it
+  is clearly less uncertain; margin 0 is the paper's "less uncertain wins, a tie goes to knowledge".
+* :func:`repeats_earlier` (``stop_on_repeated_step``): a step that says word for word what an earlier step said adds
+  nothing to the context, so the loop can end there instead of paying for more rounds.
+
+Margins are in the estimator's units (EigenScore: a log-determinant per sample), like ``delta``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections.abc import Sequence
+
+__all__ = ["FINAL_STRATEGIES", "pick_final", "pick_passage", "repeats_earlier"]
+
+FINAL_STRATEGIES = ("rationales", "knowledge")
+"""The two multi-hop final answers, in the order the loop generates them."""
+
+
+def pick_passage(uncertainties: Sequence[float], margin: float = 0.0) -> int:
+    """Index of the candidate to keep; ``uncertainties`` are in search order (``inf``: unscorable, ranks last).
+
+    The least uncertain candidate wins when its uncertainty is more than ``margin`` below the first candidate's;
+    otherwise the first is kept.  Ties keep the search order.  With ``margin=0`` this is the paper's rule (the least
+    uncertain candidate, ties to the earlier).  An unscorable first candidate loses to any scorable one.
+
+    Raises:
+        ValueError: No candidates, or a negative or NaN margin.
+    """
+    if not uncertainties:
+        raise ValueError("pick_passage needs at least one candidate's uncertainty")
+    if not margin >= 0:
+        raise ValueError(f"margin={margin!r}: must be >= 0 (0 is the paper's least-uncertain rule)")
+    best = min(range(len(uncertainties)), key=lambda i: (uncertainties[i], i))
+    first = uncertainties[0]
+    if best == 0 or not math.isfinite(first):
+        return best
+    return best if uncertainties[best] < first - margin else 0
+
+
+def pick_final(
+    rationales: float,
+    knowledge: float,
+    *,
+    rationales_unknown: bool = False,
+    knowledge_unknown: bool = False,
+    margin: float = 0.0,
+) -> str:
+    """``"rationales"`` or ``"knowledge"``: which final answer SeaKR gives.
+
+    A missing or "unknown" answer loses (both missing: knowledge).  Otherwise the rationales-based answer wins only
+    when its uncertainty is more than ``margin`` below the knowledge-based answer's; ``margin=0`` is the paper's
+    rule (the less uncertain wins, a tie goes to knowledge).
+
+    Raises:
+        ValueError: A negative or NaN margin.
+    """
+    if not margin >= 0:
+        raise ValueError(f"margin={margin!r}: must be >= 0 (0 is the paper's less-uncertain rule)")
+    if rationales_unknown != knowledge_unknown:
+        return "knowledge" if rationales_unknown else "rationales"
+    if rationales_unknown:
+        return "knowledge"
+    return "rationales" if rationales < knowledge - margin else "knowledge"
+
+
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def _words(text: str) -> str:
+    """The step's words, compared as answers are scored: lower case, no punctuation, no a/an/the."""
+    return " ".join(_ARTICLES.sub(" ", text.casefold().translate(_PUNCTUATION)).split())
+
+
+def repeats_earlier(step: str, earlier: Sequence[str]) -> bool:
+    """Whether ``step`` says word for word what one of the ``earlier`` steps said (case, punctuation, spacing and
+    the articles a/an/the aside); a step without words repeats nothing."""
+    words = _words(step)
+    return bool(words) and any(words == _words(e) for e in earlier)
