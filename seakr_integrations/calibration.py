@@ -3,8 +3,10 @@
 SeaKR retrieves when the uncertainty of a step exceeds delta, and the uncertainty's scale depends on the model, the
 layer and source read, the estimator and the number of samples: the authors' -6.0 was set for Llama-2-7B's MLP
 output and means "always retrieve" for SmolLM2.  ``seakr calibrate`` chooses delta on labelled questions and saves
-it here as a profile; ``SeaKRConfig.calibrated`` loads it; ``SeaKR`` warns once when it runs a model for which no
-profile exists, so an uncalibrated threshold is never silent.
+it here as a profile.  The package ships profiles for the models it bundles (``data/calibration/``, made by
+``bench/ship_profiles.sh`` on questions that are never evaluated), so the default config is calibrated out of the
+box.  ``SeaKRConfig(delta=None)``, the default, takes the user's profile when one exists, else the shipped one;
+``SeaKR`` warns once when it runs a model for which neither exists, so an uncalibrated threshold is never silent.
 """
 
 from __future__ import annotations
@@ -19,19 +21,27 @@ from typing import Any
 from seakr_integrations.models import cache_dir, packaged_model
 
 __all__ = [
+    "PAPER_DELTA",
     "CalibrationMismatchWarning",
     "DeltaProfile",
     "UncalibratedDeltaWarning",
     "canonical_model_name",
-    "check_calibrated",
     "load_profile",
     "profile_key",
     "profile_path",
     "prompt_mismatches",
     "prompt_settings",
+    "resolve_delta",
     "save_profile",
+    "shipped_profile",
     "warn_prompt_mismatch",
 ]
+
+PAPER_DELTA = -6.0
+"""The authors' threshold, set for Llama-2-7B's MLP output: the delta of a model without any profile."""
+
+SHIPPED_PROFILES = Path(__file__).resolve().parent / "data" / "calibration"
+"""The profiles shipped inside the package: ``<key>__<style>-<num_exemplars>ex.json``."""
 
 
 class UncalibratedDeltaWarning(UserWarning):
@@ -189,33 +199,72 @@ _loaded: dict[str, DeltaProfile] = {}
 root=DIR)``, ``seakr eval --calibrated --profile-dir DIR``) is calibrated even when DIR is not the default one."""
 
 
-def check_calibrated(model: str, layer: int, config: Any) -> DeltaProfile | None:
-    """The profile for a SeaKR run's settings; warn (once per settings, per process) when there is none.
-
-    ``config`` is the run's ``SeaKRConfig``.  A profile already loaded from another directory counts when its delta is
-    the config's (the config was built from it).  Runs whose gate does not read delta (``retrieve="always"`` or
-    ``"never"``) are not checked.  A config that runs the profile's delta on another prompt than the calibration's
-    (changed after ``SeaKRConfig.calibrated``, e.g. with ``.with_(exemplar_style=...)``) gets a
-    :class:`CalibrationMismatchWarning`.
-    """
-    if config.retrieve != "uncertain":
-        return None
+def shipped_profile(model: str, layer: int, config: Any) -> DeltaProfile | None:
+    """The shipped profile for these settings whose prompt is the config's, or the nearest one (same exemplar style
+    first), or ``None`` when the package ships none for this model, layer, source, estimator and k."""
     key = profile_key(model, layer, config.source, config.estimator, config.k)
-    profile = _loaded.get(key)
-    if profile is None or profile.delta != config.delta:
-        profile = load_profile(model, layer, config.source, config.estimator, config.k)
-    if profile is None and key not in _warned:
-        _warned.add(key)
-        import warnings
+    profiles = []
+    for path in sorted(SHIPPED_PROFILES.glob(f"{key}__*.json")):
+        profiles.append(DeltaProfile(**json.loads(path.read_text(encoding="utf-8"))))
+    if not profiles:
+        return None
+    now = prompt_settings(config)
+    return max(profiles, key=lambda p: (p.prompt == now, p.prompt.get("exemplar_style") == config.style))
 
-        warnings.warn(
-            f"delta={config.delta} is uncalibrated for {canonical_model_name(model)} (layer {layer}, "
-            f"{config.source}, {config.estimator}, k={config.k}): the uncertainty's scale depends on all of these and "
-            "the default -6.0 was set for Llama-2-7B, so retrieval may happen always or never. Calibrate with "
-            "`seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` and use SeaKRConfig.calibrated(backend).",
-            UncalibratedDeltaWarning,
-            stacklevel=3,
-        )
-    if profile is not None and profile.delta == config.delta:
+
+def _uncalibrated(model: str, layer: int, config: Any, delta: float) -> None:
+    key = profile_key(model, layer, config.source, config.estimator, config.k)
+    if key in _warned:
+        return
+    _warned.add(key)
+    import warnings
+
+    warnings.warn(
+        f"delta={delta} is uncalibrated for {canonical_model_name(model)} (layer {layer}, {config.source}, "
+        f"{config.estimator}, k={config.k}): no profile exists for these settings, the uncertainty's scale depends on "
+        f"all of them, and the paper's {PAPER_DELTA} was set for Llama-2-7B, so retrieval may happen always or never. "
+        "Calibrate with `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` (the same settings); "
+        "SeaKRConfig() then uses it.",
+        UncalibratedDeltaWarning,
+        stacklevel=4,
+    )
+
+
+def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProfile | None]:
+    """The delta a SeaKR run uses, and the profile it came from (``None``: no profile; a warning said so).
+
+    ``config`` is the run's ``SeaKRConfig``.  Its ``delta=None`` (the default) takes the user's profile for the
+    model's settings (``seakr calibrate``) when one exists, else the profile the package ships, else the paper's
+    -6.0 with an :class:`UncalibratedDeltaWarning`.  A number is used as given; it warns when no profile exists for
+    these settings at all (a profile already loaded from another directory counts when its delta is the number).
+    Runs whose gate does not read delta (``retrieve="always"`` or ``"never"``) are not checked.  A profile applied to
+    another prompt than its calibration's gives a :class:`CalibrationMismatchWarning`.  Warnings come once per
+    settings, per process.
+    """
+    given = config.delta
+    if config.retrieve != "uncertain":
+        return (PAPER_DELTA if given is None else given), None
+    key = profile_key(model, layer, config.source, config.estimator, config.k)
+    if given is None:
+        profile = load_profile(model, layer, config.source, config.estimator, config.k)
+        profile = profile or shipped_profile(model, layer, config)
+        if profile is None:
+            _uncalibrated(model, layer, config, PAPER_DELTA)
+            return PAPER_DELTA, None
         warn_prompt_mismatch(profile, config, stacklevel=3)
-    return profile
+        return profile.delta, profile
+    found = [
+        p
+        for p in (
+            _loaded.get(key),
+            load_profile(model, layer, config.source, config.estimator, config.k),
+            shipped_profile(model, layer, config),
+        )
+        if p is not None
+    ]
+    profile = next((p for p in found if p.delta == given), found[0] if found else None)
+    if profile is None:
+        _uncalibrated(model, layer, config, given)
+    elif profile.delta == given:
+        warn_prompt_mismatch(profile, config, stacklevel=3)
+    return given, profile

@@ -14,9 +14,9 @@ from seakr_integrations.calibration import (
     DeltaProfile,
     UncalibratedDeltaWarning,
     canonical_model_name,
-    check_calibrated,
     load_profile,
     prompt_mismatches,
+    resolve_delta,
     save_profile,
 )
 from seakr_integrations.evaluation.calibrate import calibrate_delta, threshold_grid
@@ -107,7 +107,7 @@ def test_profiles_save_load_and_silence_the_uncalibrated_warning(tmp_path, monke
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert SeaKR(backend, retriever, loaded).profile == profile
-        assert check_calibrated("scripted", 1, config.with_(retrieve="always")) is None  # the gate is not used
+        assert resolve_delta("scripted", 1, config.with_(retrieve="always")) == (config.delta, None)  # gate unused
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not a valid delta profile"):
         load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k)

@@ -33,6 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr ask``; the exit status."""
     from seakr_integrations.reasoning import SeaKR
+    from seakr_integrations.reasoning.account import decision_account
     from seakr_integrations.reasoning.query import has_words
 
     if not args.question.strip() or not has_words(args.question):
@@ -53,15 +54,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.trace:
         print(result.format())
-        print()
-    final = result.finals[result.strategy]
-    print(f"answer:   {result.answer or '(none)'}")
-    print(f"strategy: {result.strategy} (uncertainty {final.uncertainty.value:.3f})")
+    else:
+        print(f"question: {result.question}")
+        print(decision_account(result))
+    print()
+    print(f"answer: {result.answer or '(none)'}")
     print(
-        f"steps: {len(result.steps)}, retrievals: {sum(s.decision == 'retrieve' for s in result.steps)}, "
-        f"passages: {', '.join(p.title or p.id for p in result.passages) or 'none'}"
+        f"took {elapsed:.1f} s, {result.lm_calls} LM calls, {result.searches} searches ({args.backend}, {args.model}, "
+        f"delta {result.config.get('delta')}); --trace shows every step, candidate and sample"
     )
-    print(f"took {elapsed:.1f} s, {result.lm_calls} LM calls ({args.backend}, {args.model}); --trace shows every step")
     return 0
 
 

@@ -92,7 +92,9 @@ def print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfile
     print(
         f"delta = {profile.delta:.4f} for {profile.model} (layer {profile.layer}, {profile.source}, "
         f"{profile.estimator}, k={profile.k}) on {profile.questions} questions of {profile.dataset}; saved to {path}. "
-        "Use it with --calibrated, or SeaKRConfig.calibrated(backend) in Python, with the same prompt settings ("
+        "In the default directory it is what SeaKRConfig() and seakr ask|eval use for this model and these settings "
+        "(it wins over a profile shipped with the package); from another, pass --calibrated --profile-dir DIR or use "
+        "SeaKRConfig.calibrated(backend, root=DIR). Its prompt settings: ("
         + ", ".join(f"{name}={value}" for name, value in profile.prompt.items())
         + ")."
     )

@@ -171,7 +171,11 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["multi_hop", "single_hop"], default=d.mode)
     p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
     p.add_argument(
-        "--delta", type=float, default=d.delta, help=f"retrieve when uncertainty > delta (default {d.delta})"
+        "--delta",
+        type=float,
+        default=d.delta,
+        help="retrieve when uncertainty > delta (default: your `seakr calibrate` profile for the model and settings, "
+        "else the one shipped for a bundled model, else -6.0)",
     )
     p.add_argument(
         "--candidates",
@@ -226,6 +230,8 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "(the prompts of the archived reports in docs/archive/)",
     )
     p.add_argument(
-        "--calibrated", action="store_true", help="use the delta seakr calibrate saved for this model and settings"
+        "--calibrated",
+        action="store_true",
+        help="require the delta seakr calibrate saved for this model and settings (in --profile-dir); fail if none",
     )
     p.add_argument("--profile-dir", type=Path, default=None, help="calibration profiles (default <cache>/calibration)")

@@ -45,8 +45,10 @@ class SeaKRConfig:
             has sufficient knowledge, one probe call more).
         alpha: EigenScore's ridge (positive and finite).
         delta: Retrieval threshold: retrieve when the uncertainty is above it (a finite number: to retrieve always
-            or never, set ``retrieve``).  The authors' -6.0 was set for Llama-2-7B's MLP output; it depends on model,
-            layer and source, so calibrate it for yours.
+            or never, set ``retrieve``).  Its scale depends on model, layer, source, estimator, k and prompt, so the
+            default ``None`` takes the calibrated one when ``SeaKR`` is built: your ``seakr calibrate`` profile for
+            these settings, else the one the package ships for its bundled models, else the authors' -6.0 (set for
+            Llama-2-7B's MLP output) with an ``UncalibratedDeltaWarning``.
         n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
         max_steps: Reasoning steps after which the loop stops.
         max_docs: Chosen passages after which the loop stops.
@@ -91,7 +93,7 @@ class SeaKRConfig:
     source: HiddenSource = _SAMPLING.source
     estimator: str = "eigenscore"
     alpha: float = DEFAULT_ALPHA
-    delta: float = -6.0
+    delta: float | None = None
     n_candidates: int = 3
     max_steps: int = 7
     max_docs: int = 5
@@ -126,12 +128,14 @@ class SeaKRConfig:
                 f"alpha={self.alpha!r}: EigenScore's ridge must be positive so that the log-determinant exists; pass a "
                 f"small positive float (SeaKR: {DEFAULT_ALPHA})"
             )
-        delta = check_real(
-            "delta",
-            self.delta,
-            "a float such as -6.0 (calibrate it with `seakr calibrate`); to retrieve at every step or never, "
-            "set retrieve='always' or retrieve='never'",
-        )
+        delta = self.delta
+        if delta is not None:
+            delta = check_real(
+                "delta",
+                delta,
+                "a float such as -6.0 (calibrate it with `seakr calibrate`), or None for the calibrated one; to "
+                "retrieve at every step or never, set retrieve='always' or retrieve='never'",
+            )
         mask_threshold = check_real("mask_threshold", self.mask_threshold, "a probability in [0, 1] (SeaKR: 0.9)")
         if not 0.0 <= mask_threshold <= 1.0:
             raise ValueError(f"mask_threshold={mask_threshold}: a probability in [0, 1] (SeaKR: 0.9)")
@@ -214,12 +218,21 @@ class SeaKRConfig:
         return tuple(dict.fromkeys(stops))
 
     @classmethod
+    def light(cls, **changes: Any) -> SeaKRConfig:
+        """A light preset for a laptop CPU, the notebooks' settings: 10 samples of at most 32 tokens, 4 exemplars
+        and at most 2 steps (SeaKR's defaults: 20 samples, 64 tokens, 10 exemplars, 7 steps).  A question takes
+        about a minute with SmolLM2-135M on two cores; ``changes`` set other fields (``SeaKRConfig.light(k=8)``).
+        Its delta is calibrated as the default's: the package ships profiles for these settings too.
+        """
+        return cls(**{"k": 10, "max_tokens": 32, "num_exemplars": 4, "max_steps": 2, **changes})
+
+    @classmethod
     def calibrated(cls, backend: Any, *, root: Any = None, **settings: Any) -> SeaKRConfig:
         """A config whose delta is the one ``seakr calibrate`` saved for this back-end's model and these settings.
 
         Args:
             backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).
-            root: Directory of the profiles (default ``<cache>/calibration``).
+            root: Directory of the profiles (default ``<cache>/calibration``, then the profiles the package ships).
             **settings: Other fields (``layer``, ``source``, ``estimator`` and ``k`` also choose the profile).
 
         Raises:
@@ -229,12 +242,14 @@ class SeaKRConfig:
             CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
                 template, ``Answer:`` placement) than these.
         """
-        from seakr_integrations.calibration import load_profile, profile_path, warn_prompt_mismatch
+        from seakr_integrations.calibration import load_profile, profile_path, shipped_profile, warn_prompt_mismatch
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
         where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
         profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
+        if profile is None and root is None:
+            profile = shipped_profile(backend.model_name, layer, base)
         if profile is None:
             raise LookupError(
                 f"no calibrated delta for {backend.model_name} (layer {layer}, {base.source}, {base.estimator}, "

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from seakr_integrations.backends.base import SelfAwareBackend
-from seakr_integrations.calibration import check_calibrated
+from seakr_integrations.calibration import resolve_delta
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
@@ -212,9 +212,10 @@ class SeaKR(Reasoner):
         self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
     ) -> None:
         super().__init__(backend, retriever, config)
-        cfg = self.config
-        self.profile = check_calibrated(backend.model_name, backend.resolve_layer(cfg.layer), cfg)
-        """The calibrated-delta profile for this model and these settings (``None``: none saved, a warning said so)."""
+        delta, self.profile = resolve_delta(backend.model_name, backend.resolve_layer(self.config.layer), self.config)
+        """The calibrated-delta profile for this model and these settings (``None``: none exists, a warning said so)."""
+        self.config = cfg = self.config.with_(delta=delta)
+        self.calls.config = cfg
         self.loop = SeaKRLoop(cfg, self.calls)
         """SeaKR's decisions (the algorithm of SPEC section 5)."""
 

@@ -1,0 +1,71 @@
+"""A short readable account of what SeaKR decided for one question, from its trace.
+
+``seakr ask`` prints it under the answer so that a first run shows what SeaKR is for without ``--trace``: where the
+model was uncertain, what it searched for, which passage it kept and why, and which of its two final answers it
+trusted.  It reads only the trace (``SeaKRResult``), so it works on a result loaded from a results file too.
+"""
+
+from __future__ import annotations
+
+import math
+
+from seakr_integrations.quoting import quoted
+from seakr_integrations.reasoning.trace import SeaKRResult, StepTrace, StopReason
+from seakr_integrations.uncertainty.record import Uncertainty
+
+__all__ = ["decision_account"]
+
+
+def _u(u: Uncertainty) -> str:
+    value = u.value
+    if value is None or math.isnan(value):
+        return "U n/a"
+    return "U inf (it wrote nothing)" if math.isinf(value) else f"U {value:.2f}"
+
+
+def _step_line(step: StepTrace, delta: float | None) -> str:
+    than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
+    head = f"step {step.index + 1}: "
+    if step.decision == "answer":
+        return head + f"it states the answer ({_u(step.uncertainty)}{than}): {quoted(step.pseudo_generation.strip(), 80)}"
+    if step.decision == "accept":
+        return head + f"certain enough ({_u(step.uncertainty)}{than}), kept its own step: " + quoted(
+            (step.accepted or step.pseudo_generation).strip(), 80
+        )
+    line = head + f"uncertain ({_u(step.uncertainty)}{than}) -> searched for {quoted(step.query or '', 60)}"
+    if step.error:
+        return line + f" -> the search failed ({step.error})"
+    chosen = next((c for c in step.candidates if c.chosen), None)
+    if chosen is None:
+        return line + " -> found no new passage"
+    others = [c for c in step.candidates if not c.chosen]
+    why = f"search rank {chosen.rank} of {len(step.candidates)}, {_u(chosen.uncertainty)}"
+    if others:
+        why += "; others " + ", ".join(_u(c.uncertainty).removeprefix("U ") for c in others)
+    return line + f" -> kept {quoted(chosen.passage.title or chosen.passage.id, 60)} ({why})"
+
+
+def decision_account(result: SeaKRResult) -> str:
+    """SeaKR's decisions for one question, one line per step and one for the final answer.
+
+    Example::
+
+        step 1: uncertain (U -0.41 > delta -1.11) -> searched for "Kate Millett" -> kept "Kate Millett" (search
+            rank 1 of 3, U -1.20; others -0.80, -0.95)
+        step 2: it states the answer (U -1.52 <= delta -1.11): "So the answer is Oxford."
+        answered from knowledge (U -1.71) rather than its rationales (U -1.02): "Oxford"
+    """
+    delta = result.config.get("delta")
+    delta = float(delta) if isinstance(delta, (int, float)) and result.config.get("retrieve") == "uncertain" else None
+    lines = [_step_line(step, delta) for step in result.steps]
+    if result.stop_reason != StopReason.ANSWER_FOUND:
+        lines.append(f"stopped: {result.stop_reason}")
+    final = result.finals.get(result.strategy)
+    other = next((f for name, f in result.finals.items() if name != result.strategy), None)
+    source = {"knowledge": "the passages it kept (knowledge)", "rationales": "its own reasoning (rationales)"}
+    if final is not None:
+        line = f"answered from {source.get(result.strategy, result.strategy)} ({_u(final.uncertainty)})"
+        if other is not None:
+            line += f" rather than {other.strategy} ({_u(other.uncertainty)})"
+        lines.append(line + f": {quoted(result.answer or '', 80)}")
+    return "\n".join(lines)

@@ -1,0 +1,125 @@
+"""Calibrated by default: the package ships delta profiles for its bundled models, ``SeaKRConfig()`` (delta None)
+takes the user's profile first, then the shipped one, then the paper's -6.0 with a warning."""
+
+import json
+import warnings
+
+import pytest
+from fakes import FakeRetriever, ScriptedBackend, passage
+from test_calibration import respond
+from test_reasoner import CONFIG
+
+from seakr_integrations import calibration
+from seakr_integrations.calibration import (
+    PAPER_DELTA,
+    SHIPPED_PROFILES,
+    CalibrationMismatchWarning,
+    DeltaProfile,
+    UncalibratedDeltaWarning,
+    prompt_settings,
+    resolve_delta,
+    save_profile,
+    shipped_profile,
+)
+from seakr_integrations.models import PACKAGED_MODELS
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+
+BASE = CONFIG.with_(layer=1, delta=None)
+
+
+@pytest.fixture
+def profiles(tmp_path, monkeypatch):
+    """An empty user cache, an empty shipped directory, and fresh once-per-process warning state."""
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    monkeypatch.setattr(calibration, "SHIPPED_PROFILES", shipped)
+    monkeypatch.setattr(calibration, "_warned", set())
+    monkeypatch.setattr(calibration, "_loaded", {})
+    return shipped
+
+
+def ship(directory, config, delta, style=None):
+    """Write a shipped profile for the scripted model (layer 1) calibrated on ``config``'s prompt (style changed)."""
+    prompt = prompt_settings(config.with_(exemplar_style=style) if style else config)
+    profile = DeltaProfile("scripted", 1, config.source, config.estimator, config.k, delta, "rate", 0.5, prompt=prompt)
+    name = f"{profile.key}__{prompt['exemplar_style']}-{prompt['num_exemplars']}ex.json"
+    (directory / name).write_text(json.dumps(profile.to_dict()))
+    return profile
+
+
+def build(config):
+    return SeaKR(ScriptedBackend(respond), FakeRetriever(default=[passage("p1")]), config)
+
+
+def test_the_default_delta_is_none_and_resolves_when_seakr_is_built(profiles):
+    assert SeaKRConfig().delta is None
+    ship(profiles, BASE, 0.75)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        seakr = build(BASE)
+    assert seakr.config.delta == 0.75 and seakr.profile.delta == 0.75
+    assert seakr.answer("Where is landmark 3?").config["delta"] == 0.75  # the trace records the delta used
+
+
+def test_a_user_profile_wins_over_the_shipped_one(profiles):
+    ship(profiles, BASE, 0.75)
+    mine = DeltaProfile("scripted", 1, BASE.source, BASE.estimator, BASE.k, -0.5, "f1", prompt=prompt_settings(BASE))
+    save_profile(mine)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert build(BASE).config.delta == -0.5
+        assert SeaKRConfig.calibrated(ScriptedBackend(respond), **BASE.to_dict()).delta == -0.5
+
+
+def test_without_any_profile_the_paper_delta_runs_with_the_warning(profiles):
+    with pytest.warns(UncalibratedDeltaWarning, match=r"delta=-6.0 is uncalibrated for scripted .*seakr calibrate"):
+        seakr = build(BASE)
+    assert seakr.config.delta == PAPER_DELTA and seakr.profile is None
+    with pytest.raises(LookupError, match="no calibrated delta for scripted"):
+        SeaKRConfig.calibrated(ScriptedBackend(respond), **BASE.to_dict())
+
+
+def test_the_shipped_profile_of_the_configs_style_is_taken_and_another_prompt_warns(profiles):
+    ship(profiles, BASE, 0.75, style="2wiki")
+    ship(profiles, BASE, 0.25, style="hotpotqa")
+    assert shipped_profile("scripted", 1, BASE.with_(exemplar_style="2wiki")).delta == 0.75
+    assert shipped_profile("scripted", 1, BASE).delta == 0.25  # multi-hop's default style is hotpotqa
+    with pytest.warns(CalibrationMismatchWarning, match="num_exemplars: calibrated 0, now 3"):
+        assert build(BASE.with_(num_exemplars=3)).config.delta == 0.25  # nearest: same style, other exemplars
+    assert shipped_profile("scripted", 1, BASE.with_(k=7)) is None  # k is part of the key
+
+
+def test_an_explicit_delta_is_used_as_given(profiles):
+    ship(profiles, BASE, 0.75)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert build(BASE.with_(delta=0.75)).profile.delta == 0.75  # the shipped delta, given by hand
+        assert build(BASE.with_(delta=-1.0)).config.delta == -1.0  # a profile exists for these settings
+    assert resolve_delta("scripted", 1, BASE.with_(retrieve="always")) == (PAPER_DELTA, None)
+
+
+def test_delta_none_or_a_finite_number():
+    with pytest.raises(ValueError, match="or None for the calibrated one"):
+        SeaKRConfig(delta=float("nan"))
+    assert SeaKRConfig(delta=2).delta == 2.0
+
+
+def test_the_light_preset_is_the_notebooks_settings():
+    light = SeaKRConfig.light()
+    assert (light.k, light.max_tokens, light.num_exemplars, light.max_steps) == (10, 32, 4, 2)
+    assert SeaKRConfig.light(k=6).k == 6 and light.delta is None
+
+
+@pytest.mark.parametrize("model", [m.name for m in PACKAGED_MODELS])
+def test_every_bundled_model_ships_a_profile_for_the_default_and_light_settings_of_every_style(model):
+    """Read from the package's own directory; layer 14 is SmolLM2's middle (30 layers), 11 Qwen's (24)."""
+    layer = {"smollm2-135m-instruct": 14, "qwen2.5-coder-0.5b-instruct": 11}[model]
+    for preset in (SeaKRConfig(), SeaKRConfig.light()):
+        for mode, style in (("multi_hop", "hotpotqa"), ("multi_hop", "2wiki"), ("single_hop", "simple")):
+            config = preset.with_(mode=mode, exemplar_style=style)
+            profile = shipped_profile(model, layer, config)
+            assert profile is not None, f"no shipped profile for {model} k={config.k} {style} in {SHIPPED_PROFILES}"
+            assert profile.prompt == prompt_settings(config), profile.prompt
+            assert profile.objective == "rate" and profile.questions == 20
+            assert profile.dataset in ("hotpotqa_dev.jsonl", "2wiki_dev.jsonl", "nq_open_dev.jsonl")
