@@ -23,16 +23,20 @@ def _u(u: Uncertainty) -> str:
     return "U inf (it wrote nothing)" if math.isinf(value) else f"U {value:.2f}"
 
 
-def _step_line(step: StepTrace, delta: float | None) -> str:
+def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
+    verdict = {"always": "searches at every step", "never": "never searches"}.get(gate, "uncertain")
     if step.decision == "answer":
-        return head + f"it states the answer ({_u(step.uncertainty)}{than}): {quoted(step.pseudo_generation.strip(), 80)}"
+        said = quoted(step.pseudo_generation.strip(), 80)
+        return head + f"it states the answer ({_u(step.uncertainty)}{than}): {said}"
     if step.decision == "accept":
-        return head + f"certain enough ({_u(step.uncertainty)}{than}), kept its own step: " + quoted(
-            (step.accepted or step.pseudo_generation).strip(), 80
+        return (
+            head
+            + f"certain enough ({_u(step.uncertainty)}{than}), kept its own step: "
+            + quoted((step.accepted or step.pseudo_generation).strip(), 80)
         )
-    line = head + f"uncertain ({_u(step.uncertainty)}{than}) -> searched for {quoted(step.query or '', 60)}"
+    line = head + f"{verdict} ({_u(step.uncertainty)}{than}) -> searched for {quoted(step.query or '', 60)}"
     if step.error:
         return line + f" -> the search failed ({step.error})"
     chosen = next((c for c in step.candidates if c.chosen), None)
@@ -55,9 +59,10 @@ def decision_account(result: SeaKRResult) -> str:
         step 2: it states the answer (U -1.52 <= delta -1.11): "So the answer is Oxford."
         answered from knowledge (U -1.71) rather than its rationales (U -1.02): "Oxford"
     """
+    gate = result.config.get("retrieve", "uncertain")
     delta = result.config.get("delta")
-    delta = float(delta) if isinstance(delta, (int, float)) and result.config.get("retrieve") == "uncertain" else None
-    lines = [_step_line(step, delta) for step in result.steps]
+    delta = float(delta) if isinstance(delta, (int, float)) and gate == "uncertain" else None
+    lines = [_step_line(step, delta, gate) for step in result.steps]
     if result.stop_reason != StopReason.ANSWER_FOUND:
         lines.append(f"stopped: {result.stop_reason}")
     final = result.finals.get(result.strategy)
