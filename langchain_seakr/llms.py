@@ -37,13 +37,36 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
     ``logprobs`` (the greedy tokens and their log-probabilities), ``samples`` (the k texts), ``finish_reason`` and
     ``model_name``; each sample's holds its own ``logprobs``.  ``llm_output["token_usage"]`` counts every token
     generated, samples included.
+
+    Each prompt is sent inside the model's chat template (``chat_template``, as LlamaIndex's ``SeaKRLLM`` and
+    SeaKR's own prompts do): an instruct model given a bare prompt often closes its turn at once, an empty answer.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
+    chat_template: bool | None = None
+    """Wrap each prompt in the model's chat template with the assistant turn opened (``None``: when the model has
+    one; ``False``: send the prompt as it is, e.g. one already formatted)."""
+
     @property
     def _llm_type(self) -> str:
         return "seakr"
+
+    def prompt_text(self, prompt: str) -> str:
+        """What the model reads for ``prompt``: the prompt in the chat template when ``chat_template`` asks for it.
+
+        Raises:
+            ValueError: ``chat_template=True`` but the model's tokenizer has no chat template.
+        """
+        backend = self.self_aware_backend
+        has_template = bool(getattr(backend.tokenizer, "chat_template", None))
+        if self.chat_template and not has_template:
+            raise ValueError(
+                f"chat_template=True but {self.model}'s tokenizer has no chat template: pass chat_template=None "
+                "(use it when there is one) or False"
+            )
+        use = has_template if self.chat_template is None else self.chat_template
+        return backend.chat_prompt(prompt) if use else prompt
 
     def _generate(
         self,
@@ -52,7 +75,7 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> LLMResult:
-        scored = self.scored_generate(prompts, stop, **kwargs)
+        scored = self.scored_generate([self.prompt_text(p) for p in prompts], stop, **kwargs)
         generations = [output_generations(o, u, self.model) for o, u in scored]
         prompt_tokens = sum(len(o.prompt_token_ids) for o, _ in scored)
         completion = sum(len(o.greedy.token_ids) + sum(len(s.token_ids) for s in o.samples) for o, _ in scored)
