@@ -91,7 +91,7 @@ class SeaKRComponent(BaseModel):
                 bound is None
                 or bound.backend is not backend
                 or bound.retriever is not retriever
-                or (bound.config != self.config)
+                or (bound.requested_config != self.config)
             ):
                 self._seakr = SeaKR(backend, retriever, self.config)
             return self._seakr

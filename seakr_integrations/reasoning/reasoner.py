@@ -212,6 +212,8 @@ class SeaKR(Reasoner):
         self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
     ) -> None:
         super().__init__(backend, retriever, config)
+        self.requested_config = self.config
+        """The config as given; ``config`` is it with delta resolved (``delta=None``: the calibrated one)."""
         delta, self.profile = resolve_delta(backend.model_name, backend.resolve_layer(self.config.layer), self.config)
         """The calibrated-delta profile for this model and these settings (``None``: none exists, a warning said so)."""
         self.config = cfg = self.config.with_(delta=delta)
