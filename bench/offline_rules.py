@@ -113,7 +113,10 @@ def final_rules() -> dict[str, FinalRule]:
 
         return rule
 
-    rules: dict[str, FinalRule] = {f"margin {m:g}" + (" (paper)" if m == 0 else ""): margin_rule(m) for m in MARGINS}
+    rules: dict[str, FinalRule] = {
+        f"margin {m:g}" + (" (paper)" if m == 0 else " (= always knowledge)" if m == math.inf else ""): margin_rule(m)
+        for m in MARGINS
+    }
     rules["always rationales"] = lambda rec: "rationales"
     rules["no passages: rationales; else paper"] = margin_rule(0.0, True)
     return rules

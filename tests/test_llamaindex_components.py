@@ -52,7 +52,7 @@ from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig
 from seakr_integrations.uncertainty.estimate import estimate
 
-CONFIG = SeaKRConfig(k=4, num_exemplars=0, max_tokens=10)
+CONFIG = SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10)  # the authors' decisions (parity)
 QUESTION = "Which country is the Eiffel Tower in?"
 SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
 

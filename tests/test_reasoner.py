@@ -16,7 +16,7 @@ from seakr_integrations.reasoning.seakr_loop import choose as _choose
 from seakr_integrations.reasoning.trace import FinalTrace
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-CONFIG = SeaKRConfig(k=4, num_exemplars=0, max_tokens=10)
+CONFIG = SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10)  # the authors' decisions (parity)
 
 
 def parse(prompt: str) -> tuple[str, list[str], str]:

@@ -218,7 +218,9 @@ class CandidateScore:
         uncertainty: The model's uncertainty after reading it, what the re-ranking compares (lower = better);
             ``inf`` when the passage is unscorable (the model wrote nothing after reading it; single-hop: no
             answer), which ranks it last.
-        chosen: Whether it is the passage kept (the least uncertain; ties keep the search order).
+        chosen: Whether it is the passage kept: the least uncertain, ties keeping the search order (a loop with
+            ``SeaKRConfig.rerank_margin`` keeps the search engine's first unless another is less uncertain by more
+            than the margin; the trace's notes say when the margin decided).
         generation: What the model wrote after reading it.
     """
 

@@ -8,6 +8,12 @@ wrote (self-aware re-ranking).  The loop stops at a repeated query, when no new 
 passage limit.  Then the model answers twice, once from its own rationales and once from the gathered knowledge,
 and the less uncertain answer wins (self-aware reasoning).
 
+``SeaKRConfig.paper()`` is exactly that.  The default settings change three decisions where the stored traces showed
+better ones (``docs/decision_rules.md``; the rules themselves are in ``rules``): each round keeps the search
+engine's first new passage (``rerank=False``; with re-ranking on, ``rerank_margin`` keeps it unless another is
+clearly less uncertain), a question that kept no passage answers from its rationales alone
+(``knowledge_needs_passages``), and a step that repeats an earlier one ends the loop (``stop_on_repeated_step``).
+
 Single-hop: answer directly when certain; else try each retrieved passage alone and keep the least uncertain answer.
 
 Each question runs as a program (see ``state``): the model calls and searches below are ``yield from`` requests that
@@ -24,6 +30,7 @@ from seakr_integrations.reasoning.answer import has_answer, is_unknown
 from seakr_integrations.reasoning.calls import ModelCalls
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
+from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
 from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import (
     Assessment,
@@ -86,10 +93,10 @@ class SeaKRLoop:
             if step.stop:
                 break
         finals = yield from self.final_answers(state)
-        if self.config.final_strategy == "choose":
-            winner = choose(finals["rationales"], finals["knowledge"])
-        else:
-            winner = finals[self.config.final_strategy]
+        if self.config.final_strategy == "choose" and len(finals) == 2:
+            winner = choose(finals["rationales"], finals["knowledge"], self.config.final_margin)
+        else:  # one strategy asked for, or no passage to reason from (knowledge_needs_passages)
+            winner = finals[self.config.final_strategy if self.config.final_strategy in finals else "rationales"]
         return self._result(state, winner, finals, state.trace[-1].stop or StopReason.STEP_LIMIT)
 
     def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:
@@ -106,9 +113,12 @@ class SeaKRLoop:
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             return step
         if not self.needs_retrieval(text, u):
-            step.accepted = text
-            state.steps.append(text)
+            if not self.repeated(state, step, text, state.steps):
+                step.accepted = text
+                state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            if step.stop:
+                return step
         else:
             step.decision = "retrieve"
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
@@ -127,19 +137,33 @@ class SeaKRLoop:
             if has_answer(state.steps[-1]):
                 step.stop = StopReason.ANSWER_FOUND
                 return step
+            if self.repeated(state, step, state.steps[-1], state.steps[:-1]):
+                state.steps.pop()  # the passage stays: it was chosen for the knowledge answer
+                step.accepted = None
+                return step
         if len(state.steps) >= cfg.max_steps:
             step.stop = StopReason.STEP_LIMIT
         elif len(state.docs) >= cfg.max_docs:
             step.stop = StopReason.PASSAGE_LIMIT
         return step
 
+    def repeated(self, state: QuestionState, step: StepTrace, text: str, earlier: Sequence[str]) -> bool:
+        """With ``stop_on_repeated_step``: whether ``text`` repeats one of the ``earlier`` steps; then the loop ends
+        after this round (the caller leaves the repeat out of the chain)."""
+        if not self.config.stop_on_repeated_step or not repeats_earlier(text, earlier):
+            return False
+        step.stop = StopReason.REPEATED_STEP
+        state.note(f"round {step.index + 1} repeated an earlier step, so the loop stopped (stop_on_repeated_step)")
+        return True
+
     # ------------------------------------------------------------------------------------------ re-ranking
     def rerank(self, state: QuestionState, step: StepTrace, found: list[Passage]) -> Generator[Any, Any, None]:
-        """Try each new passage in the prompt; keep the one whose step is least uncertain, and its step."""
+        """Try each new passage in the prompt; keep the one whose step is least uncertain (by more than
+        ``rerank_margin`` than the search engine's first; else the first), and its step."""
         chosen = {d.id for d in state.docs}
         new = [p for p in found if p.id not in chosen]
         if not self.config.rerank:
-            new = new[:1]  # ablation: the search engine's first new passage, no self-aware choice
+            new = new[:1]  # the search engine's first new passage, no self-aware choice (the paper re-ranks)
         if not new:
             step.stop = StopReason.NO_NEW_PASSAGES
             return
@@ -149,7 +173,13 @@ class SeaKRLoop:
         step.candidates = [c for c, _ in scored]
         for c in step.candidates:
             c.rank = positions[c.passage.id]
-        winner = step.candidates[best(step.candidates)]
+        i = pick_passage([c.rank_value for c in step.candidates], self.config.rerank_margin)
+        if i != best(step.candidates):
+            state.note(
+                f"round {step.index + 1} kept the search engine's first passage: no other was less uncertain by more "
+                f"than rerank_margin={self.config.rerank_margin:g}"
+            )
+        winner = step.candidates[i]
         winner.chosen = True
         state.docs.append(winner.passage)
         state.steps.append(winner.generation.strip())
@@ -204,6 +234,9 @@ class SeaKRLoop:
         as_passages = [Passage(f"step {i}", "", s) for i, s in enumerate(rationale, 1)]
         contexts = {"rationales": as_passages, "knowledge": state.docs}
         wanted = [s for s in contexts if self.config.final_strategy in ("choose", s)]
+        if self.config.final_strategy == "choose" and self.config.knowledge_needs_passages and not state.docs:
+            wanted = ["rationales"]  # reasoning from no passages would be a closed-book answer: one call fewer
+            state.note("no passage was kept, so the answer is reasoned from the rationales alone")
         calls = [self.calls.call(state, [], contexts[s], sentence=False) for s in wanted]
         scored = yield from self.calls.run(state, calls)
         items = [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)]
@@ -256,11 +289,14 @@ def best(candidates: Sequence[CandidateTrace]) -> int:
     return min(range(len(candidates)), key=lambda i: (candidates[i].rank_value, i))
 
 
-def choose(rationales: FinalTrace, knowledge: FinalTrace) -> FinalTrace:
-    """The less uncertain of the two final answers; a missing or "unknown" answer loses; a tie goes to knowledge."""
-    bad_r, bad_k = is_unknown(rationales.answer), is_unknown(knowledge.answer)
-    if bad_r != bad_k:
-        return knowledge if bad_r else rationales
-    if bad_r:
-        return knowledge
-    return rationales if rationales.uncertainty.value < knowledge.uncertainty.value else knowledge
+def choose(rationales: FinalTrace, knowledge: FinalTrace, margin: float = 0.0) -> FinalTrace:
+    """The less uncertain of the two final answers (rationales only when less uncertain by more than ``margin``);
+    a missing or "unknown" answer loses; a tie goes to knowledge (see ``rules.pick_final``)."""
+    strategy = pick_final(
+        rationales.uncertainty.value,
+        knowledge.uncertainty.value,
+        rationales_unknown=is_unknown(rationales.answer),
+        knowledge_unknown=is_unknown(knowledge.answer),
+        margin=margin,
+    )
+    return rationales if strategy == "rationales" else knowledge

@@ -64,6 +64,8 @@ class StopReason(StrEnum):
     """A step stated the answer."""
     REPEATED_QUERY = "repeated query"
     """The search query was one already searched."""
+    REPEATED_STEP = "repeated step"
+    """A step repeated an earlier one word for word (``SeaKRConfig.stop_on_repeated_step``)."""
     NO_NEW_PASSAGES = "no new passages"
     """The search returned only passages already chosen."""
     NO_PASSAGES_FOUND = "no passages found"

@@ -1,0 +1,224 @@
+"""The decision rules beyond the paper's (``reasoning.rules``, ``SeaKRConfig`` options): each decides as documented,
+``SeaKRConfig.paper()`` keeps the authors' decisions, and bad settings are refused with a clear error.
+
+The scripted back-end's uncertainty grows with the spread a reply sets (spread 0: the most certain).
+"""
+
+import math
+import re
+
+import pytest
+from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.config import PAPER_RULES
+from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
+
+SMALL = {"k": 4, "num_exemplars": 0, "max_tokens": 10, "delta": -6.5}
+QUESTION = "Which country is the Eiffel Tower in?"
+
+
+def parse(prompt: str) -> tuple[list[str], str]:
+    """(context passages, answer so far) of a prompt built without exemplars or chat template."""
+    head, _, answer = prompt.rpartition("\nAnswer:")
+    return re.findall(r"\[\d+\] (.*)\n", head), answer.strip()
+
+
+def is_step(config) -> bool:
+    return ". " in config.stop
+
+
+# ------------------------------------------------------------------------------------------- the pure rules
+@pytest.mark.parametrize(
+    ("uncertainties", "margin", "kept"),
+    [
+        ([1.0, 0.5, 2.0], 0.0, 1),  # the paper: the least uncertain
+        ([1.0, 1.0, 2.0], 0.0, 0),  # a tie keeps the search order
+        ([1.0, 0.5, 2.0], 0.5, 0),  # not lower by more than the margin: the search engine's first
+        ([1.0, 0.4, 0.45], 0.5, 1),  # lower by more than the margin
+        ([math.inf, 3.0, 2.0], 5.0, 2),  # an unscorable first loses to any scorable candidate
+        ([math.inf, math.inf], 0.0, 0),
+        ([2.0], 1.0, 0),
+        ([1.0, -50.0], math.inf, 0),  # an infinite margin is the search order
+    ],
+)
+def test_pick_passage(uncertainties, margin, kept):
+    assert pick_passage(uncertainties, margin) == kept
+
+
+@pytest.mark.parametrize(
+    ("rationales", "knowledge", "margin", "winner"),
+    [
+        ((1.0, False), (2.0, False), 0.0, "rationales"),  # the paper: the less uncertain
+        ((1.0, False), (1.0, False), 0.0, "knowledge"),  # a tie goes to knowledge
+        ((1.0, False), (2.0, False), 1.0, "knowledge"),  # not lower by more than the margin
+        ((0.5, False), (2.0, False), 1.0, "rationales"),
+        ((0.1, True), (5.0, False), 0.0, "knowledge"),  # an unknown answer loses whatever its uncertainty
+        ((5.0, False), (0.1, True), 9.0, "rationales"),
+        ((0.1, True), (5.0, True), 0.0, "knowledge"),
+    ],
+)
+def test_pick_final(rationales, knowledge, margin, winner):
+    (r, r_unknown), (k, k_unknown) = rationales, knowledge
+    assert pick_final(r, k, rationales_unknown=r_unknown, knowledge_unknown=k_unknown, margin=margin) == winner
+
+
+def test_repeats_earlier_ignores_case_punctuation_and_articles_only():
+    assert repeats_earlier("The tower is in Paris.", ["It is tall", "tower is in  paris"])
+    assert not repeats_earlier("The tower is in Lyon.", ["The tower is in Paris."])
+    assert not repeats_earlier("", [""]) and not repeats_earlier("...", ["..."])
+    assert not repeats_earlier("anything", [])
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan")])
+def test_the_rules_refuse_a_bad_margin(bad):
+    with pytest.raises(ValueError, match="margin"):
+        pick_passage([1.0, 2.0], bad)
+    with pytest.raises(ValueError, match="margin"):
+        pick_final(1.0, 2.0, margin=bad)
+    with pytest.raises(ValueError, match="at least one"):
+        pick_passage([])
+
+
+# --------------------------------------------------------------------------------------------- the settings
+def test_paper_is_the_authors_rules_with_overrides():
+    paper = SeaKRConfig.paper()
+    assert (paper.rerank, paper.rerank_margin, paper.final_margin) == (True, 0.0, 0.0)
+    assert not paper.knowledge_needs_passages and not paper.stop_on_repeated_step
+    assert paper == SeaKRConfig(**PAPER_RULES)
+    assert SeaKRConfig.paper(k=4, delta=-2.0) == SeaKRConfig(**PAPER_RULES, k=4, delta=-2.0)
+    assert SeaKRConfig.paper(rerank_margin=1.0).rerank_margin == 1.0  # an override wins over the preset
+    default = SeaKRConfig()
+    assert (default.rerank, default.knowledge_needs_passages, default.stop_on_repeated_step) == (False, True, True)
+    assert (default.rerank_margin, default.final_margin) == (0.0, 0.0)
+    assert default.with_(**PAPER_RULES) == paper
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"rerank_margin": -1.0}, "rerank_margin=-1.0"),
+        ({"rerank_margin": float("nan")}, "rerank_margin"),
+        ({"rerank_margin": "big"}, "rerank_margin"),
+        ({"rerank_margin": math.inf}, "rerank_margin=inf"),  # the search order for ever is rerank=False
+        ({"final_margin": -0.5}, "final_margin=-0.5"),
+        ({"final_margin": True}, "final_margin"),
+        ({"knowledge_needs_passages": "yes"}, "knowledge_needs_passages='yes'"),
+        ({"stop_on_repeated_step": 1}, "stop_on_repeated_step=1"),
+    ],
+)
+def test_bad_rule_settings_are_refused(changes, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SeaKRConfig(**changes)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SeaKRConfig.paper(**changes)
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+SPREADS = {"text of p1": 0.6, "text of p2": 0.5, "text of p3": 0.9}
+
+
+def eiffel(prompt, config):
+    """One uncertain step, then a step per passage (p2 a little more certain than p1), then the answer."""
+    context, answer = parse(prompt)
+    if not is_step(config):
+        return Reply("So the answer is France")
+    if not context:
+        return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
+    if not answer:
+        return Reply(f"It is in France, says {context[-1][-2:]}", spread=SPREADS[context[-1]])
+    return Reply("So the answer is France", spread=1.0)
+
+
+def run(config: SeaKRConfig, respond=eiffel, docs=("p1", "p2", "p3")):
+    backend = ScriptedBackend(respond)
+    result = SeaKR(backend, FakeRetriever(default=[passage(d) for d in docs]), config).answer(QUESTION)
+    return result, backend
+
+
+def test_the_default_keeps_the_search_engines_first_passage_and_scores_only_it():
+    result, backend = run(SeaKRConfig(**SMALL))
+    first = result.steps[0]
+    assert [(c.passage.id, c.chosen) for c in first.candidates] == [("p1", True)]
+    assert len(backend.batches[1]) == 1 and first.accepted == "It is in France, says p1"
+
+
+def test_paper_keeps_the_least_uncertain_passage():
+    result, backend = run(SeaKRConfig.paper(**SMALL))
+    first = result.steps[0]
+    assert [(c.passage.id, c.chosen) for c in first.candidates] == [("p1", False), ("p2", True), ("p3", False)]
+    assert len(backend.batches[1]) == 3 and result.notes == []
+
+
+def test_rerank_margin_keeps_the_first_unless_another_is_clearly_less_uncertain():
+    paper, _ = run(SeaKRConfig.paper(**SMALL))
+    u = [c.uncertainty.value for c in paper.steps[0].candidates]
+    gap = u[0] - u[1]
+    assert gap > 0
+    wide, backend = run(SeaKRConfig.paper(**SMALL, rerank_margin=gap * 2))
+    assert [c.chosen for c in wide.steps[0].candidates] == [True, False, False]
+    assert len(backend.batches[1]) == 3  # every candidate is still scored: the margin costs no LM call
+    assert any("rerank_margin" in note for note in wide.notes)
+    narrow, _ = run(SeaKRConfig.paper(**SMALL, rerank_margin=gap / 2))
+    assert [c.chosen for c in narrow.steps[0].candidates] == [False, True, False]
+
+
+def test_final_margin_keeps_the_knowledge_answer_unless_rationales_are_clearly_less_uncertain():
+    def respond(prompt, config):
+        context, _ = parse(prompt)
+        if is_step(config):
+            return eiffel(prompt, config)
+        from_steps = bool(context) and context[0].startswith("It is")
+        return Reply("So the answer is France" if from_steps else "So the answer is Italy", 0.2 if from_steps else 0.3)
+
+    paper, _ = run(SeaKRConfig.paper(**SMALL), respond)
+    r, k = (paper.finals[s].uncertainty.value for s in ("rationales", "knowledge"))
+    assert r < k and paper.strategy == "rationales" and paper.answer == "France"
+    wide, _ = run(SeaKRConfig.paper(**SMALL, final_margin=(k - r) * 2), respond)
+    assert wide.strategy == "knowledge" and wide.answer == "Italy"
+
+
+def test_no_passage_kept_answers_from_the_rationales_alone():
+    def certain(prompt, config):
+        _, answer = parse(prompt)
+        if not is_step(config):
+            return Reply("So the answer is France")
+        return Reply("So the answer is France" if answer else "The tower is in Paris")  # certain: no retrieval
+
+    new, backend = run(SeaKRConfig(**SMALL), certain)
+    assert new.passages == [] and list(new.finals) == ["rationales"] and new.strategy == "rationales"
+    assert len(backend.batches[-1]) == 1 and any("rationales alone" in n for n in new.notes)
+    paper, paper_backend = run(SeaKRConfig.paper(**SMALL), certain)
+    assert sorted(paper.finals) == ["knowledge", "rationales"] and paper.lm_calls == new.lm_calls + 1
+    assert len(paper_backend.batches[-1]) == 2
+
+
+def test_a_repeated_step_ends_the_loop_and_is_not_added_again():
+    def looping(prompt, config):
+        _, answer = parse(prompt)
+        if not is_step(config):
+            return Reply("So the answer is Paris")
+        return Reply("The tower is in Paris" if answer.count("Paris") < 1 else "the tower is in Paris.")
+
+    new, _ = run(SeaKRConfig(**SMALL, max_steps=5), looping)
+    assert [s.stop for s in new.steps] == [None, "repeated step"] and new.stop_reason == "repeated step"
+    assert new.steps[-1].accepted is None and new.steps[-1].pseudo_generation == "the tower is in Paris."
+    assert new.finals["rationales"].context == ["step 1"] and new.lm_calls == 3  # two steps, one final answer
+    paper, _ = run(SeaKRConfig.paper(**SMALL, max_steps=5), looping)
+    assert len(paper.steps) == 5 and paper.stop_reason == "step limit" and paper.lm_calls == 7
+
+
+def test_a_repeated_step_after_re_ranking_keeps_its_passage():
+    def again(prompt, config):
+        context, answer = parse(prompt)
+        if not is_step(config):
+            return Reply("So the answer is France")
+        if len(context) > answer.count("France"):  # a candidate's call: the new passage is in the context
+            return Reply("It is in France", spread=0.5)
+        return Reply(f"Guess {answer.count('France')} about Germany", spread=1.0, low=("Germany",))
+
+    retriever = FakeRetriever(default=lambda q: [passage(f"p{len(retriever.queries)}")])
+    result = SeaKR(ScriptedBackend(again), retriever, SeaKRConfig(**SMALL)).answer(QUESTION)
+    assert [s.accepted for s in result.steps] == ["It is in France", None]
+    assert result.stop_reason == "repeated step" and [p.id for p in result.passages] == ["p1", "p2"]
+    assert result.finals["knowledge"].context == ["p1", "p2"] and result.finals["rationales"].context == ["step 1"]
