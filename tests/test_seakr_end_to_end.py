@@ -16,7 +16,7 @@ from seakr_integrations.retrieval.corpus import read_corpus
 pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CONFIG = SeaKRConfig(k=4, max_tokens=40, num_exemplars=3)
+CONFIG = SeaKRConfig.paper(k=4, max_tokens=40, num_exemplars=3)  # the authors' loop invariants
 
 
 @pytest.fixture(scope="module")
