@@ -36,6 +36,8 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
             + f"certain enough ({_u(step.uncertainty)}{than}), kept its own step: "
             + quoted((step.accepted or step.pseudo_generation).strip(), 80)
         )
+    if not step.pseudo_generation.strip() and gate == "uncertain":
+        verdict, than = "it wrote an empty step", ""  # the gate retrieves on an empty step, whatever its U
     line = head + f"{verdict} ({_u(step.uncertainty)}{than}) -> searched for {quoted(step.query or '', 60)}"
     if step.error:
         return line + f" -> the search failed ({step.error})"
