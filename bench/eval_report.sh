@@ -10,6 +10,8 @@
 # report (docs/results.md, "How the files were made").
 #
 #   N=100 bash bench/eval_report.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators (default: all)
+#   bash bench/eval_report.sh calibrate confirm  the confirmation run on lines 220-299 (runs/confirmation/): the default
+#                                                SeaKR, seakr-paper and the baselines, in one command per dataset
 #   seakr report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh --notes docs/results_notes.md \
 #     --profiles runs/answer-prefix/profiles/*/*.json
 set -euo pipefail
@@ -28,7 +30,7 @@ for step in $STEPS; do
         ls "$OUT/profiles/$ds"/*__eigenscore__k10.json >/dev/null 2>&1 ||
           $S calibrate "${q[@]}" --start 200 --limit 20 "${M[@]}" --objective rate --target-rate 0.5 \
             --profile-dir "$OUT/profiles/$ds" ;;
-      seakr)
+      seakr)  # its seakr.jsonl files hold the authors' rules, the default when they were made (now seakr-paper's)
         $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" "${profiles[@]}" \
           --method seakr --method single-retrieval --method cot ;;
       baselines)
@@ -48,7 +50,10 @@ for step in $STEPS; do
         $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" --calibrated --profile-dir "$est" \
           --method seakr-perplexity --method seakr-ln-entropy --method seakr-multi-perplexity --method seakr-prompt \
           --method seakr-energy ;;
-      *) echo "unknown step $step (calibrate seakr baselines skr ablations estimators)" >&2; exit 2 ;;
+      confirm)  # the confirmation of docs/decision_rules.md: lines 220-299, never used for any choice
+        $S eval "${q[@]}" --start 220 --limit 80 "${M[@]}" --out-dir "runs/confirmation/${ds}_dev" "${profiles[@]}" \
+          --method seakr --method seakr-paper --method single-retrieval --method cot --method flare --method ircot ;;
+      *) echo "unknown step $step (calibrate seakr baselines skr ablations estimators confirm)" >&2; exit 2 ;;
     esac
   done
 done

@@ -1,5 +1,7 @@
 """seakr eval's runner: scored records per question, durable and resumable; methods by name."""
 
+import warnings
+
 import pytest
 from fakes import FakeRetriever, ScriptedBackend
 from test_ablations import DOCS, respond
@@ -9,6 +11,7 @@ from seakr_integrations.evaluation.methods import MethodAnswer, check_method, kn
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile, read_results
 from seakr_integrations.evaluation.runner import evaluate, summarize
+from seakr_integrations.calibration import UncalibratedDeltaWarning
 from seakr_integrations.reasoning import SeaKRConfig
 
 QUESTIONS = [
@@ -94,6 +97,9 @@ def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
         ("seakr-always-retrieve-no-rerank", ("rerank", False)),
         ("seakr-always-retrieve-no-rerank", ("retrieve", "always")),
         ("seakr-ln-entropy", ("estimator", "ln_entropy")),
+        ("seakr-paper", ("rerank", True)),
+        ("seakr-paper", ("stop_on_repeated_step", False)),
+        ("seakr-no-rerank", ("knowledge_needs_passages", False)),  # the paper's ablations keep its rules
     ],
 )
 def test_seakr_methods_run_the_loop_with_their_setting(tmp_path, name, setting):
@@ -104,4 +110,7 @@ def test_seakr_methods_run_the_loop_with_their_setting(tmp_path, name, setting):
     [answer] = method.answer_many(["Which country is the Eiffel Tower in?"])
     assert answer.prediction == "France" and answer.retrievals == 1 and answer.lm_calls > 0
     assert answer.trace["config"][setting[0]] == setting[1]
-    assert make_method("seakr", backend, retriever).describe()["seakr"] == SeaKRConfig().to_dict()
+    with warnings.catch_warnings():  # the scripted model has no profile: the paper's delta (warned once before)
+        warnings.simplefilter("ignore", UncalibratedDeltaWarning)
+        described = make_method("seakr", backend, retriever).describe()["seakr"]
+    assert described == SeaKRConfig(delta=-6.0).to_dict()

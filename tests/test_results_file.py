@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from seakr_integrations.evaluation.results import ResultsFile, config_fingerprint, read_results
+from seakr_integrations.evaluation.results import _ADDED_SETTINGS, ResultsFile, config_fingerprint, read_results
 
 CONFIG = {"method": "seakr", "model": "qwen", "seakr": {"k": 10, "delta": -6.0}}
 
@@ -39,7 +39,7 @@ def test_a_different_configuration_is_refused_naming_the_settings(tmp_path):
 def test_a_file_from_before_a_setting_existed_resumes_only_with_the_old_value(tmp_path):
     path = tmp_path / "r.jsonl"
     ResultsFile.open(path, CONFIG).close()  # its header has no chat_answer_prefix: written before it existed
-    old = {**CONFIG, "seakr": {**CONFIG["seakr"], "chat_answer_prefix": False}}
+    old = {**CONFIG, "seakr": {**CONFIG["seakr"], **_ADDED_SETTINGS}}  # chat_answer_prefix False and the rest
     with ResultsFile.open(path, old) as out:
         out.append({"id": "q1", "f1": 1.0})
     new = {**CONFIG, "seakr": {**CONFIG["seakr"], "chat_answer_prefix": True}}

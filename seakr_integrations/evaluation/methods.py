@@ -15,7 +15,7 @@ from seakr_integrations.evaluation.interface import Method, MethodAnswer
 from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
 from seakr_integrations.reasoning.answer import extract_answer
 from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import PAPER_RULES, SeaKRConfig
 from seakr_integrations.reasoning.reasoner import Reasoner, SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.estimate import estimate
@@ -92,18 +92,35 @@ def _answer(result: SeaKRResult | Exception) -> MethodAnswer:
 
 
 _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
-    "seakr": ({}, "SeaKR: self-aware retrieval, re-ranking and reasoning"),
-    "seakr-always-retrieve": ({"retrieve": "always"}, "ablation: no self-aware retrieval (retrieve at every step)"),
-    "seakr-no-rerank": ({"rerank": False}, "ablation: no self-aware re-ranking (the search engine's first)"),
-    "seakr-always-retrieve-no-rerank": (
-        {"retrieve": "always", "rerank": False},
-        "ablation: neither (retrieve at every step, keep the search engine's first): isolates the re-ranking when "
-        "the gate rarely opens",
+    "seakr": ({}, "SeaKR with the library's default decision rules (SeaKRConfig(); docs/decision_rules.md)"),
+    "seakr-paper": (dict(PAPER_RULES), "SeaKR with the authors' decision rules exactly (SeaKRConfig.paper())"),
+    # The paper's ablations (its Table 3) change the authors' SeaKR, so they keep its rules.
+    "seakr-always-retrieve": (
+        {**PAPER_RULES, "retrieve": "always"},
+        "ablation of seakr-paper: no self-aware retrieval (retrieve at every step)",
     ),
-    "seakr-rationales-only": ({"final_strategy": "rationales"}, "ablation: final answer from the rationales only"),
-    "seakr-knowledge-only": ({"final_strategy": "knowledge"}, "ablation: final answer from the passages only"),
+    "seakr-no-rerank": (
+        {**PAPER_RULES, "rerank": False},
+        "ablation of seakr-paper: no self-aware re-ranking (the search engine's first)",
+    ),
+    "seakr-always-retrieve-no-rerank": (
+        {**PAPER_RULES, "retrieve": "always", "rerank": False},
+        "ablation of seakr-paper: neither (retrieve at every step, keep the search engine's first): isolates the "
+        "re-ranking when the gate rarely opens",
+    ),
+    "seakr-rationales-only": (
+        {**PAPER_RULES, "final_strategy": "rationales"},
+        "ablation of seakr-paper: final answer from the rationales only",
+    ),
+    "seakr-knowledge-only": (
+        {**PAPER_RULES, "final_strategy": "knowledge"},
+        "ablation of seakr-paper: final answer from the passages only",
+    ),
     **{
-        f"seakr-{name.replace('_', '-')}": ({"estimator": name}, f"ablation: {name} in place of EigenScore")
+        f"seakr-{name.replace('_', '-')}": (
+            {**PAPER_RULES, "estimator": name},
+            f"ablation of seakr-paper: {name} in place of EigenScore",
+        )
         for name in estimator_names()
         if name != "eigenscore"
     },

@@ -49,7 +49,13 @@ def config_fingerprint(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-_ADDED_SETTINGS: dict[str, Any] = {"chat_answer_prefix": False}
+_ADDED_SETTINGS: dict[str, Any] = {
+    "chat_answer_prefix": False,
+    "rerank_margin": 0.0,
+    "final_margin": 0.0,
+    "knowledge_needs_passages": False,
+    "stop_on_repeated_step": False,
+}
 """SeaKR settings added after results files were written, with the value those files' runs had: a header that
 lacks one is read with it, so an old file resumes under the settings that reproduce it (and only those)."""
 
