@@ -253,10 +253,11 @@ def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProf
             return PAPER_DELTA, None
         warn_prompt_mismatch(profile, config, stacklevel=3)
         return profile.delta, profile
+    loaded = _loaded.get(key)  # from another directory: it counts only for the delta it holds
     found = [
         p
         for p in (
-            _loaded.get(key),
+            loaded if loaded is not None and loaded.delta == given else None,
             load_profile(model, layer, config.source, config.estimator, config.k),
             shipped_profile(model, layer, config),
         )

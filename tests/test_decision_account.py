@@ -4,6 +4,7 @@ from fakes import FakeRetriever, ScriptedBackend, passage
 from test_calibration import respond
 from test_reasoner import CONFIG
 
+from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning import SeaKR, SeaKRResult
 from seakr_integrations.reasoning.account import decision_account
 
@@ -19,13 +20,13 @@ def test_an_uncertain_step_tells_what_was_searched_and_which_passage_was_kept_an
     lines = decision_account(result).splitlines()
     first = lines[0]
     assert first.startswith("step 1: uncertain (U ") and "> delta -50.00" in first, first
-    assert f'searched for "{result.steps[0].query}"' in first, first
+    assert f"searched for {quoted(result.steps[0].query)}" in first, first
     chosen = next(c for c in result.steps[0].candidates if c.chosen)
-    assert f'kept "{chosen.passage.title}" (search rank {chosen.rank} of 2' in first, first
+    assert f"kept {quoted(chosen.passage.title)} (search rank {chosen.rank} of 2" in first, first
     assert lines[-1].startswith("answered from the passages it kept (knowledge) (U ") or lines[-1].startswith(
         "answered from its own reasoning (rationales) (U "
     ), lines[-1]
-    assert lines[-1].endswith(f'"{result.answer}"') and " rather than " in lines[-1]
+    assert lines[-1].endswith(quoted(result.answer)) and " rather than " in lines[-1]
 
 
 def test_a_certain_step_is_kept_without_search_and_the_account_survives_a_json_round_trip():

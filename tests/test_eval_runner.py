@@ -7,11 +7,11 @@ from fakes import FakeRetriever, ScriptedBackend
 from test_ablations import DOCS, respond
 from test_reasoner import CONFIG
 
+from seakr_integrations.calibration import UncalibratedDeltaWarning
 from seakr_integrations.evaluation.methods import MethodAnswer, check_method, known_methods, make_method
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile, read_results
 from seakr_integrations.evaluation.runner import evaluate, summarize
-from seakr_integrations.calibration import UncalibratedDeltaWarning
 from seakr_integrations.reasoning import SeaKRConfig
 
 QUESTIONS = [
