@@ -132,8 +132,9 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
         callbacks = run_manager.get_child() if run_manager is not None else None
         run_id = run_manager.run_id if run_manager is not None else None
         observer = LangChainObserver(callbacks, run_id, self.model_name)
-        (assessment,) = self.seakr().assess_many([query], observers=[observer])
-        decision = GateDecision.from_assessment(assessment, self.config, always_retrieve=self.always_retrieve)
+        seakr = self.seakr()
+        (assessment,) = seakr.assess_many([query], observers=[observer])
+        decision = GateDecision.from_assessment(assessment, seakr.config, always_retrieve=self.always_retrieve)
         docs: list[Document] = []
         if decision.retrieve:
             try:

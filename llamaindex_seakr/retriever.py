@@ -127,7 +127,7 @@ class UncertaintyGatedRetriever(BaseRetriever):
         return query.strip()
 
     def _decide(self, assessment: Assessment) -> GateDecision:
-        return GateDecision.from_assessment(assessment, self.config, always_retrieve=self.always_retrieve)
+        return GateDecision.from_assessment(assessment, self._seakr.config, always_retrieve=self.always_retrieve)
 
     def _finish(self, decision: GateDecision, nodes: list[NodeWithScore] | None) -> list[NodeWithScore]:
         metadata = decision.to_metadata()

@@ -48,11 +48,12 @@ from llamaindex_seakr import (
 )
 from llamaindex_seakr.threads import iterate_in_thread
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.calibration import PAPER_DELTA
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig
 from seakr_integrations.uncertainty.estimate import estimate
 
-CONFIG = SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10)  # the authors' decisions (parity)
+CONFIG = SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10, delta=PAPER_DELTA)  # the authors' decisions (parity)
 QUESTION = "Which country is the Eiffel Tower in?"
 SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
 

@@ -114,7 +114,13 @@ class GateDecision:
         cls, assessment: Assessment, config: SeaKRConfig, *, always_retrieve: bool = False
     ) -> GateDecision:
         """The decision for a core assessment (``SeaKR.assess``) under ``config``; ``always_retrieve`` overrides
-        the gate as ``config.retrieve == "always"`` does (the reason says so, the uncertainty stays recorded)."""
+        the gate as ``config.retrieve == "always"`` does (the reason says so, the uncertainty stays recorded).
+        ``config`` is the loop's resolved one (``SeaKR(...).config``), whose ``delta`` is a number."""
+        if config.delta is None:
+            raise ValueError(
+                "config.delta is None: pass the loop's resolved config (SeaKR(...).config), whose delta comes from "
+                "the calibration profile"
+            )
         if always_retrieve or config.retrieve == "always":
             retrieve, reason = True, GateReason.ALWAYS_RETRIEVE
         elif config.retrieve == "never":
