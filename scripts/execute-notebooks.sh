@@ -19,6 +19,8 @@ fi
 
 # Progress bars and library chatter belong on a terminal, not in a stored output.
 export HF_HUB_DISABLE_PROGRESS_BARS=1 TOKENIZERS_PARALLELISM=false TRANSFORMERS_VERBOSITY=error
+# tqdm.auto warns in a kernel without ipywidgets: harmless, and no part of what the notebooks show.
+export PYTHONWARNINGS="ignore:IProgress not found"
 
 "$python" - "$@" <<'PY'
 """Execute each notebook given in a fresh python3 kernel and write it back with its outputs and clean metadata."""

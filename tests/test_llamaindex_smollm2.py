@@ -41,6 +41,7 @@ from llamaindex_seakr import (
     UncertaintyGatedRetriever,
 )
 from seakr_integrations.demo import demo_index
+from seakr_integrations.reasoning import SeaKR
 from seakr_integrations.reasoning.jsonform import number_from_json
 from seakr_integrations.retrieval.corpus import read_corpus
 
@@ -74,7 +75,8 @@ def llm(hf_smollm2) -> SeaKRLLM:
 
 @pytest.fixture(scope="module")
 def config(llm):
-    return llm.seakr_config(num_exemplars=2, max_steps=1, max_docs=1, n_candidates=2)
+    """The loop's settings with delta resolved, as SeaKR resolves it (the traces are checked against it)."""
+    return SeaKR(llm.backend, None, llm.seakr_config(num_exemplars=2, max_steps=1, max_docs=1, n_candidates=2)).config
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from seakr_integrations.calibration import PAPER_DELTA
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig, has_answer
 from seakr_integrations.retrieval.bm25 import BM25Index
 from seakr_integrations.retrieval.corpus import read_corpus
@@ -16,7 +17,7 @@ from seakr_integrations.retrieval.corpus import read_corpus
 pytestmark = pytest.mark.slow
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-CONFIG = SeaKRConfig.paper(k=4, max_tokens=40, num_exemplars=3)  # the authors' loop invariants
+CONFIG = SeaKRConfig.paper(k=4, max_tokens=40, num_exemplars=3, delta=PAPER_DELTA)  # the authors' loop invariants
 
 
 @pytest.fixture(scope="module")
