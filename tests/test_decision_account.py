@@ -22,7 +22,7 @@ def test_an_uncertain_step_tells_what_was_searched_and_which_passage_was_kept_an
     assert first.startswith("step 1: uncertain (U ") and "> delta -50.00" in first, first
     assert f"searched for {quoted(result.steps[0].query)}" in first, first
     chosen = next(c for c in result.steps[0].candidates if c.chosen)
-    assert f"kept {quoted(chosen.passage.title)} (search rank {chosen.rank} of 2" in first, first
+    assert f"kept {quoted(chosen.passage.title)} (search rank {chosen.rank}, U " in first, first
     assert lines[-1].startswith("answered from the passages it kept (knowledge) (U ") or lines[-1].startswith(
         "answered from its own reasoning (rationales) (U "
     ), lines[-1]

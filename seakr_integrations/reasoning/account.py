@@ -45,9 +45,9 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     if chosen is None:
         return line + " -> found no new passage"
     others = [c for c in step.candidates if not c.chosen]
-    why = f"search rank {chosen.rank} of {len(step.candidates)}, {_u(chosen.uncertainty)}"
+    why = f"search rank {chosen.rank}, {_u(chosen.uncertainty)}"  # rank among all results, not only the new ones
     if others:
-        why += "; others " + ", ".join(_u(c.uncertainty).removeprefix("U ") for c in others)
+        why += "; the other candidates " + ", ".join(_u(c.uncertainty).removeprefix("U ") for c in others)
     return line + f" -> kept {quoted(chosen.passage.title or chosen.passage.id, 60)} ({why})"
 
 
@@ -57,7 +57,7 @@ def decision_account(result: SeaKRResult) -> str:
     Example::
 
         step 1: uncertain (U -0.41 > delta -1.11) -> searched for "Kate Millett" -> kept "Kate Millett" (search
-            rank 1 of 3, U -1.20; others -0.80, -0.95)
+            rank 1, U -1.20; the other candidates -0.80, -0.95)
         step 2: it states the answer (U -1.52 <= delta -1.11): "So the answer is Oxford."
         answered from knowledge (U -1.71) rather than its rationales (U -1.02): "Oxford"
     """
