@@ -24,6 +24,9 @@ __all__ = [
     "DEFAULT_MODEL",
     "PACKAGED_MODELS",
     "PackagedModel",
+    "REFERENCE_BACKEND",
+    "REFERENCE_DTYPE",
+    "REFERENCE_MODEL",
     "cache_dir",
     "known_model_names",
     "packaged_model",
@@ -80,8 +83,21 @@ PACKAGED_MODELS: tuple[PackagedModel, ...] = (
 )
 
 DEFAULT_MODEL = PACKAGED_MODELS[0].name
-"""The model every entry point loads when none is named (``"smollm2-135m-instruct"``): the smallest packaged one,
-so a first try runs on a CPU."""
+"""The model the in-process classes load when none is named (``"smollm2-135m-instruct"``: ``ChatSeaKR``,
+``SeaKRLLM``, ``HFBackend``, ``load_backend``): the smallest packaged one, so that a notebook or a chain starts in
+seconds on a CPU.  It is too small to reason over several passages; the CLI runs ``REFERENCE_MODEL``."""
+
+REFERENCE_MODEL = PACKAGED_MODELS[1].name
+"""The model the results are reported on (``docs/results.md``) and the one ``seakr ask``, ``eval`` and
+``calibrate`` run when none is named (``"qwen2.5-coder-0.5b-instruct"``): the smallest packaged model that answers
+the README's multi-hop question from the passages it finds (SmolLM2-135M keeps the first passage, then writes
+empty steps).  The trade-off: about 1 GB of weights instead of 0.1 GB and a vLLM engine to start."""
+
+REFERENCE_BACKEND = "vllm"
+"""The back-end the CLI runs ``REFERENCE_MODEL`` on: vLLM batches the k samples of every call."""
+
+REFERENCE_DTYPE = "float32"
+"""The weights' precision in the CLI: the shipped calibration profiles were measured in it."""
 
 
 def known_model_names() -> list[str]:

@@ -8,6 +8,8 @@ import sys
 import pytest
 
 QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
+SMOLLM2 = ("--model", "smollm2", "--backend", "hf")
+"""The small model on Hugging Face (the CLI runs the reference model on vLLM unless told otherwise)."""
 
 
 def _seakr(*args, timeout=600):
@@ -27,6 +29,8 @@ def test_score_json(smollm2_dir, backend):
     done = _seakr(
         "score",
         QUESTION,
+        "--model",
+        "smollm2",
         "--backend",
         backend,
         "-k",
@@ -91,7 +95,7 @@ def small_index(tmp_path_factory):
 
 @pytest.mark.slow
 def test_ask_json_and_trace(small_index):
-    args = ("ask", QUESTION, "--index", str(small_index), "-k", "3", "--max-tokens", "24", "--exemplars", "2")
+    args = ("ask", QUESTION, "--index", str(small_index), *SMOLLM2, "-k", "3", "--max-tokens", "24", "--exemplars", "2")
     done = _seakr(*args, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout)
@@ -132,7 +136,7 @@ def test_option_defaults_are_the_settings_dataclasses_defaults():
     """With no option given, the CLI builds exactly the default SeaKRConfig and SamplingConfig settings."""
     from seakr_integrations.cli import build_parser
     from seakr_integrations.cli.common import seakr_config
-    from seakr_integrations.models import DEFAULT_MODEL
+    from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.uncertainty import estimator_names
@@ -140,14 +144,18 @@ def test_option_defaults_are_the_settings_dataclasses_defaults():
     parser = build_parser()
     for argv in (["ask", "q"], ["eval"], ["calibrate"]):
         args = parser.parse_args(argv)
-        assert args.model == DEFAULT_MODEL
+        assert (args.model, args.backend, args.dtype) == (REFERENCE_MODEL, REFERENCE_BACKEND, REFERENCE_DTYPE)
         assert seakr_config(args) == SeaKRConfig()  # every loop and sampling setting at its one default
     for estimator in estimator_names():  # every estimator the loop accepts, "prompt" included
         assert parser.parse_args(["ask", "q", "--estimator", estimator]).estimator == estimator
     score = parser.parse_args(["score", "q"])
     s = SamplingConfig()
     assert (score.k, score.layer, score.source, score.seed) == (s.k, s.layer, s.source, s.seed)
-    assert (score.model, score.estimator) == (DEFAULT_MODEL, [SeaKRConfig().estimator])
+    assert (score.model, score.backend, score.estimator) == (
+        REFERENCE_MODEL,
+        REFERENCE_BACKEND,
+        [SeaKRConfig().estimator],
+    )
 
 
 def test_score_accepts_every_estimator_the_loop_accepts_the_probe_included(monkeypatch, capsys):

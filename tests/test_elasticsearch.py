@@ -361,7 +361,21 @@ def test_cli_ask_searches_elasticsearch(es_url, wiki, capsys, monkeypatch):
     import seakr_integrations.cli as cli
 
     monkeypatch.setattr(cli, "_build_backend", lambda args: ScriptedBackend(eiffel))
-    argv = ["ask", EIFFEL_QUESTION, "--es", es_url, "--es-index", wiki, "-k", "4", "--exemplars", "0"]
+    argv = [
+        "ask",
+        EIFFEL_QUESTION,
+        "--es",
+        es_url,
+        "--es-index",
+        wiki,
+        "--model",
+        "smollm2",
+        "--backend",
+        "hf",
+        "-k",
+        "4",
+    ]
+    argv += ["--exemplars", "0"]
     assert main([*argv, "--max-tokens", "10", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["answer"] == "France" and [p["id"] for p in record["passages"]] == ["p01"]

@@ -9,7 +9,9 @@ from seakr_integrations.demo import demo_questions_path
 from seakr_integrations.uncertainty import estimator_names
 
 DATASET = str(demo_questions_path())
-SMALL = ("-k", "3", "--max-tokens", "24", "--exemplars", "2", "--limit", "2", "--batch-size", "2")
+SMOLLM2 = ("--model", "smollm2", "--backend", "hf")
+"""The small model on Hugging Face (the CLI runs the reference model on vLLM unless told otherwise)."""
+SMALL = (*SMOLLM2, "-k", "3", "--max-tokens", "24", "--exemplars", "2", "--limit", "2", "--batch-size", "2")
 
 
 def _fails(*args, env_cache=None):
@@ -65,7 +67,7 @@ def test_a_real_run_writes_scored_records_and_resumes_without_redoing_them(tmp_p
     assert json.loads(again.stdout)["seakr"] == summary  # nothing redone: the same records
     assert out.read_text().splitlines() == lines
 
-    other = _seakr("eval", "--dataset", DATASET, *SMALL[2:], "-k", "4", "--out", str(out), "-q")
+    other = _seakr("eval", "--dataset", DATASET, *SMOLLM2, *SMALL[6:], "-k", "4", "--out", str(out), "-q")
     assert other.returncode == 2 and "seakr.k: file has 3, this run has 4" in other.stderr
 
 
@@ -83,7 +85,8 @@ def test_calibrate_needs_a_target_for_the_rate_objective():
 
 @pytest.mark.slow
 def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
-    small = ("-k", "3", "--max-tokens", "24", "--exemplars", "2", "--profile-dir", str(tmp_path))
+    small = (*SMOLLM2, "-k", "3", "--max-tokens", "24", "--exemplars", "2")
+    small += ("--profile-dir", str(tmp_path))
     done = _seakr(
         "calibrate",
         "--dataset",
@@ -130,7 +133,7 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
     for name, estimator in (("seakr", "eigenscore"), ("seakr-ln-entropy", "ln_entropy")):
         config = json.loads((tmp_path / f"run.{name}.jsonl").read_text().splitlines()[0])["config"]["seakr"]
         assert config["estimator"] == estimator and config["delta"] == profiles[estimator]["delta"]
-    done = _seakr("ask", "Which genus?", *small[2:], "-k", "4", "--calibrated")
+    done = _seakr("ask", "Which genus?", *SMOLLM2, *small[6:], "-k", "4", "--calibrated")
     assert done.returncode == 2 and "no calibrated delta" in done.stderr and "k=4" in done.stderr
 
 

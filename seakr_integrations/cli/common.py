@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 __all__ = [
+    "add_model_arguments",
     "add_question_arguments",
     "add_seakr_arguments",
     "build_backend",
@@ -29,6 +30,9 @@ def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
         return RemoteBackend(args.server, api_key=os.environ.get("SEAKR_API_KEY") or None)
     from seakr_integrations.backends.loading import load_backend
 
+    # vLLM logs dozens of INFO and WARNING lines while its engine starts; a command shows its own progress instead.
+    # Setting VLLM_LOGGING_LEVEL (e.g. INFO) shows them again.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
     return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
 
 
@@ -141,9 +145,26 @@ def add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> Non
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """``--model``, ``--backend`` and ``--dtype``, defaulting to the reference model every command runs."""
+    from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL
+
+    p.add_argument(
+        "--model",
+        default=REFERENCE_MODEL,
+        help=f"short name or local model directory (default {REFERENCE_MODEL}, the model the results are reported "
+        "on; smollm2 is smaller and faster to start, too small to reason over several passages)",
+    )
+    p.add_argument("--backend", choices=["hf", "vllm"], default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}")
+    p.add_argument(
+        "--dtype",
+        default=REFERENCE_DTYPE,
+        help=f"weights dtype (default {REFERENCE_DTYPE}: the precision the shipped calibration profiles were made in)",
+    )
+
+
 def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
-    from seakr_integrations.models import DEFAULT_MODEL
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.uncertainty.registry import estimator_names
 
@@ -159,15 +180,13 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "$ELASTICSEARCH_API_KEY or $ELASTICSEARCH_USERNAME/$ELASTICSEARCH_PASSWORD)",
     )
     p.add_argument("--es-index", default="wiki", help="Elasticsearch index to search (default: wiki)")
-    p.add_argument("--model", default=DEFAULT_MODEL, help="short name or local model directory")
-    p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
+    add_model_arguments(p)
     p.add_argument(
         "--server",
         metavar="URL",
         default=None,
         help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
     )
-    p.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
     p.add_argument("--mode", choices=["multi_hop", "single_hop"], default=d.mode)
     p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
     p.add_argument(

@@ -25,7 +25,6 @@ SCORE_MAX_TOKENS = 64
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``seakr score`` and its options to ``sub``."""
-    from seakr_integrations.models import DEFAULT_MODEL
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.uncertainty.registry import estimator_names
@@ -33,9 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s = SamplingConfig()
     score = sub.add_parser("score", help="answer a question closed-book and report the model's uncertainty")
     score.add_argument("question")
-    score.add_argument("--model", default=DEFAULT_MODEL, help="short name or local model directory")
-    score.add_argument("--backend", choices=["hf", "vllm"], default="hf")
-    score.add_argument("--dtype", default=None, help="weights dtype (default: float32 for hf, auto for vllm)")
+    common.add_model_arguments(score)
     score.add_argument("-k", type=int, default=s.k, help=f"number of samples (default {s.k})")
     score.add_argument("--max-tokens", type=int, default=SCORE_MAX_TOKENS)
     score.add_argument("--layer", type=int, default=s.layer, help="0-based layer (default L/2 - 1)")
