@@ -107,36 +107,52 @@ def profile_key(model: str, layer: int, source: str, estimator: str, k: int) -> 
     return f"{canonical_model_name(model)}__layer{layer}__{source}__{estimator}__k{k}"
 
 
-def prompt_settings(config: Any) -> dict[str, Any]:
+def prompt_settings(config: Any, chat_default: bool | None = None) -> dict[str, Any]:
     """The settings of a ``SeaKRConfig`` that change the prompt the uncertainty is measured on.
 
     The same question gives a 2Wiki delta of 0.327 with the HotpotQA exemplars, -0.014 with the 2Wiki ones and -0.271
     once ``Answer:`` opens the assistant turn (docs/archive/results_prompt_notes.md), so a profile records these.
+    ``chat_default`` is what ``chat_template=None`` means for the model (whether its tokenizer has a template); given,
+    ``None`` is replaced by it, so that ``None`` and its meaning compare equal.
     """
     return {
         "exemplar_style": config.style,
         "num_exemplars": config.num_exemplars,
-        "chat_template": config.chat_template,
+        "chat_template": _chat(config.chat_template, chat_default),
         "chat_answer_prefix": config.chat_answer_prefix,
     }
 
 
-def prompt_mismatches(profile: DeltaProfile, config: Any) -> list[str]:
+def _chat(value: bool | None, chat_default: bool | None) -> bool | None:
+    return chat_default if value is None and chat_default is not None else value
+
+
+def _recorded(profile: DeltaProfile, chat_default: bool | None) -> dict[str, Any]:
+    """The profile's prompt settings, ``chat_template=None`` read as ``chat_default`` (see ``prompt_settings``)."""
+    recorded = dict(profile.prompt)
+    if "chat_template" in recorded:
+        recorded["chat_template"] = _chat(recorded["chat_template"], chat_default)
+    return recorded
+
+
+def prompt_mismatches(profile: DeltaProfile, config: Any, chat_default: bool | None = None) -> list[str]:
     """``"name: calibrated X, now Y"`` for each recorded prompt setting the config changes (none if unrecorded)."""
-    now = prompt_settings(config)
+    now = prompt_settings(config, chat_default)
     return [
         f"{name}: calibrated {value!r}, now {now[name]!r}"
-        for name, value in profile.prompt.items()
+        for name, value in _recorded(profile, chat_default).items()
         if name in now and now[name] != value
     ]
 
 
-def warn_prompt_mismatch(profile: DeltaProfile, config: Any, *, stacklevel: int) -> None:
+def warn_prompt_mismatch(
+    profile: DeltaProfile, config: Any, *, stacklevel: int, chat_default: bool | None = None
+) -> None:
     """Warn (once per profile and change, per process) when ``config`` runs the profile's delta on another prompt.
 
     ``stacklevel`` counts from the caller of this function, as for :func:`warnings.warn`.
     """
-    changed = prompt_mismatches(profile, config)
+    changed = prompt_mismatches(profile, config, chat_default)
     seen = f"{profile.key}|{changed}"
     if not changed or seen in _warned:
         return
@@ -199,17 +215,20 @@ _loaded: dict[str, DeltaProfile] = {}
 root=DIR)``, ``seakr eval --calibrated --profile-dir DIR``) is calibrated even when DIR is not the default one."""
 
 
-def shipped_profile(model: str, layer: int, config: Any) -> DeltaProfile | None:
+def shipped_profile(model: str, layer: int, config: Any, chat_default: bool | None = None) -> DeltaProfile | None:
     """The shipped profile for these settings whose prompt is the config's, or the nearest one (same exemplar style
-    first), or ``None`` when the package ships none for this model, layer, source, estimator and k."""
+    first), or ``None`` when the package ships none for this model, layer, source, estimator and k.
+    ``chat_default``: what ``chat_template=None`` means for the model (``prompt_settings``)."""
     key = profile_key(model, layer, config.source, config.estimator, config.k)
     profiles = []
     for path in sorted(SHIPPED_PROFILES.glob(f"{key}__*.json")):
         profiles.append(DeltaProfile(**json.loads(path.read_text(encoding="utf-8"))))
     if not profiles:
         return None
-    now = prompt_settings(config)
-    return max(profiles, key=lambda p: (p.prompt == now, p.prompt.get("exemplar_style") == config.style))
+    now = prompt_settings(config, chat_default)
+    return max(
+        profiles, key=lambda p: (_recorded(p, chat_default) == now, p.prompt.get("exemplar_style") == config.style)
+    )
 
 
 def _uncalibrated(model: str, layer: int, config: Any, delta: float) -> None:
@@ -230,7 +249,9 @@ def _uncalibrated(model: str, layer: int, config: Any, delta: float) -> None:
     )
 
 
-def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProfile | None]:
+def resolve_delta(
+    model: str, layer: int, config: Any, chat_default: bool | None = None
+) -> tuple[float, DeltaProfile | None]:
     """The delta a SeaKR run uses, and the profile it came from (``None``: no profile; a warning said so).
 
     ``config`` is the run's ``SeaKRConfig``.  Its ``delta=None`` (the default) takes the user's profile for the
@@ -239,7 +260,8 @@ def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProf
     these settings at all (a profile already loaded from another directory counts when its delta is the number).
     Runs whose gate does not read delta (``retrieve="always"`` or ``"never"``) are not checked.  A profile applied to
     another prompt than its calibration's gives a :class:`CalibrationMismatchWarning`.  Warnings come once per
-    settings, per process.
+    settings, per process.  ``chat_default`` is what ``chat_template=None`` means for the model (whether its
+    tokenizer has a chat template): a profile calibrated with ``None`` then matches a config that says ``True``.
     """
     given = config.delta
     if config.retrieve != "uncertain":
@@ -247,11 +269,11 @@ def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProf
     key = profile_key(model, layer, config.source, config.estimator, config.k)
     if given is None:
         profile = load_profile(model, layer, config.source, config.estimator, config.k)
-        profile = profile or shipped_profile(model, layer, config)
+        profile = profile or shipped_profile(model, layer, config, chat_default)
         if profile is None:
             _uncalibrated(model, layer, config, PAPER_DELTA)
             return PAPER_DELTA, None
-        warn_prompt_mismatch(profile, config, stacklevel=3)
+        warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
         return profile.delta, profile
     loaded = _loaded.get(key)  # from another directory: it counts only for the delta it holds
     found = [
@@ -259,7 +281,7 @@ def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProf
         for p in (
             loaded if loaded is not None and loaded.delta == given else None,
             load_profile(model, layer, config.source, config.estimator, config.k),
-            shipped_profile(model, layer, config),
+            shipped_profile(model, layer, config, chat_default),
         )
         if p is not None
     ]
@@ -267,5 +289,5 @@ def resolve_delta(model: str, layer: int, config: Any) -> tuple[float, DeltaProf
     if profile is None:
         _uncalibrated(model, layer, config, given)
     elif profile.delta == given:
-        warn_prompt_mismatch(profile, config, stacklevel=3)
+        warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
     return given, profile

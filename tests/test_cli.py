@@ -8,7 +8,7 @@ import sys
 import pytest
 
 QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
-SMOLLM2 = ("--model", "smollm2", "--backend", "hf")
+SMOLLM2 = ("--model", "smollm2-135m-instruct", "--backend", "hf")
 """The small model on Hugging Face (the CLI runs the reference model on vLLM unless told otherwise)."""
 
 

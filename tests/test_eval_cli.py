@@ -9,7 +9,7 @@ from seakr_integrations.demo import demo_questions_path
 from seakr_integrations.uncertainty import estimator_names
 
 DATASET = str(demo_questions_path())
-SMOLLM2 = ("--model", "smollm2", "--backend", "hf")
+SMOLLM2 = ("--model", "smollm2-135m-instruct", "--backend", "hf")
 """The small model on Hugging Face (the CLI runs the reference model on vLLM unless told otherwise)."""
 SMALL = (*SMOLLM2, "-k", "3", "--max-tokens", "24", "--exemplars", "2", "--limit", "2", "--batch-size", "2")
 

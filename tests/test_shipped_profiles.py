@@ -16,6 +16,7 @@ from seakr_integrations.calibration import (
     CalibrationMismatchWarning,
     DeltaProfile,
     UncalibratedDeltaWarning,
+    prompt_mismatches,
     prompt_settings,
     resolve_delta,
     save_profile,
@@ -88,6 +89,19 @@ def test_the_shipped_profile_of_the_configs_style_is_taken_and_another_prompt_wa
     with pytest.warns(CalibrationMismatchWarning, match="num_exemplars: calibrated 0, now 3"):
         assert build(BASE.with_(num_exemplars=3)).config.delta == 0.25  # nearest: same style, other exemplars
     assert shipped_profile("scripted", 1, BASE.with_(k=7)) is None  # k is part of the key
+
+
+def test_chat_template_none_matches_what_it_means_for_the_model(profiles):
+    """A profile calibrated with chat_template=None (use the template when there is one) fits a config that says
+    True on a model with a template (the adapters resolve None to True), and not on one without."""
+    auto = ship(profiles, BASE.with_(chat_template=None), 0.5)
+    assert prompt_mismatches(auto, BASE.with_(chat_template=True), chat_default=True) == []
+    assert prompt_mismatches(auto, BASE.with_(chat_template=True), chat_default=False) == [
+        "chat_template: calibrated False, now True"
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_delta("scripted", 1, BASE.with_(chat_template=True), chat_default=True) == (0.5, auto)
 
 
 def test_an_explicit_delta_is_used_as_given(profiles):

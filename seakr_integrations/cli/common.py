@@ -16,6 +16,7 @@ __all__ = [
     "calibrated",
     "checked_retriever",
     "model_backend",
+    "quiet_vllm_start",
     "load_questions",
     "open_retriever",
     "seakr_config",
@@ -30,10 +31,21 @@ def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
         return RemoteBackend(args.server, api_key=os.environ.get("SEAKR_API_KEY") or None)
     from seakr_integrations.backends.loading import load_backend
 
-    # vLLM logs dozens of INFO and WARNING lines while its engine starts; a command shows its own progress instead.
-    # Setting VLLM_LOGGING_LEVEL (e.g. INFO) shows them again.
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    if args.backend == "vllm":
+        quiet_vllm_start()
     return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
+
+
+def quiet_vllm_start() -> None:
+    """Keep vLLM's start-up chatter off a command's terminal: dozens of INFO and WARNING log lines, and the
+    FutureWarnings its modules trigger in torch when imported (in this process and in the engine's).  The command
+    shows its own progress instead.  A user's own ``VLLM_LOGGING_LEVEL`` or ``PYTHONWARNINGS`` is kept."""
+    import warnings
+
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore::FutureWarning")  # read by the engine's processes at start
+    if not sys.warnoptions:
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"vllm\.")
 
 
 def model_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend

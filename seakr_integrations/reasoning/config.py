@@ -283,17 +283,18 @@ class SeaKRConfig:
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
+        chat_default = bool(getattr(backend.tokenizer, "chat_template", None))
         where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
         profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
         if profile is None and root is None:
-            profile = shipped_profile(backend.model_name, layer, base)
+            profile = shipped_profile(backend.model_name, layer, base, chat_default)
         if profile is None:
             raise LookupError(
                 f"no calibrated delta for {backend.model_name} (layer {layer}, {base.source}, {base.estimator}, "
                 f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
                 "settings first"
             )
-        warn_prompt_mismatch(profile, base, stacklevel=2)
+        warn_prompt_mismatch(profile, base, stacklevel=2, chat_default=chat_default)
         return base.with_(delta=profile.delta)
 
     def with_(self, **changes: Any) -> SeaKRConfig:
