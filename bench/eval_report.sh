@@ -13,7 +13,8 @@
 #   bash bench/eval_report.sh calibrate confirm  the confirmation run on lines 220-299 (runs/confirmation/): the default
 #                                                SeaKR, seakr-paper and the baselines, in one command per dataset
 #   seakr report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh --notes docs/results_notes.md \
-#     --profiles runs/answer-prefix/profiles/*/*.json
+#     --profiles runs/answer-prefix/profiles/*/*.json \
+#     --confirmation runs/confirmation --confirmation-notes docs/confirmation_notes.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SEAKR:-.venv/bin/seakr}

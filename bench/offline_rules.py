@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.evaluation.auroc import auroc
-from seakr_integrations.evaluation.report import load_runs
+from seakr_integrations.evaluation.method_runs import load_runs
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.answer import is_unknown
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier

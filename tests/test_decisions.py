@@ -9,7 +9,8 @@ from seakr_integrations.evaluation.decisions import (
     gate_agreement,
     retrieval_benefit,
 )
-from seakr_integrations.evaluation.report import load_runs, write_report
+from seakr_integrations.evaluation.method_runs import load_runs
+from seakr_integrations.evaluation.report import write_report
 from seakr_integrations.evaluation.results import ResultsFile
 
 

@@ -3,11 +3,13 @@
 import pytest
 from test_cli import _seakr
 
-from seakr_integrations.evaluation.report import bootstrap_interval, load_runs, write_report
+from seakr_integrations.evaluation.method_runs import load_runs
+from seakr_integrations.evaluation.report import write_report
+from seakr_integrations.evaluation.report_tables import bootstrap_interval
 from seakr_integrations.evaluation.results import ResultsFile
 
 
-def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None, stem=None):
+def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None, stem=None, lm_calls=4):
     path = tmp_path / "runs" / f"{stem or method}.jsonl"
     config = {
         "method": method,
@@ -27,7 +29,7 @@ def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None, 
                     "em": float(f1 == 1.0),
                     "f1": f1,
                     "retrievals": 1,
-                    "lm_calls": 4,
+                    "lm_calls": lm_calls,
                     "generated_tokens": 100,
                     "seconds": 2.0,
                     "trace": trace,

@@ -21,6 +21,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     rep.add_argument("--title", default="SeaKR evaluation results")
     rep.add_argument("--notes", default=None, help="a Markdown file of analysis to put after the title")
     rep.add_argument(
+        "--confirmation",
+        nargs="*",
+        default=[],
+        help="results of the confirmation run (questions no choice was made on): their section goes first",
+    )
+    rep.add_argument("--confirmation-notes", default=None, help="a Markdown file of analysis for that section")
+    rep.add_argument(
         "--examples", type=int, default=3, help="questions SeaKR lost to show per dataset, with its decisions (3)"
     )
     rep.set_defaults(func=run)
@@ -28,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr report``; the exit status."""
-    from seakr_integrations.evaluation.report import load_runs, write_report
+    from seakr_integrations.evaluation.method_runs import load_runs
+    from seakr_integrations.evaluation.report import write_report
 
     runs = load_runs(args.results)
     profiles = []
@@ -39,8 +47,18 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"{path}: not a calibration profile (invalid JSON: {err.msg})") from None
     commands = Path(args.commands).read_text(encoding="utf-8") if args.commands else ""
     notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
+    confirmation = load_runs(args.confirmation) if args.confirmation else []
+    confirmation_notes = Path(args.confirmation_notes).read_text(encoding="utf-8") if args.confirmation_notes else ""
     out = write_report(
-        runs, args.out, profiles=profiles, title=args.title, commands=commands, notes=notes, examples=args.examples
+        runs,
+        args.out,
+        profiles=profiles,
+        title=args.title,
+        commands=commands,
+        notes=notes,
+        examples=args.examples,
+        confirmation=confirmation,
+        confirmation_notes=confirmation_notes,
     )
     print(f"wrote {out} from {len(runs)} results file(s), plots next to it")
     return 0
