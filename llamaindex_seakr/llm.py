@@ -119,13 +119,7 @@ class SeaKRLLM(CustomLLM):
 
             backend = RemoteBackend(base_url, api_key=api_key)
         resolved = _resolve_backend(backend, model)
-        use_chat = kwargs.get("chat_template")
-        has_template = bool(getattr(resolved.tokenizer, "chat_template", None))
-        if use_chat is None:
-            use_chat = has_template
-        elif use_chat and not has_template:
-            raise ValueError(f"chat_template=True but {resolved.model_name}'s tokenizer has no chat template")
-        kwargs["chat_template"] = use_chat
+        kwargs["chat_template"] = use_chat = resolved.uses_chat_template(kwargs.get("chat_template"))
         if use_chat:
             kwargs.setdefault("completion_to_prompt", resolved.chat_prompt)
             kwargs.setdefault("messages_to_prompt", _ChatTemplate(resolved.tokenizer))

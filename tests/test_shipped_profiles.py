@@ -137,3 +137,20 @@ def test_every_bundled_model_ships_a_profile_for_the_default_and_light_settings_
             assert profile.prompt == prompt_settings(config), profile.prompt
             assert profile.objective == "rate" and profile.questions == 20
             assert profile.dataset in ("hotpotqa_dev.jsonl", "2wiki_dev.jsonl", "nq_open_dev.jsonl")
+
+
+def test_what_chat_template_none_means_is_decided_once_by_the_backend():
+    """The prompt (``ModelCalls``), the profile lookup and the adapters all read ``chat_template`` through the
+    back-end, so ``None`` means the same thing everywhere: the tokenizer's template if it has one."""
+    backend = ScriptedBackend(respond)
+    assert backend.has_chat_template is False and backend.uses_chat_template(None) is False
+    assert backend.uses_chat_template(False) is False
+    with pytest.raises(ValueError, match="tokenizer has no chat template; leave chat_template unset"):
+        backend.uses_chat_template(True)
+    with pytest.raises(ValueError, match="has no chat template"):
+        SeaKR(backend, FakeRetriever([passage("p1", "x")]), CONFIG.with_(chat_template=True))
+    backend.tokenizer.chat_template = "{{ messages }}"
+    try:
+        assert backend.has_chat_template is True and backend.uses_chat_template(None) is True
+    finally:
+        del backend.tokenizer.chat_template  # the class attribute (None) again

@@ -52,6 +52,27 @@ class SelfAwareBackend(ABC):
     tokenizer: Any
     """The model's Hugging Face tokenizer (both back-ends tokenise on the driver side with it)."""
 
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether the tokenizer has a chat template: what ``chat_template=None`` means for this model, in the
+        prompt and in the calibration profile that fits it."""
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def uses_chat_template(self, requested: bool | None) -> bool:
+        """A ``chat_template`` setting resolved for this model: ``None`` follows the tokenizer.
+
+        Raises:
+            ValueError: ``requested`` is ``True`` and the tokenizer has no chat template.
+        """
+        if requested is None:
+            return self.has_chat_template
+        if requested and not self.has_chat_template:
+            raise ValueError(
+                f"chat_template=True but {self.model_name}'s tokenizer has no chat template; leave chat_template "
+                "unset (None) to follow the tokenizer, or set it to False"
+            )
+        return requested
+
     def tokenize(self, text: str) -> list[int]:
         """Token ids of ``text`` exactly as the back-end feeds a prompt to the model."""
         return list(self.tokenizer(text).input_ids)

@@ -59,12 +59,7 @@ class ModelCalls:
         self.backend = backend
         self.config = config
         tokenizer = backend.tokenizer
-        use_chat = config.chat_template
-        has_template = bool(getattr(tokenizer, "chat_template", None))
-        if use_chat is None:
-            use_chat = has_template
-        elif use_chat and not has_template:
-            raise ValueError(f"chat_template=True but {backend.model_name}'s tokenizer has no chat template")
+        use_chat = backend.uses_chat_template(config.chat_template)
         self.builder = PromptBuilder(
             exemplars(config.style, config.num_exemplars),
             backend.chat_prompt if use_chat else None,

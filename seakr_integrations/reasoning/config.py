@@ -283,7 +283,7 @@ class SeaKRConfig:
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
-        chat_default = bool(getattr(backend.tokenizer, "chat_template", None))
+        chat_default = backend.has_chat_template
         where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
         profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
         if profile is None and root is None:

@@ -215,8 +215,7 @@ class SeaKR(Reasoner):
         self.requested_config = self.config
         """The config as given; ``config`` is it with delta resolved (``delta=None``: the calibrated one)."""
         layer = backend.resolve_layer(self.config.layer)
-        has_chat_template = bool(getattr(backend.tokenizer, "chat_template", None))
-        delta, self.profile = resolve_delta(backend.model_name, layer, self.config, has_chat_template)
+        delta, self.profile = resolve_delta(backend.model_name, layer, self.config, backend.has_chat_template)
         """The calibrated-delta profile for this model and these settings (``None``: none exists, a warning said so)."""
         self.config = cfg = self.config.with_(delta=delta)
         self.calls.config = cfg
