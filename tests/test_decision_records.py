@@ -10,8 +10,8 @@ import re
 
 import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+from llamaindex_fakes import CONFIG, QUESTION, NodeListRetriever, eiffel, llm_for, make_nodes
 from test_langchain_adapters import ListRetriever
-from test_llamaindex_components import CONFIG, QUESTION, NodeListRetriever, eiffel, llm_for, make_nodes
 from test_trace_tables import _result
 
 import llamaindex_seakr

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fakes import FakeRetriever, ScriptedBackend, passage
 from langchain_core.callbacks import BaseCallbackHandler
+from llamaindex_fakes import CONFIG, QUESTION, NodeListRetriever, eiffel
 from test_langchain_adapters import ListRetriever
-from test_llamaindex_components import CONFIG, QUESTION, NodeListRetriever, eiffel
 
 from langchain_seakr import ChatSeaKR, SeaKRChain
 from llamaindex_seakr import SeaKRLLM, SeaKRQueryEngine

@@ -7,7 +7,7 @@ import io
 import logging
 
 from fakes import FakeRetriever, ScriptedBackend, passage
-from test_llamaindex_components import CONFIG, QUESTION, eiffel
+from llamaindex_fakes import CONFIG, QUESTION, eiffel
 
 from seakr_integrations.cli import build_parser
 from seakr_integrations.cli.ask import show_progress

@@ -8,8 +8,8 @@ import time
 
 import pytest
 from fakes import ScriptedBackend, passage
+from llamaindex_fakes import CONFIG, QUESTION, NodeListRetriever, eiffel
 from test_langchain_adapters import ListRetriever
-from test_llamaindex_components import CONFIG, QUESTION, NodeListRetriever, eiffel
 
 from langchain_seakr import ChatSeaKR, SeaKRChain
 from llamaindex_seakr import SeaKRLLM, SeaKRQueryEngine
