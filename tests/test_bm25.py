@@ -14,12 +14,13 @@ from seakr_integrations.retrieval import (
     BM25Index,
     Passage,
     Retriever,
-    bm25,
+    bm25_build,
     iter_passages,
     read_corpus,
     validate_passage,
 )
-from seakr_integrations.retrieval.bm25 import _ANALYZER, MANIFEST_NAME, _remove_dir
+from seakr_integrations.retrieval.bm25 import _ANALYZER, MANIFEST_NAME
+from seakr_integrations.retrieval.bm25_build import _remove_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("SEAKR_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -253,7 +254,7 @@ def test_cleanup_retries_while_a_late_lock_file_reappears(tmp_path: Path, monkey
     # then leaves the directory behind.  Simulated here by a lock file that reappears after the first deletion.
     directory = tmp_path / ".index.building-x"
     directory.mkdir()
-    real_rmtree, calls = bm25.shutil.rmtree, []
+    real_rmtree, calls = bm25_build.shutil.rmtree, []
 
     def racing_rmtree(path: Path, ignore_errors: bool = False) -> None:
         real_rmtree(path, ignore_errors=ignore_errors)
@@ -262,7 +263,7 @@ def test_cleanup_retries_while_a_late_lock_file_reappears(tmp_path: Path, monkey
             directory.mkdir()
             (directory / ".tantivy-meta.lock").touch()
 
-    monkeypatch.setattr(bm25.shutil, "rmtree", racing_rmtree)
+    monkeypatch.setattr(bm25_build.shutil, "rmtree", racing_rmtree)
     _remove_dir(directory)
     assert len(calls) == 2 and leftovers(tmp_path) == []
 
@@ -272,8 +273,8 @@ def test_cleanup_that_cannot_delete_warns_with_the_path(tmp_path: Path, monkeypa
     directory.mkdir()
     tries: list[Path] = []
     waits: list[float] = []
-    monkeypatch.setattr(bm25.shutil, "rmtree", lambda path, ignore_errors=False: tries.append(path))
-    monkeypatch.setattr(bm25.time, "sleep", waits.append)
+    monkeypatch.setattr(bm25_build.shutil, "rmtree", lambda path, ignore_errors=False: tries.append(path))
+    monkeypatch.setattr(bm25_build.time, "sleep", waits.append)
     with pytest.warns(RuntimeWarning, match=r"could not delete .*\.index\.building-y; delete it by hand"):
         _remove_dir(directory, attempts=4)
     assert len(tries) == 4 and len(waits) == 3  # a wait between tries, none after the last one before warning
