@@ -12,11 +12,11 @@ from typing import Any
 
 from seakr_integrations.retrieval.corpus import iter_passages, read_corpus, validate_passage
 from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
-from seakr_integrations.retrieval.es_connection import (
+from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
+from seakr_integrations.retrieval.es_errors import (
     AuthenticationError,
     ClusterUnreachableError,
     ElasticsearchBackendError,
-    ElasticsearchConnection,
     IncompleteIndexError,
     IndexNotFoundError,
     MappingError,

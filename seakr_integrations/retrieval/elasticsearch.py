@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from seakr_integrations.retrieval.background_loop import BackgroundLoop
-from seakr_integrations.retrieval.es_connection import ElasticsearchBackendError, ElasticsearchConnection, Secret
+from seakr_integrations.retrieval.es_connection import ElasticsearchConnection, Secret
+from seakr_integrations.retrieval.es_errors import ElasticsearchBackendError
 from seakr_integrations.retrieval.es_index import (
     DEFAULT_INDEX,
     DEFAULT_TEXT_FIELD,

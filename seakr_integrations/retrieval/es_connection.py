@@ -7,6 +7,8 @@ notebooks and bug reports.  So the credentials live in :class:`Secret` objects (
 ``'***'``) from the moment they are read, and every text that comes back from the server is scrubbed of them
 before it is shown.
 
+The errors themselves, and the translation of the client's exceptions into them, are in ``es_errors.py``.
+
 Settings come from arguments first, then from the environment, the variables the official tooling uses:
 ``ELASTICSEARCH_URL``, ``ELASTICSEARCH_API_KEY``, or ``ELASTICSEARCH_USERNAME`` with ``ELASTICSEARCH_PASSWORD``,
 and ``ELASTICSEARCH_CA_CERTS`` for a private certificate authority.
@@ -17,13 +19,18 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+from seakr_integrations.retrieval.es_errors import (
+    AuthenticationError,
+    ElasticsearchBackendError,
+    translate_client_error,
+)
 
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch, Elasticsearch
@@ -34,15 +41,8 @@ __all__ = [
     "ENV_PASSWORD",
     "ENV_URL",
     "ENV_USERNAME",
-    "AuthenticationError",
-    "ClusterUnreachableError",
-    "ElasticsearchBackendError",
     "ElasticsearchConnection",
-    "IncompleteIndexError",
-    "IndexNotFoundError",
-    "MappingError",
     "Secret",
-    "how_to_build",
 ]
 
 ENV_URL = "ELASTICSEARCH_URL"
@@ -52,40 +52,6 @@ ENV_PASSWORD = "ELASTICSEARCH_PASSWORD"
 ENV_CA_CERTS = "ELASTICSEARCH_CA_CERTS"
 
 _INSTALL = "pip install 'seakr-integrations[elasticsearch]'"
-
-
-# ---------------------------------------------------------------------------------------------------------- errors
-class ElasticsearchBackendError(RuntimeError):
-    """Base of every error the Elasticsearch back-end raises; ``url`` is the cluster's (without credentials)."""
-
-    def __init__(self, message: str, url: str = "") -> None:
-        super().__init__(message)
-        self.url = url
-
-
-class ClusterUnreachableError(ElasticsearchBackendError, ConnectionError):
-    """No answer from the cluster: refused, unknown host, TLS failure or timeout (the message names the URL)."""
-
-
-class AuthenticationError(ElasticsearchBackendError, PermissionError):
-    """The cluster rejected the credentials (HTTP 401) or they lack a privilege (HTTP 403)."""
-
-
-class IndexNotFoundError(ElasticsearchBackendError, LookupError):
-    """The index does not exist; the message says how to build it."""
-
-
-class MappingError(ElasticsearchBackendError, ValueError):
-    """The index exists but lacks the configured fields (or maps them as something other than text)."""
-
-
-class IncompleteIndexError(ElasticsearchBackendError):
-    """A ``seakr index`` build into the index was interrupted (or is still running); rerunning it completes it."""
-
-
-def how_to_build(url: str, index: str) -> str:
-    """The command that builds (or completes) ``index`` at ``url``, for error messages."""
-    return f"`seakr index CORPUS.jsonl --es {url} --index {index}`"
 
 
 # --------------------------------------------------------------------------------------------------------- secrets
@@ -351,72 +317,7 @@ class ElasticsearchConnection:
         self, exc: BaseException, action: str, index: str | None = None, elapsed: float | None = None
     ) -> ElasticsearchBackendError | None:
         """This module's error for a client exception (``None`` for one that is not the client's)."""
-        try:
-            import elastic_transport
-            import elasticsearch
-        except ImportError:  # pragma: no cover - nothing could have raised a client error
-            return None
-        url, where = self.url, f" ({action}" + (f" on index {index!r})" if index else ")")
-        waited = f" after {elapsed:.1f} s" if elapsed is not None else ""
-        if isinstance(exc, elastic_transport.ConnectionTimeout):
-            return ClusterUnreachableError(
-                f"Elasticsearch at {url} did not answer within request_timeout={self.request_timeout:g} s{where}"
-                f"{waited}; check that the cluster is up and reachable from here, or raise request_timeout",
-                url,
-            )
-        if isinstance(exc, elastic_transport.TlsError):
-            return ClusterUnreachableError(
-                f"TLS to Elasticsearch at {url} failed{where}: {self.scrub(_reason(exc))}; if the cluster uses a "
-                f"private certificate authority, set {ENV_CA_CERTS} (ca_certs=) to its certificate",
-                url,
-            )
-        if isinstance(exc, elastic_transport.ConnectionError):
-            return ClusterUnreachableError(
-                f"cannot reach Elasticsearch at {url}{where}: {self.scrub(_reason(exc))}{waited} "
-                f"({self.max_retries} retries); check that the cluster is running and that the URL ({ENV_URL} or "
-                "--es) is right",
-                url,
-            )
-        if isinstance(exc, elasticsearch.AuthenticationException):
-            if self.auth == "none":
-                fix = f"the cluster needs credentials: set {ENV_API_KEY}, or {ENV_USERNAME} and {ENV_PASSWORD}"
-            else:
-                fix = f"check the {self.auth} credentials from {self.auth_source}"
-            return AuthenticationError(
-                f"authentication failed: Elasticsearch at {url} rejected the {self.auth} credentials{where} (HTTP "
-                f"401: {self.scrub(_api_reason(exc))}); {fix}",
-                url,
-            )
-        if isinstance(exc, elasticsearch.AuthorizationException):
-            return AuthenticationError(
-                f"permission denied: Elasticsearch at {url} accepted the {self.auth} credentials but they may not "
-                f"{action}{' on index ' + repr(index) if index else ''} (HTTP 403: {self.scrub(_api_reason(exc))}); "
-                "grant the user or API key that privilege",
-                url,
-            )
-        if isinstance(exc, elasticsearch.NotFoundError) and _api_type(exc) == "index_not_found_exception":
-            name = index or "?"
-            return IndexNotFoundError(
-                f"Elasticsearch index {name!r} does not exist at {url}; build it with {how_to_build(url, name)}",
-                url,
-            )
-        if isinstance(exc, elasticsearch.UnsupportedProductError):
-            return ElasticsearchBackendError(
-                f"the server at {url} is not Elasticsearch (or an unsupported distribution){where}: "
-                f"{self.scrub(str(exc))}",
-                url,
-            )
-        if isinstance(exc, elasticsearch.ApiError):
-            return ElasticsearchBackendError(
-                f"Elasticsearch at {url} refused to {action}{' on index ' + repr(index) if index else ''} (HTTP "
-                f"{exc.meta.status} {_api_type(exc)}: {self.scrub(_api_reason(exc))})",
-                url,
-            )
-        if isinstance(exc, elastic_transport.TransportError):
-            return ElasticsearchBackendError(
-                f"request to Elasticsearch at {url} failed{where}: {self.scrub(str(exc))}", url
-            )
-        return None
+        return translate_client_error(exc, self, action, index, elapsed)
 
 
 def _import_client() -> Any:
@@ -453,40 +354,3 @@ def _split_url(raw: str) -> tuple[str, str | None, str | None]:
     user = unquote(parts.username) if parts.username else None
     password = unquote(parts.password) if parts.password is not None else None
     return clean, user, password
-
-
-def _reason(exc: BaseException) -> str:
-    """The innermost useful words of a connection error (``connection refused``, ``host not found``, ...)."""
-    text = str(exc)
-    for pattern, reason in (
-        (r"Connection refused", "connection refused"),
-        (
-            r"Name or service not known|nodename nor servname|getaddrinfo failed|No address associated",
-            "host name not found",
-        ),
-        (r"Connection reset", "connection reset by the server"),
-        (r"Network is unreachable", "network unreachable"),
-        (r"timed out", "timed out"),
-        (r"CERTIFICATE_VERIFY_FAILED|certificate verify failed", "the server's certificate could not be verified"),
-        (r"WRONG_VERSION_NUMBER|wrong version number", "the server does not speak TLS (use http://)"),
-    ):
-        if re.search(pattern, text):
-            return reason
-    return re.sub(r"<[^>]* object at 0x[0-9a-f]+>", "connection", text)[:300]
-
-
-def _api_type(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return str(body["error"].get("type", ""))
-    return str(getattr(exc, "message", "") or "")
-
-
-def _api_reason(exc: Any) -> str:
-    """The top-level ``reason`` of an API error (not its details, which can name credential ids)."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return str(body["error"].get("reason", ""))[:300] or _api_type(exc)
-    if isinstance(body, str) and body.strip():
-        return body.strip()[:300]
-    return str(getattr(exc, "message", "") or "no details")

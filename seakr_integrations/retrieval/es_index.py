@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
-from seakr_integrations.retrieval.es_connection import (
+from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
+from seakr_integrations.retrieval.es_errors import (
     ElasticsearchBackendError,
-    ElasticsearchConnection,
     IncompleteIndexError,
     IndexNotFoundError,
     MappingError,
