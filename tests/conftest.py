@@ -1,4 +1,5 @@
-"""Shared fixtures: real models only (a tiny random Llama built here, SmolLM2 from PyPI), no fakes."""
+"""Shared fixtures: real models only (a tiny random Llama built here, SmolLM2 from PyPI), no fakes; the
+Elasticsearch server and indices (``es_fixtures``); captured LlamaIndex events."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["es_fixtures"]
 
 
 @pytest.fixture(scope="session")
