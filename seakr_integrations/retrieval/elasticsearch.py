@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from seakr_integrations.retrieval.background_loop import BackgroundLoop
 from seakr_integrations.retrieval.es_connection import ElasticsearchConnection, Secret
 from seakr_integrations.retrieval.es_errors import ElasticsearchBackendError
-from seakr_integrations.retrieval.es_index import (
+from seakr_integrations.retrieval.es_mapping import (
     DEFAULT_INDEX,
     DEFAULT_TEXT_FIELD,
     DEFAULT_TITLE_FIELD,
