@@ -1,5 +1,6 @@
 """Shared fixtures: real models only (a tiny random Llama built here, SmolLM2 from PyPI), no fakes; the
-Elasticsearch server and indices (``es_fixtures``); captured LlamaIndex events."""
+Elasticsearch server and indices (``es_fixtures``); a small BM25 index (``bm25_fixtures``); captured LlamaIndex
+events."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["es_fixtures"]
+pytest_plugins = ["bm25_fixtures", "es_fixtures"]
 
 
 @pytest.fixture(scope="session")
