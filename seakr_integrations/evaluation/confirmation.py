@@ -43,20 +43,20 @@ def target_lines(runs: Sequence[MethodRun]) -> list[str]:
         best = baselines[0]
         gap = 100 * (mine.f1 - best.summary().f1)
         names = ", ".join(run.name for run in baselines)
-        outcome = "**met**" if gap >= 0 else f"**missed** by {-gap:.1f} F1"
+        outcome = "**met**" if gap >= 0 else f"**missed**, by {-gap:.1f} F1"
         lines.append(
             f"* F1: the default SeaKR scores {100 * mine.f1:.1f}; the best baseline, {best.name}, scores "
-            f"{100 * best.summary().f1:.1f} ({gap:+.1f}). Target {outcome}. Baselines run: {names}."
+            f"{100 * best.summary().f1:.1f} ({gap:+.1f}). This part of the target is {outcome}. Baselines run: {names}."
         )
     else:
         lines.append("* F1: no baseline has run on these questions, so this part of the target is not checked.")
     paper = next((run for run in runs if run.name == PAPER_RUN), None)
     if paper is not None:
         theirs = paper.summary().lm_calls
-        outcome = "**met**" if mine.lm_calls <= theirs else f"**missed** by {mine.lm_calls - theirs:.1f}"
+        outcome = "**met**" if mine.lm_calls <= theirs else f"**missed**, by {mine.lm_calls - theirs:.1f}"
         lines.append(
             f"* LM calls per question: the default SeaKR makes {mine.lm_calls:.1f}, SeaKR with the paper's rules "
-            f"{theirs:.1f}. Target {outcome}."
+            f"{theirs:.1f}. This part of the target is {outcome}."
         )
     else:
         lines.append(
