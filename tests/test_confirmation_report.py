@@ -54,7 +54,7 @@ def test_parts_not_run_are_named_not_checked(tmp_path):
     _run(root, "seakr", [1.0, 0.0])
     text = _confirm(tmp_path, "")
     assert "no baseline has run on these questions, so this part of the target is not checked" in text
-    assert "`seakr-paper` has not run on these questions" in text
+    assert "`seakr-paper` has not answered all these questions" in text
     _run(root, "cot", [0.0, 0.0], dataset="2wiki_dev.jsonl")
     text = _confirm(tmp_path, "")
     assert "### 2wiki_dev: confirmation\n\nNo `seakr` results here, so the target is not checked." in text
@@ -83,3 +83,14 @@ def test_report_command_takes_the_confirmation_and_its_notes(tmp_path):
     empty.mkdir()
     done = _seakr("report", str(tmp_path / "old" / "runs"), "--out", str(out), "--confirmation", str(empty))
     assert done.returncode == 2 and "no results files" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_run_still_short_of_the_questions_waits_outside_the_tables(tmp_path):
+    root = tmp_path / "confirm"
+    _run(root, "seakr", [1.0, 0.0, 1.0, 0.0])
+    _run(root, "cot", [0.0, 0.0, 0.0, 0.0])
+    _run(root, "seakr-paper", [1.0], lm_calls=9)  # resumed later
+    text = _confirm(tmp_path, "")
+    assert "left out of this section until it has answered every question: seakr-paper (1 of 4 questions)." in text
+    assert "| seakr | 4 | 50.0 | 50.0 |" in text and "| seakr-paper | 1 |" not in text
+    assert "`seakr-paper` has not answered all these questions" in text

@@ -60,10 +60,21 @@ def target_lines(runs: Sequence[MethodRun]) -> list[str]:
         )
     else:
         lines.append(
-            f"* LM calls per question: the default SeaKR makes {mine.lm_calls:.1f}. `{PAPER_RUN}` has not run on "
-            "these questions, so the comparison with the paper's rules is not made here."
+            f"* LM calls per question: the default SeaKR makes {mine.lm_calls:.1f}. `{PAPER_RUN}` has not answered "
+            "all these questions, so the comparison with the paper's rules is not made here."
         )
     return [*lines, ""]
+
+
+def _size(runs: Sequence[MethodRun]) -> int:
+    return max(len(run.records) for run in runs)
+
+
+def _finished(runs: Sequence[MethodRun]) -> tuple[list[MethodRun], list[MethodRun]]:
+    """The runs that answered as many questions as the largest, and those still short of it (a run in progress,
+    resumed later): a confirmation compares every method on every question, so a short run waits."""
+    size = _size(runs)
+    return [run for run in runs if len(run.records) == size], [run for run in runs if len(run.records) < size]
 
 
 def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples: int = 3) -> list[str]:
@@ -76,8 +87,16 @@ def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples
     for run in runs:
         by_dataset[run.dataset].append(run)
     for dataset, group in sorted(by_dataset.items()):
-        same, count = on_shared_questions(group)
         lines += [f"### {dataset}: confirmation", ""]
+        group, unfinished = _finished(group)
+        if unfinished:
+            lines += [
+                "Still running, so left out of this section until it has answered every question: "
+                + ", ".join(f"{run.name} ({len(run.records)} of {_size(group)} questions)" for run in unfinished)
+                + ".",
+                "",
+            ]
+        same, count = on_shared_questions(group)
         more = [f"{run.name} ({len(run.records)})" for run in group if len(run.records) > count]
         if more and count:
             lines += [f"Compared on the {count} questions every file holds; {', '.join(more)} answered more.", ""]
