@@ -14,7 +14,8 @@
 #                                                SeaKR, seakr-paper and the baselines, in one command per dataset
 #   seakr report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh --notes docs/results_notes.md \
 #     --profiles runs/answer-prefix/profiles/*/*.json \
-#     --confirmation runs/confirmation --confirmation-notes docs/confirmation_notes.md
+#     --confirmation runs/confirmation --confirmation-notes docs/confirmation_notes.md \
+#     --title "SeaKR against the baselines: Qwen2.5-Coder-0.5B-Instruct on CPU"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SEAKR:-.venv/bin/seakr}
