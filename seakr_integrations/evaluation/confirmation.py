@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions
 from seakr_integrations.evaluation.report_decisions import decision_section
-from seakr_integrations.evaluation.report_tables import method_table, paired_lines
+from seakr_integrations.evaluation.report_tables import method_table, paired_lines, shared_questions_note
 
 __all__ = ["DEFAULT_RUN", "PAPER_RUN", "confirmation_section", "target_lines"]
 
@@ -97,11 +97,7 @@ def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples
                 "",
             ]
         same, count = on_shared_questions(group)
-        more = [f"{run.name} ({len(run.records)})" for run in group if len(run.records) > count]
-        if more and count:
-            lines += [f"Compared on the {count} questions every file holds; {', '.join(more)} answered more.", ""]
-        elif more:
-            lines += ["These results files share no question: each row is over its own questions.", ""]
+        lines += shared_questions_note(group, count)
         lines += target_lines(same)
         lines += method_table(same)
         default = next((run for run in same if run.name == DEFAULT_RUN), None)

@@ -22,7 +22,12 @@ from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.confirmation import confirmation_section
 from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions
 from seakr_integrations.evaluation.report_decisions import decision_section
-from seakr_integrations.evaluation.report_tables import bootstrap_interval, method_table, paired_lines
+from seakr_integrations.evaluation.report_tables import (
+    bootstrap_interval,
+    method_table,
+    paired_lines,
+    shared_questions_note,
+)
 
 __all__ = ["write_report"]
 
@@ -205,15 +210,7 @@ def write_report(
     for dataset, group in sorted(by_dataset.items()):
         lines += [f"## {dataset}", ""]
         same, count = shared[dataset]
-        more = [f"{run.name} ({len(run.records)})" for run in group if len(run.records) > count]
-        if more and count:
-            lines += [
-                f"Methods compared on the {count} questions every results file holds; "
-                f"{', '.join(more)} answered more, left out here (closed-book's extra answers count in its AUROC).",
-                "",
-            ]
-        elif more:
-            lines += ["These results files share no question: each row is over its own questions.", ""]
+        lines += shared_questions_note(group, count)
         lines += method_table(same)
         seakr = next((run for run in same if run.name == "seakr"), None)
         if seakr is not None:

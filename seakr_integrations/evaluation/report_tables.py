@@ -11,7 +11,21 @@ import numpy as np
 
 from seakr_integrations.evaluation.method_runs import MethodRun
 
-__all__ = ["bootstrap_interval", "method_table", "paired_lines"]
+__all__ = ["bootstrap_interval", "method_table", "paired_lines", "shared_questions_note"]
+
+
+def shared_questions_note(group: Sequence[MethodRun], count: int) -> list[str]:
+    """What the tables of ``group`` (cut by ``on_shared_questions`` to ``count`` questions) leave out, if anything."""
+    more = [f"{run.name} ({len(run.records)})" for run in group if len(run.records) > count]
+    if more and count:
+        return [
+            f"Methods compared on the {count} questions every results file holds; {', '.join(more)} answered more, "
+            "left out here (closed-book's extra answers count in its AUROC).",
+            "",
+        ]
+    if more:
+        return ["These results files share no question: each row is over its own questions.", ""]
+    return []
 
 
 def method_table(runs: Sequence[MethodRun]) -> list[str]:
