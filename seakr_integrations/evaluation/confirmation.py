@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions
+from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions, run_named
 from seakr_integrations.evaluation.report_decisions import decision_section
 from seakr_integrations.evaluation.report_tables import method_table, paired_lines, shared_questions_note
 
@@ -33,7 +33,7 @@ def _is_baseline(run: MethodRun) -> bool:
 def target_lines(runs: Sequence[MethodRun]) -> list[str]:
     """The target's outcome on one dataset's runs (already cut to shared questions): the default SeaKR's F1 at
     least every baseline's, with no more LM calls per question than SeaKR with the paper's rules."""
-    default = next((run for run in runs if run.name == DEFAULT_RUN), None)
+    default = run_named(runs, DEFAULT_RUN)
     if default is None:
         return [f"No `{DEFAULT_RUN}` results here, so the target is not checked.", ""]
     mine = default.summary()
@@ -50,7 +50,7 @@ def target_lines(runs: Sequence[MethodRun]) -> list[str]:
         )
     else:
         lines.append("* F1: no baseline has run on these questions, so this part of the target is not checked.")
-    paper = next((run for run in runs if run.name == PAPER_RUN), None)
+    paper = run_named(runs, PAPER_RUN)
     if paper is not None:
         theirs = paper.summary().lm_calls
         outcome = "**met**" if mine.lm_calls <= theirs else f"**missed**, by {mine.lm_calls - theirs:.1f}"
@@ -66,15 +66,13 @@ def target_lines(runs: Sequence[MethodRun]) -> list[str]:
     return [*lines, ""]
 
 
-def _size(runs: Sequence[MethodRun]) -> int:
-    return max(len(run.records) for run in runs)
-
-
-def _finished(runs: Sequence[MethodRun]) -> tuple[list[MethodRun], list[MethodRun]]:
-    """The runs that answered as many questions as the largest, and those still short of it (a run in progress,
-    resumed later): a confirmation compares every method on every question, so a short run waits."""
-    size = _size(runs)
-    return [run for run in runs if len(run.records) == size], [run for run in runs if len(run.records) < size]
+def _finished(runs: Sequence[MethodRun]) -> tuple[list[MethodRun], list[MethodRun], int]:
+    """The runs that answered as many questions as the largest, those still short of it (a run in progress,
+    resumed later), and that largest count: a confirmation compares every method on every question, so a short
+    run waits."""
+    size = max(len(run.records) for run in runs)
+    finished = [run for run in runs if len(run.records) == size]
+    return finished, [run for run in runs if len(run.records) < size], size
 
 
 def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples: int = 3) -> list[str]:
@@ -88,11 +86,11 @@ def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples
         by_dataset[run.dataset].append(run)
     for dataset, group in sorted(by_dataset.items()):
         lines += [f"### {dataset}: confirmation", ""]
-        group, unfinished = _finished(group)
+        group, unfinished, size = _finished(group)
         if unfinished:
             lines += [
                 "Still running, so left out of this section until it has answered every question: "
-                + ", ".join(f"{run.name} ({len(run.records)} of {_size(group)} questions)" for run in unfinished)
+                + ", ".join(f"{run.name} ({len(run.records)} of {size} questions)" for run in unfinished)
                 + ".",
                 "",
             ]
@@ -100,7 +98,7 @@ def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples
         lines += shared_questions_note(group, count)
         lines += target_lines(same)
         lines += method_table(same)
-        default = next((run for run in same if run.name == DEFAULT_RUN), None)
+        default = run_named(same, DEFAULT_RUN)
         if default is not None:
             lines += paired_lines(default, same)
         lines += decision_section(f"{dataset} (confirmation)", same, examples)

@@ -12,7 +12,7 @@ from seakr_integrations.evaluation.results import read_results
 from seakr_integrations.evaluation.runner import EvalSummary, summarize
 from seakr_integrations.reasoning.trace import SeaKRResult, trace_version
 
-__all__ = ["MethodRun", "load_runs", "on_shared_questions"]
+__all__ = ["MethodRun", "load_runs", "on_shared_questions", "run_named"]
 
 
 @dataclass
@@ -39,6 +39,11 @@ class MethodRun:
 
     def summary(self) -> EvalSummary:
         return summarize(self.records)
+
+
+def run_named(runs: Iterable[MethodRun], name: str) -> MethodRun | None:
+    """The run whose row is labelled ``name`` (see :attr:`MethodRun.name`), or ``None`` when none has run."""
+    return next((run for run in runs if run.name == name), None)
 
 
 def _read_trace(record: dict[str, Any], path: Path) -> dict[str, Any]:

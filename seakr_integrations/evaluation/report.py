@@ -20,7 +20,7 @@ import numpy as np
 
 from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.confirmation import confirmation_section
-from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions
+from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions, run_named
 from seakr_integrations.evaluation.report_decisions import decision_section
 from seakr_integrations.evaluation.report_tables import (
     bootstrap_interval,
@@ -212,7 +212,7 @@ def write_report(
         same, count = shared[dataset]
         lines += shared_questions_note(group, count)
         lines += method_table(same)
-        seakr = next((run for run in same if run.name == "seakr"), None)
+        seakr = run_named(same, "seakr")
         if seakr is not None:
             lines += paired_lines(seakr, same)
         for run in group:

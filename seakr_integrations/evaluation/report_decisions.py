@@ -10,7 +10,7 @@ from seakr_integrations.evaluation.decisions import (
     gate_agreement,
     retrieval_benefit,
 )
-from seakr_integrations.evaluation.method_runs import MethodRun
+from seakr_integrations.evaluation.method_runs import MethodRun, run_named
 
 __all__ = ["decision_section"]
 
@@ -55,7 +55,7 @@ def decision_section(dataset: str, group: list[MethodRun], examples: int) -> lis
         )
     lines.append("")
     closed = next((run for run in group if run.method == "closed-book"), None)
-    seakr = next((run for run in group if run.name == "seakr"), None)
+    seakr = run_named(group, "seakr")
     if closed is not None and seakr is not None:
         gate = gate_agreement(seakr.records, closed.records)
         if gate is not None:
@@ -67,8 +67,8 @@ def decision_section(dataset: str, group: list[MethodRun], examples: int) -> lis
                 f"retrieved for {gate['unknown_retrieved']}.",
                 "",
             ]
-    single = next((run for run in group if run.name == "single-retrieval"), None)
-    cot = next((run for run in group if run.name == "cot"), None)
+    single = run_named(group, "single-retrieval")
+    cot = run_named(group, "cot")
     if seakr is not None and single is not None and cot is not None:
         benefit = retrieval_benefit(seakr.records, single.records, cot.records)
         if benefit is not None:

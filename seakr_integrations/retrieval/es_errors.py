@@ -89,7 +89,8 @@ def translate_client_error(
         import elasticsearch
     except ImportError:  # pragma: no cover - nothing could have raised a client error
         return None
-    url, where = conn.url, f" ({action}" + (f" on index {index!r})" if index else ")")
+    on_index = f" on index {index!r}" if index else ""
+    url, where = conn.url, f" ({action}{on_index})"
     waited = f" after {elapsed:.1f} s" if elapsed is not None else ""
     if isinstance(exc, elastic_transport.ConnectionTimeout):
         return ClusterUnreachableError(
@@ -123,7 +124,7 @@ def translate_client_error(
     if isinstance(exc, elasticsearch.AuthorizationException):
         return AuthenticationError(
             f"permission denied: Elasticsearch at {url} accepted the {conn.auth} credentials but they may not "
-            f"{action}{' on index ' + repr(index) if index else ''} (HTTP 403: {conn.scrub(_api_reason(exc))}); "
+            f"{action}{on_index} (HTTP 403: {conn.scrub(_api_reason(exc))}); "
             "grant the user or API key that privilege",
             url,
         )
@@ -140,7 +141,7 @@ def translate_client_error(
         )
     if isinstance(exc, elasticsearch.ApiError):
         return ElasticsearchBackendError(
-            f"Elasticsearch at {url} refused to {action}{' on index ' + repr(index) if index else ''} (HTTP "
+            f"Elasticsearch at {url} refused to {action}{on_index} (HTTP "
             f"{exc.meta.status} {_api_type(exc)}: {conn.scrub(_api_reason(exc))})",
             url,
         )
