@@ -186,7 +186,8 @@ class ModelCalls:
         finals, forced = [], []
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
             answer = extract_answer(out.greedy.text)
-            finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context))  # type: ignore[arg-type]
+            screen = self.screen(out)
+            finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context, screen))  # type: ignore[arg-type]
             if answer is None:
                 again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
                 if self.fits(again):
@@ -201,8 +202,15 @@ class ModelCalls:
                 old = finals[i]
                 text = ANSWER_PROMPT.rstrip() + out.greedy.text
                 generation = (old.generation + text).strip()
-                finals[i] = FinalTrace(old.strategy, extract_answer(text), generation, u, True, old.context)
+                finals[i] = FinalTrace(
+                    old.strategy, extract_answer(text), generation, u, True, old.context, self.screen(out)
+                )
         return finals
+
+    def screen(self, output: SelfAwareOutput) -> Uncertainty | None:
+        """The ``cascade_estimator``'s reading of a call's greedy continuation (``None`` when none is set)."""
+        name = self.config.cascade_estimator
+        return None if name is None else estimate(output, name, self.config.alpha)
 
     # ------------------------------------------------------------------------------------------- searches
     def query(self, state: QuestionState, out: SelfAwareOutput, threshold: float) -> BuiltQuery:

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_int, check_real
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
-from seakr_integrations.uncertainty.registry import check_estimator
+from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
 
-__all__ = ["PAPER_RULES", "SeaKRConfig"]
+__all__ = ["PAPER_RULES", "SeaKRConfig", "check_band"]
 
 Mode = Literal["multi_hop", "single_hop"]
 ContentFilter = Literal["stopwords", "spacy"]
@@ -24,6 +24,17 @@ _STYLES = ("2wiki", "hotpotqa", "simple")
 _SAMPLING = SamplingConfig()
 """The sampling fields' defaults are SamplingConfig's: declared there once."""
 _SAMPLING_FIELDS = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source")
+
+
+def check_band(band: Any) -> tuple[float, float]:
+    """A cascade band as ``(low, high)`` floats, refused unless it is two finite numbers with low <= high."""
+    if isinstance(band, (str, bytes)) or not hasattr(band, "__len__") or len(band) != 2:
+        raise ValueError(f"cascade_band={band!r}: give two numbers (sure_at_or_below, unsure_above), or None")
+    low = check_real("cascade_band[0]", band[0], "a finite number")
+    high = check_real("cascade_band[1]", band[1], "a finite number")
+    if not low <= high:
+        raise ValueError(f"cascade_band={band!r}: the low edge must not be above the high edge")
+    return (low, high)
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,22 @@ class SeaKRConfig:
         stop_on_repeated_step: End the loop at a step that says what an earlier step said (case, punctuation and
             a/an/the aside): it adds nothing to the context, and each further round costs LM calls.  ``False``, the
             paper, stops on a repeated query only.
+        cascade_estimator: The cascade gate's first stage: an estimator that needs the greedy continuation alone
+            (``"perplexity"``).  Each step is generated greedily first; where this estimator is outside
+            ``cascade_band`` the gate decides from it, and the k samples (the expensive part of every reading) are
+            drawn only inside the band.  ``None``, the paper, samples at every step.
+        cascade_band: ``(sure_at_or_below, unsure_above)`` in ``cascade_estimator``'s units.  ``None`` takes the
+            band calibrated with delta (``seakr calibrate`` stores it in the same profile); a model without one runs
+            without the cascade.
+        check_claims: A step that names an entity no kept passage covers is not accepted on confidence alone: it is
+            sent to retrieval (a small model's confident claims about entities it has not read about are mostly
+            wrong).  ``False``, the paper, trusts the gate.
+        cover_compared_entities: A question that compares or joins entities ("X or Y", "X and Y") is not answered
+            while one of them has no kept passage: SeaKR searches for it first (within ``max_steps`` and
+            ``max_docs``).  ``False``, the paper, answers as soon as a step states an answer.
+        anchor_queries: Keep each query on the question: one that names none of the question's entities still
+            lacking a passage gets the first of them, and one that shares no word with the question gets the
+            question's content words.  ``False``, the paper, searches the masked step as it is.
     """
 
     mode: Mode = "multi_hop"
@@ -132,6 +159,11 @@ class SeaKRConfig:
     final_margin: float = 0.0
     knowledge_needs_passages: bool = True
     stop_on_repeated_step: bool = True
+    cascade_estimator: str | None = None
+    cascade_band: tuple[float, float] | None = None
+    check_claims: bool = False
+    cover_compared_entities: bool = False
+    anchor_queries: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.base_stops, str):
@@ -204,6 +236,18 @@ class SeaKRConfig:
         for name in ("knowledge_needs_passages", "stop_on_repeated_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: must be True (the default) or False (the paper)")
+        for name in ("check_claims", "cover_compared_entities", "anchor_queries"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r}: must be True or False (the paper)")
+        if self.cascade_estimator is not None:
+            check_estimator(self.cascade_estimator)
+            if not REGISTRY[self.cascade_estimator].needs <= {"greedy_logprobs"}:
+                raise ValueError(
+                    f"cascade_estimator={self.cascade_estimator!r} needs samples or another call; the cascade's first "
+                    "stage reads the greedy continuation alone: use 'perplexity', or None for no cascade"
+                )
+        if self.cascade_band is not None:
+            checked["cascade_band"] = check_band(self.cascade_band)
         if self.final_strategy not in ("choose", "rationales", "knowledge"):
             raise ValueError(
                 f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
@@ -312,6 +356,10 @@ PAPER_RULES: dict[str, Any] = {
     "final_margin": 0.0,
     "knowledge_needs_passages": False,
     "stop_on_repeated_step": False,
+    "cascade_estimator": None,
+    "check_claims": False,
+    "cover_compared_entities": False,
+    "anchor_queries": False,
 }
 """The settings whose defaults differ from the paper's decisions, at the paper's values (``SeaKRConfig.paper()``;
 ``docs/decision_rules.md`` says why the defaults differ)."""

@@ -75,6 +75,18 @@ class GateReason(StrEnum):
     """Told to retrieve whatever the uncertainty (the uncertainty is still measured and recorded)."""
     NEVER_RETRIEVE = "never_retrieve"
     """``SeaKRConfig(retrieve="never")``: retrieval is off."""
+    SURE_FROM_TOKENS = "sure_from_tokens"
+    """The cascade: the greedy continuation's own token probabilities put the model clearly on the sure side
+    (``cascade_estimator`` at or below the band's low edge), so no samples were drawn: no retrieval."""
+    UNSURE_FROM_TOKENS = "unsure_from_tokens"
+    """The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above
+    the band's high edge), so no samples were drawn: retrieve."""
+    UNSUPPORTED_CLAIM = "unsupported_claim"
+    """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the
+    uncertainty."""
+    UNCOVERED_ENTITY = "uncovered_entity"
+    """The step states the answer, but an entity the question compares has no kept passage yet
+    (``cover_compared_entities``): search for that entity before answering."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +139,8 @@ class GateDecision:
             retrieve, reason = False, GateReason.NEVER_RETRIEVE
         elif not assessment.generation.strip():
             retrieve, reason = True, GateReason.EMPTY_GENERATION
+        elif assessment.reason is not None:
+            retrieve, reason = assessment.retrieve, assessment.reason
         elif assessment.retrieve:
             retrieve, reason = True, GateReason.UNCERTAIN
         else:
@@ -160,6 +174,14 @@ class GateDecision:
             return f"the model wrote nothing (uncertainty {u}), so it retrieves"
         if self.reason is GateReason.ALWAYS_RETRIEVE:
             return f"told to always retrieve (uncertainty {u}, delta {delta})"
+        if self.reason is GateReason.SURE_FROM_TOKENS:
+            return "the greedy step's token probabilities show the model clearly sure, so retrieval is skipped"
+        if self.reason is GateReason.UNSURE_FROM_TOKENS:
+            return "the greedy step's token probabilities show the model clearly unsure, so it retrieves"
+        if self.reason is GateReason.UNSUPPORTED_CLAIM:
+            return "the step names an entity that no kept passage covers, so it retrieves"
+        if self.reason is GateReason.UNCOVERED_ENTITY:
+            return "an entity the question compares has no kept passage yet, so it retrieves"
         return f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})"
 
     @property

@@ -26,10 +26,20 @@ import re
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import has_answer, is_unknown
 from seakr_integrations.reasoning.calls import ModelCalls
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.decisions import GateReason
+from seakr_integrations.reasoning.entities import (
+    anchor_query,
+    compared_entities,
+    entity_query,
+    named_entities,
+    uncovered,
+)
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
+from seakr_integrations.reasoning.gate import Gate
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
 from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import (
@@ -59,6 +69,8 @@ class SeaKRLoop:
     def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
         self.config = config
         self.calls = calls
+        self.gate = Gate(config, calls)
+        """When to retrieve (the self-aware gate, read in stages when the config asks for it)."""
 
     def program(self, state: QuestionState) -> Program:
         """The whole answer to ``state.question``, as a program that returns a ``SeaKRResult``."""
@@ -66,23 +78,24 @@ class SeaKRLoop:
 
     # ---------------------------------------------------------------------------------------- the gate
     def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
-        """Self-aware retrieval: an empty step, or an uncertainty above delta (single-hop: not below it), calls for
-        retrieval; ``config.retrieve`` can replace the gate by always or never."""
-        if self.config.retrieve != "uncertain":
-            return self.config.retrieve == "always"
-        if not text.strip():
-            return True
-        if self.config.mode == "single_hop":
-            return not u.value < self.config.delta
-        return u.value > self.config.delta
+        """Self-aware retrieval on a measured step (``gate.Gate.needs_retrieval``)."""
+        return self.gate.needs_retrieval(text, u)
 
     def assess(self, state: QuestionState) -> Generator[Any, Any, Assessment]:
         """The gate alone on the model's next step (multi-hop) or direct answer (single-hop)."""
         single = self.config.mode == "single_hop"
         call = self.calls.call(state, state.steps, state.docs, sentence=not single)
-        ((out, u),) = yield from self.calls.run(state, [call])
-        text = out.greedy.text.strip()
-        return Assessment(state.question, text, u, self.needs_retrieval(text, u), has_answer(text), out)
+        reading = yield from self.gate.read(state, call, stop_at_answer=False)
+        text = reading.output.greedy.text.strip()
+        return Assessment(
+            state.question,
+            text,
+            reading.uncertainty,
+            reading.retrieve,
+            has_answer(text),
+            reading.output,
+            reading.reason,
+        )
 
     # ------------------------------------------------------------------------------------------ multi-hop
     def multi_hop(self, state: QuestionState) -> Program:
@@ -103,16 +116,27 @@ class SeaKRLoop:
         """One step of the loop; sets ``step.stop`` when the loop must end."""
         cfg = self.config
         call = self.calls.call(state, state.steps, state.docs, sentence=True)
-        ((out, u),) = yield from self.calls.run(state, [call])
+        reading = yield from self.gate.read(state, call, stop_at_answer=True)
+        out = reading.output
         text = out.greedy.text.strip()
-        step = StepTrace(len(state.trace), out.greedy.text, u, "accept")
+        step = StepTrace(len(state.trace), out.greedy.text, reading.uncertainty, "accept")
+        step.reason, step.screen = reading.reason, reading.screen
         state.trace.append(step)
-        if has_answer(text):  # checked before the uncertainty gate
+        missing = self.missing_compared(state)
+        if has_answer(text) and not missing:  # checked before the uncertainty gate
             step.decision, step.accepted, step.stop = "answer", text, StopReason.ANSWER_FOUND
             state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             return step
-        if not self.needs_retrieval(text, u):
+        if has_answer(text):  # cover_compared_entities: one side of the comparison has no passage yet
+            step.decision, step.reason = "retrieve", GateReason.UNCOVERED_ENTITY
+            state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+            query = entity_query(missing[0], state.question)
+            state.note(f"round {step.index + 1} stated an answer before {quoted(missing[0])} had a passage")
+            yield from self.retrieve(state, step, searched, query, [])
+            if step.stop:
+                return step
+        elif not reading.retrieve:
             if not self.repeated(state, step, text, state.steps):
                 step.accepted = text
                 state.steps.append(text)
@@ -123,29 +147,50 @@ class SeaKRLoop:
             step.decision = "retrieve"
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             query = self.calls.query(state, out, cfg.mask_threshold)
-            step.query, step.masked_words = query.text, list(query.masked)
-            if query.text in searched:
-                step.stop = StopReason.REPEATED_QUERY
-                return step
-            searched.add(query.text)
-            found = yield from self.calls.search(state, step, query.text)
-            if found is None:
-                return step
-            yield from self.rerank(state, step, found)
+            text_query = query.text
+            if cfg.anchor_queries:
+                text_query = anchor_query(text_query, state.question, self.missing_named(state))
+            yield from self.retrieve(state, step, searched, text_query, list(query.masked))
             if step.stop:
-                return step
-            if has_answer(state.steps[-1]):
-                step.stop = StopReason.ANSWER_FOUND
-                return step
-            if self.repeated(state, step, state.steps[-1], state.steps[:-1]):
-                state.steps.pop()  # the passage stays: it was chosen for the knowledge answer
-                step.accepted = None
                 return step
         if len(state.steps) >= cfg.max_steps:
             step.stop = StopReason.STEP_LIMIT
         elif len(state.docs) >= cfg.max_docs:
             step.stop = StopReason.PASSAGE_LIMIT
         return step
+
+    def retrieve(
+        self, state: QuestionState, step: StepTrace, searched: set[str], query: str, masked: list[str]
+    ) -> Generator[Any, Any, None]:
+        """Search ``query`` and keep a passage with the step written after it; sets ``step.stop`` when the loop
+        must end (a repeated query, nothing new found, a repeated step, an answer)."""
+        step.query, step.masked_words = query, masked
+        if query in searched:
+            step.stop = StopReason.REPEATED_QUERY
+            return
+        searched.add(query)
+        found = yield from self.calls.search(state, step, query)
+        if found is None:
+            return
+        yield from self.rerank(state, step, found)
+        if step.stop:
+            return
+        if has_answer(state.steps[-1]) and not self.missing_compared(state):
+            step.stop = StopReason.ANSWER_FOUND
+            return
+        if self.repeated(state, step, state.steps[-1], state.steps[:-1]):
+            state.steps.pop()  # the passage stays: it was chosen for the knowledge answer
+            step.accepted = None
+
+    def missing_compared(self, state: QuestionState) -> list[str]:
+        """With ``cover_compared_entities``: the entities the question compares that no kept passage covers."""
+        if not self.config.cover_compared_entities:
+            return []
+        return uncovered(compared_entities(state.question), state.docs)
+
+    def missing_named(self, state: QuestionState) -> list[str]:
+        """The entities the question names that no kept passage covers (what an anchored query reaches for)."""
+        return uncovered(named_entities(state.question), state.docs)
 
     def repeated(self, state: QuestionState, step: StepTrace, text: str, earlier: Sequence[str]) -> bool:
         """With ``stop_on_repeated_step``: whether ``text`` repeats one of the ``earlier`` steps; then the loop ends
@@ -197,7 +242,11 @@ class SeaKRLoop:
         answer) ranks last."""
         ranked = list(enumerate(found, 1))
         if self.config.mode == "multi_hop":
-            calls = [self.calls.call(state, state.steps, [*state.docs, p], sentence=True) for _, p in ranked]
+            measured = self.config.rerank  # without re-ranking nothing reads a candidate's uncertainty
+            calls = [
+                self.calls.call(state, state.steps, [*state.docs, p], sentence=True, measured=measured)
+                for _, p in ranked
+            ]
             scored = yield from self.calls.run(state, calls)
             return [
                 (CandidateTrace(p, rank, o.greedy.text, u, u.value if o.greedy.text.strip() else float("inf")), None)
@@ -237,10 +286,11 @@ class SeaKRLoop:
         if self.config.final_strategy == "choose" and self.config.knowledge_needs_passages and not state.docs:
             wanted = ["rationales"]  # reasoning from no passages would be a closed-book answer: one call fewer
             state.note("no passage was kept, so the answer is reasoned from the rationales alone")
-        calls = [self.calls.call(state, [], contexts[s], sentence=False) for s in wanted]
+        measured = len(wanted) == 2  # only the choice between two answers reads their uncertainty
+        calls = [self.calls.call(state, [], contexts[s], sentence=False, measured=measured) for s in wanted]
         scored = yield from self.calls.run(state, calls)
         items = [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)]
-        finals = yield from self.calls.final_answers(state, items)
+        finals = yield from self.calls.final_answers(state, items, measured=measured)
         return {f.strategy: f for f in finals}
 
     # ------------------------------------------------------------------------------------------- single-hop

@@ -119,7 +119,9 @@ class Assessment:
         retrieve: The gate's decision: ``True`` when the model is uncertain (or wrote nothing).
         states_answer: Whether the generation already states the answer (the loop stops there before the gate;
             a standalone gate leaves that to the caller).
-        output: The raw self-aware output (greedy continuation and the k samples).
+        output: The raw self-aware output (greedy continuation and the k samples; no samples when the decision
+            needed none).
+        reason: Why the gate decided as it did, a ``GateReason`` value (``None``: the plain comparison with delta).
     """
 
     question: str
@@ -128,6 +130,7 @@ class Assessment:
     retrieve: bool
     states_answer: bool
     output: SelfAwareOutput = field(repr=False, compare=False)
+    reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _plain(
@@ -137,6 +140,7 @@ class Assessment:
                 "uncertainty": self.uncertainty.to_dict(),
                 "retrieve": self.retrieve,
                 "states_answer": self.states_answer,
+                "reason": self.reason,
                 "samples": [s.text for s in self.output.samples],
             }
         )
@@ -208,6 +212,9 @@ class StepTrace:
         accepted: The step text appended to the reasoning chain in this round.
         stop: Why the loop ended after this round, if it did (a string is read as its ``StopReason``).
         error: The retrieval error, when one was tolerated (``on_retrieval_error="answer_without"``).
+        reason: Why the gate decided as it did, a ``GateReason`` value (``None`` for a step that states the answer).
+        screen: The cascade's first-stage reading of the greedy step (``cascade_estimator``), when there is one;
+            ``uncertainty`` is then not measured where the screen decided.
     """
 
     index: int
@@ -221,6 +228,8 @@ class StepTrace:
     accepted: str | None = None
     stop: StopReason | None = None
     error: str | None = None
+    reason: str | None = None
+    screen: Uncertainty | None = None
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "stop" and value is not None:
@@ -251,6 +260,8 @@ class StepTrace:
             "accepted": self.accepted,
             "stop": self.stop,
             "error": self.error,
+            "reason": self.reason,
+            "screen": None if self.screen is None else self.screen.to_dict(),
         }
 
     @classmethod
@@ -268,6 +279,8 @@ class StepTrace:
             accepted=data.get("accepted"),
             stop=data.get("stop"),
             error=data.get("error"),
+            reason=data.get("reason"),
+            screen=None if data.get("screen") is None else uncertainty_from_dict(data["screen"]),
         )
 
 
@@ -283,6 +296,7 @@ class FinalTrace:
         uncertainty: The uncertainty of the call the answer came from.
         forced: Whether " So the answer is " had to be appended to get an answer.
         context: Ids of passages (or "step N" for rationales) shown to the model.
+        screen: The ``cascade_estimator``'s reading of the same call, when one is set (kept for analysis).
     """
 
     strategy: Strategy
@@ -291,6 +305,7 @@ class FinalTrace:
     uncertainty: Uncertainty
     forced: bool = False
     context: list[str] = field(default_factory=list)
+    screen: Uncertainty | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -300,6 +315,7 @@ class FinalTrace:
             "uncertainty": self.uncertainty.to_dict(),
             "forced": self.forced,
             "context": list(self.context),
+            "screen": None if self.screen is None else self.screen.to_dict(),
         }
 
     @classmethod
@@ -312,6 +328,7 @@ class FinalTrace:
             uncertainty_from_dict(data.get("uncertainty")),
             bool(data.get("forced", False)),
             [str(c) for c in data.get("context") or []],
+            None if data.get("screen") is None else uncertainty_from_dict(data["screen"]),
         )
 
 

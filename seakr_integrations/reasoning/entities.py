@@ -1,0 +1,147 @@
+"""Which entities a question or a step names, and whether the kept passages cover them.
+
+A small model's confident step about an entity it has never read about is usually a confident mistake ("The Blue
+Bead was directed by Enrique Vico Carré", U far below delta, wrong), and a comparison question needs a passage for
+each side.  These pure functions give SeaKR's loop the facts for three rules (``SeaKRConfig.check_claims``,
+``cover_compared_entities``, ``anchor_queries``): what a text names, what the question compares, which of those no
+kept passage covers, and how to keep a query on the question.
+
+Names are found without a tagger: runs of capitalised words (joined by the short lower-case words names contain,
+"of", "for", "de", "y"...; with a parenthesised qualifier such as "(1952 Film)"), and quoted titles.  A question's
+compared entities are the names it joins with "or" / "and" ("Who was born first, X or Y?", "Are X and Y both...").
+An entity is covered by a passage when all its content words occur in the passage's title or text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from seakr_integrations.reasoning.query import STOP_WORDS
+from seakr_integrations.retrieval.passage import Passage
+
+__all__ = ["anchor_query", "compared_entities", "covers", "entity_query", "named_entities", "uncovered"]
+
+_TOKEN = re.compile(r"\(|\)|[\w][\w'’.\-]*|[:–;/&,\"“”]")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+# Lower-case words that sit inside names ("Manon by Massenet" aside): "First for Women", "José Echegaray y Eizaguirre".
+_JOINERS = frozenset("of for the de del della di da du des la le y von van der den el al bin".split())
+# Words that open a question or sentence with a capital without being part of a name.
+_OPENERS = frozenset(
+    """who whom whose what which when where why how are is was were did do does has have had can could will would
+    the this that these those a an in on at of for from by to as with both either neither so he she it they his her
+    its their there here after before during while since although though if because name""".split()
+)
+_POSSESSIVE = re.compile(r"['’]s$")
+_CONNECTORS = frozenset({"or", "and", ",", "nor"})
+_WORD = re.compile(r"\w+(?:['’\-]\w+)*")
+
+
+def _capitalised(token: str) -> bool:
+    return token[:1].isupper() or token[:1].isdigit()
+
+
+def _spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, name)`` of every capitalised run in ``text``, in order (see the module docstring)."""
+    tokens = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
+    spans: list[tuple[int, int, str]] = []
+    i = 0
+    while i < len(tokens):
+        start, end, tok = tokens[i]
+        if not (tok[:1].isupper() or (tok[:1].isdigit() and spans and spans[-1][1] == start)):
+            i += 1
+            continue
+        j = i
+        while True:  # extend over joiners, in-name punctuation and a parenthesised qualifier
+            nxt = j + 1
+            if nxt < len(tokens) and tokens[nxt][2] == "(":
+                close = next((c for c in range(nxt + 1, min(nxt + 6, len(tokens))) if tokens[c][2] == ")"), None)
+                if close is not None:
+                    j = close
+                    continue
+            k = nxt
+            while k < len(tokens) and (tokens[k][2].lower() in _JOINERS or tokens[k][2] in ":–;/&"):
+                k += 1
+            if k < len(tokens) and _capitalised(tokens[k][2]) and tokens[k][2] not in "()" and k - nxt <= 2:
+                j = k
+                continue
+            break
+        name_start, name_end = tokens[i][0], tokens[j][1]
+        words = [t for _, _, t in tokens[i : j + 1]]
+        while words and words[0].lower() in _OPENERS and (len(words) == 1 or not _capitalised(words[1])):
+            words = words[1:]
+        if words and words[0].lower() in _OPENERS and i == 0:
+            words = words[1:]
+        if words:
+            first = next(t for t in tokens[i : j + 1] if t[2] == words[0])
+            name_start = first[0]
+            name = _POSSESSIVE.sub("", text[name_start:name_end].strip(' .,:;"“”'))
+            spans.append((name_start, name_end, name))
+        i = j + 1
+    return [s for s in spans if s[2] and s[2].lower() not in _OPENERS]
+
+
+def named_entities(text: str) -> list[str]:
+    """The names ``text`` mentions (capitalised runs and quoted titles), in order, without repeats."""
+    spans = _with_quoted(text)
+    return list(dict.fromkeys(name for _, _, name in spans if _content(name)))
+
+
+def _with_quoted(text: str) -> list[tuple[int, int, str]]:
+    """Quoted titles and the capitalised runs outside them, in text order."""
+    quoted = [(m.start(), m.end(), m.group(1).strip()) for m in _QUOTED.finditer(text)]
+    inside = [s for s in _spans(text) if not any(q[0] <= s[0] < q[1] for q in quoted)]
+    return sorted(quoted + inside)
+
+
+def compared_entities(question: str) -> list[str]:
+    """The entities ``question`` compares or joins ("X or Y", "X and Y", "both X and Y"); empty when it names at
+    most one side."""
+    text = question.strip().rstrip("?").strip()
+    tail = re.search(r",\s*([^,]+?)\s+or\s+([^,]+)$", text)
+    if tail:  # "Which film came out first, X or Y?": the two sides are the whole of what follows the comma
+        return [tail.group(1).strip(' "“”'), tail.group(2).strip(' "“”')]
+    spans = _with_quoted(text)
+    joined: list[str] = []
+    for (_, end, left), (start, _, right) in zip(spans, spans[1:], strict=False):
+        between = text[end:start].strip(' "“”').lower().replace(",", " , ").split()
+        if between and set(between) <= _CONNECTORS and ({"or", "and"} & set(between)):
+            joined += [left, right]
+    return list(dict.fromkeys(joined))
+
+
+def _content(name: str) -> set[str]:
+    """An entity's content words, lower case (what a covering passage must contain)."""
+    words = {w.lower().replace("’", "'") for w in _WORD.findall(name)}
+    return {w for w in words if w not in STOP_WORDS} or words
+
+
+def covers(passage: Passage, entity: str) -> bool:
+    """Whether every content word of ``entity`` occurs in ``passage``'s title or text."""
+    have = {w.lower().replace("’", "'") for w in _WORD.findall(f"{passage.title} {passage.text}")}
+    return _content(entity) <= have
+
+
+def uncovered(entities: Iterable[str], passages: Sequence[Passage]) -> list[str]:
+    """The ``entities`` that no passage covers, in order."""
+    return [e for e in entities if not any(covers(p, e) for p in passages)]
+
+
+def anchor_query(query: str, question: str, missing: Sequence[str]) -> str:
+    """``query`` kept on the question: a question entity no passage covers yet, when the query names none of them;
+    else the question's content words, when the query shares none with the question."""
+    words = {w.lower() for w in _WORD.findall(query)}
+    if missing and not any(_content(e) <= words for e in missing):
+        return f"{missing[0]} {query}".strip()
+    asked = [w for w in _WORD.findall(question) if w.lower() not in STOP_WORDS]
+    if asked and not words & {w.lower() for w in asked}:
+        return f"{' '.join(asked)} {query}".strip()
+    return query
+
+
+def entity_query(entity: str, question: str) -> str:
+    """A search for ``entity`` in the sense the question asks about: the entity and the question's content words
+    that name no entity ("Cast Up By The Sea film director died earlier")."""
+    names = set().union(*(_content(n) for n in named_entities(question))) if named_entities(question) else set()
+    relation = [w for w in _WORD.findall(question) if w.lower() not in STOP_WORDS and w.lower() not in names]
+    return " ".join([entity, *relation]).strip()

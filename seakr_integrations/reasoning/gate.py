@@ -1,0 +1,123 @@
+"""SeaKR's self-aware retrieval gate: read the model's next step and decide whether to retrieve.
+
+The paper's gate samples k continuations of every step and retrieves when their EigenScore is above delta.  Those
+samples are nearly all of SeaKR's cost, and most readings are nowhere near delta.  With a cascade or claim checks
+set in ``SeaKRConfig`` the step is read in stages, each cheaper than the next, and the first stage that can decide
+does:
+
+1. the greedy step alone: a step that states the answer needs no gate (the loop stops there), an empty step
+   retrieves;
+2. its claims (``check_claims``): a step that names an entity no kept passage covers retrieves;
+3. its own token probabilities (``cascade_estimator``, e.g. perplexity): clearly sure (at or below the band's low
+   edge) accepts, clearly unsure (above its high edge) retrieves;
+4. only inside the band: the k samples and their EigenScore against delta, as the paper.
+
+Without a cascade band and claim checks (``SeaKRConfig.paper()``) a step is one call with its samples, exactly the
+authors' gate.  Every reading records why it decided (a ``GateReason``), the same name the trace, the events and
+both adapters use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.reasoning.answer import has_answer
+from seakr_integrations.reasoning.calls import NOT_MEASURED, ModelCalls
+from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.decisions import GateReason
+from seakr_integrations.reasoning.entities import named_entities, uncovered
+from seakr_integrations.reasoning.state import Call, QuestionState
+from seakr_integrations.uncertainty.estimate import Uncertainty
+
+__all__ = ["Gate", "Reading"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the gate read from one step and what it decided.
+
+    Attributes:
+        output: The step's greedy continuation (and its samples when they were drawn in the same call).
+        uncertainty: The estimator's uncertainty (``NOT_MEASURED`` where an earlier stage decided).
+        screen: The ``cascade_estimator``'s reading of the greedy step, when one is set.
+        reason: Why it decided (``None`` for a step that states the answer, where the loop ends without a gate).
+        retrieve: The decision.
+    """
+
+    output: SelfAwareOutput
+    uncertainty: Uncertainty
+    screen: Uncertainty | None
+    reason: GateReason | None
+    retrieve: bool
+
+
+class Gate:
+    """The gate of one configuration over one back-end's calls."""
+
+    def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
+        self.config = config
+        self.calls = calls
+
+    @property
+    def staged(self) -> bool:
+        """Whether steps are read in stages (greedy first, samples only when a decision needs them)."""
+        cfg = self.config
+        return (
+            cfg.mode == "multi_hop"
+            and cfg.retrieve == "uncertain"
+            and (cfg.check_claims or (cfg.cascade_estimator is not None and cfg.cascade_band is not None))
+        )
+
+    def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
+        """The paper's rule: an empty step, or an uncertainty above delta (single-hop: not below it), retrieves;
+        ``config.retrieve`` can replace the gate by always or never."""
+        return self.reason(text, u) in (GateReason.UNCERTAIN, GateReason.EMPTY_GENERATION, GateReason.ALWAYS_RETRIEVE)
+
+    def reason(self, text: str, u: Uncertainty) -> GateReason:
+        """The paper's gate on a measured step, as a ``GateReason``."""
+        cfg = self.config
+        if cfg.retrieve == "always":
+            return GateReason.ALWAYS_RETRIEVE
+        if cfg.retrieve == "never":
+            return GateReason.NEVER_RETRIEVE
+        if not text.strip():
+            return GateReason.EMPTY_GENERATION
+        unsure = not u.value < cfg.delta if cfg.mode == "single_hop" else u.value > cfg.delta
+        return GateReason.UNCERTAIN if unsure else GateReason.CONFIDENT
+
+    def read(self, state: QuestionState, call: Call, *, stop_at_answer: bool) -> Generator[Any, Any, Reading]:
+        """Generate the step of ``call`` and decide.
+
+        Args:
+            state: The question.
+            call: The step's call (prompt and sampling with k samples).
+            stop_at_answer: The loop ends at a step that states the answer, so such a step needs no gate (the
+                standalone gate, ``SeaKR.assess``, still measures it).
+        """
+        if not self.staged:
+            ((out, u),) = yield from self.calls.run(state, [call])
+            text = out.greedy.text.strip()
+            reason = None if stop_at_answer and has_answer(text) else self.reason(text, u)
+            return Reading(out, u, self.calls.screen(out), reason, self.needs_retrieval(text, u))
+        prompt, sampling = call
+        ((out, _),) = yield from self.calls.run(state, [(prompt, sampling.with_(k=0))])
+        text = out.greedy.text.strip()
+        screen = self.calls.screen(out)
+        if stop_at_answer and has_answer(text):
+            return Reading(out, NOT_MEASURED, screen, None, False)
+        if not text:
+            return Reading(out, NOT_MEASURED, screen, GateReason.EMPTY_GENERATION, True)
+        if self.config.check_claims and uncovered(named_entities(text), state.docs):
+            return Reading(out, NOT_MEASURED, screen, GateReason.UNSUPPORTED_CLAIM, True)
+        band = self.config.cascade_band
+        if screen is not None and band is not None:
+            if screen.value <= band[0]:
+                return Reading(out, NOT_MEASURED, screen, GateReason.SURE_FROM_TOKENS, False)
+            if screen.value > band[1]:
+                return Reading(out, NOT_MEASURED, screen, GateReason.UNSURE_FROM_TOKENS, True)
+        ((_, u),) = yield from self.calls.run(state, [call])  # the samples; the step stays the greedy text above
+        reason = self.reason(text, u)
+        return Reading(out, u, screen, reason, reason is GateReason.UNCERTAIN)
