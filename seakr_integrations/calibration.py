@@ -31,6 +31,7 @@ __all__ = [
     "profile_path",
     "prompt_mismatches",
     "prompt_settings",
+    "resolve_band",
     "resolve_delta",
     "save_profile",
     "shipped_profile",
@@ -79,6 +80,8 @@ class DeltaProfile:
         prompt: The prompt settings of the calibration (see :func:`prompt_settings`); empty in profiles saved
             before they were recorded.  They are not part of the key, but they move the uncertainty's scale, so
             ``SeaKRConfig.calibrated`` warns when they differ from the config's.
+        cascade: The cascade gate's band calibrated with this delta (``SeaKRConfig.cascade_band``):
+            ``{"estimator", "band": [low, high], "agreement", "decided"}``, empty when none was calibrated.
     """
 
     model: str
@@ -93,6 +96,7 @@ class DeltaProfile:
     questions: int = 0
     sweep: list[dict[str, Any]] = field(default_factory=list)
     prompt: dict[str, Any] = field(default_factory=dict)
+    cascade: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -291,3 +295,30 @@ def resolve_delta(
     elif profile.delta == given:
         warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
     return given, profile
+
+
+def resolve_band(profile: DeltaProfile | None, config: Any) -> tuple[float, float] | None:
+    """The cascade band a SeaKR run uses: ``config.cascade_band`` when given, else the one calibrated with the run's
+    delta for the same ``cascade_estimator``; ``None`` (no cascade: every step is sampled) when the config sets no
+    cascade estimator, or when no band was calibrated (an :class:`UncalibratedDeltaWarning` says so, once)."""
+    if config.cascade_estimator is None or config.retrieve != "uncertain":
+        return None
+    if config.cascade_band is not None:
+        return tuple(config.cascade_band)  # type: ignore[return-value]
+    cascade = profile.cascade if profile is not None else {}
+    if cascade.get("estimator") == config.cascade_estimator and cascade.get("band"):
+        low, high = cascade["band"]
+        return float(low), float(high)
+    where = f"profile {profile.key}" if profile is not None else "no profile"
+    seen = f"band|{where}|{config.cascade_estimator}"
+    if seen not in _warned:
+        _warned.add(seen)
+        import warnings
+
+        warnings.warn(
+            f"no cascade band for {config.cascade_estimator} in {where}: every step draws its samples. Calibrate one "
+            "with `seakr calibrate` (it stores the band with delta), or set cascade_band=(low, high)",
+            UncalibratedDeltaWarning,
+            stacklevel=3,
+        )
+    return None

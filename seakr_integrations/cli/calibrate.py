@@ -31,6 +31,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="also save a profile for every other estimator, from the same LM calls (for the estimator ablations)",
     )
+    cal.add_argument(
+        "--cascade-agreement",
+        type=float,
+        default=None,
+        help="the cascade band stored with delta: the widest whose decisions agree with the gate on this share of "
+        "the first steps it decides, each side (default 0.9)",
+    )
     cal.add_argument("--json", action="store_true", help="print the profile as JSON")
     common.add_seakr_arguments(cal)
     cal.set_defaults(func=run)
@@ -72,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
                 points=args.points,
                 dataset=os.path.basename(args.dataset),
                 progress=not args.quiet,
+                **({"agreement": args.cascade_agreement} if args.cascade_agreement is not None else {}),
             )
             saved.append((save_profile(profile, args.profile_dir), profile))
     if args.json:

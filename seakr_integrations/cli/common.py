@@ -77,6 +77,7 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
         chat_template=False if args.no_chat_template else None,
         chat_answer_prefix=not args.no_chat_answer_prefix,
         search_timeout=args.search_timeout or None,
+        cascade_band=tuple(args.cascade_band) if args.cascade_band else None,
     )
 
 
@@ -207,6 +208,15 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         default=d.delta,
         help="retrieve when uncertainty > delta (default: your `seakr calibrate` profile for the model and settings, "
         "else the one shipped for a bundled model, else -6.0)",
+    )
+    p.add_argument(
+        "--cascade-band",
+        type=float,
+        nargs=2,
+        metavar=("SURE_AT_OR_BELOW", "UNSURE_ABOVE"),
+        default=None,
+        help="the cascade gate's band on the greedy step's perplexity: outside it the gate decides without samples "
+        "(default: the band calibrated with delta; none: every step is sampled)",
     )
     p.add_argument(
         "--candidates",

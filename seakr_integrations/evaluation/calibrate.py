@@ -27,8 +27,12 @@ from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
+from seakr_integrations.uncertainty.estimate import estimate
 
-__all__ = ["calibrate_delta", "threshold_grid"]
+__all__ = ["CASCADE_AGREEMENT", "calibrate_delta", "cascade_band", "threshold_grid"]
+
+CASCADE_AGREEMENT = 0.9
+"""The share of the steps it decides on which the cascade must agree with the EigenScore gate, on each side."""
 
 Objective = Literal["f1", "rate"]
 
@@ -46,6 +50,47 @@ def threshold_grid(values: Sequence[float], points: int = 11) -> list[float]:
     return sorted(set(round(g, 6) for g in grid))
 
 
+def cascade_band(
+    screens: Sequence[float], uncertainties: Sequence[float], delta: float, agreement: float = CASCADE_AGREEMENT
+) -> dict[str, Any]:
+    """The cascade's band: the widest thresholds on the cheap ``screens`` whose decisions agree with the gate on
+    ``uncertainties`` (retrieve when above ``delta``) on at least ``agreement`` of the steps they decide, each side.
+
+    The low edge is the largest screen value such that the steps at or below it are accepted by the gate at least
+    ``agreement`` of the time; the high edge the smallest such that the steps above it are sent to retrieval at
+    least that often.  A side where no threshold reaches the agreement decides nothing (its edge lies beyond every
+    value).  Steps whose screen is not finite (an empty greedy step) are left out: the gate retrieves on those anyway.
+
+    Returns:
+        ``{"band": [low, high], "agreement", "decided"}``, ``decided`` being the share of the finite steps the band
+        decides without samples (as ``DeltaProfile.cascade`` stores it, with the estimator added by the caller).
+    """
+    if not 0.5 < agreement <= 1.0:
+        raise ValueError(f"agreement={agreement!r}: a share in (0.5, 1]")
+    pairs = sorted((s, u > delta) for s, u in zip(screens, uncertainties, strict=True) if np.isfinite(s))
+    if not pairs:
+        raise ValueError("no finite screen value to calibrate the cascade band on")
+    values = [s for s, _ in pairs]
+    low, high = values[0] - 1.0, values[-1] + 1.0
+    accepted = 0
+    for i, (s, retrieve) in enumerate(pairs):
+        accepted += not retrieve
+        if (i + 1 == len(pairs) or pairs[i + 1][0] != s) and accepted / (i + 1) >= agreement:
+            low = s
+    retrieved = 0
+    for i in range(len(pairs) - 1, 0, -1):
+        retrieved += pairs[i][1]
+        above = len(pairs) - i
+        if pairs[i - 1][0] != pairs[i][0] and retrieved / above >= agreement:
+            high = pairs[i - 1][0]
+    if (retrieved + pairs[0][1]) / len(pairs) >= agreement:
+        high = values[0] - 1.0
+    if low > high:  # both sides reach into each other: no band in between, decide at the middle
+        low = high = (low + high) / 2
+    decided = sum(1 for s in values if s <= low or s > high) / len(values)
+    return {"band": [float(low), float(high)], "agreement": agreement, "decided": decided}
+
+
 def calibrate_delta(
     backend: SelfAwareBackend,
     retriever: Any,
@@ -57,6 +102,7 @@ def calibrate_delta(
     points: int = 11,
     dataset: str = "",
     progress: bool = True,
+    agreement: float = CASCADE_AGREEMENT,
 ) -> DeltaProfile:
     """Choose delta for ``backend``'s model with ``config``'s other settings.
 
@@ -71,6 +117,9 @@ def calibrate_delta(
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
         progress: Show a progress bar over the sweep.
+        agreement: With a ``cascade_estimator`` in ``config``: the cascade band is calibrated with delta, as the
+            widest whose decisions agree with the gate on this share of the first steps it decides
+            (:func:`cascade_band`).
 
     Returns:
         The profile (not saved yet: see ``save_profile``).
@@ -87,7 +136,10 @@ def calibrate_delta(
     texts = [q.question for q in questions]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncalibratedDeltaWarning)  # that is what this function is fixing
-        first = [a.uncertainty.value for a in SeaKR(cached, retriever, base).assess_many(texts)]
+        # every first step measured: no cascade or claim check decides before the samples
+        measure = base.with_(check_claims=False, cascade_estimator=None, cascade_band=None)
+        assessed = SeaKR(cached, retriever, measure).assess_many(texts)
+        first = [a.uncertainty.value for a in assessed]
         grid = threshold_grid(first, points)
         sweep = [{"delta": d, "first_step_retrieval_rate": _rate(first, d)} for d in grid]
         if objective == "rate":
@@ -131,7 +183,17 @@ def calibrate_delta(
         questions=len(questions),
         sweep=sweep,
         prompt=prompt_settings(base),
+        cascade=_cascade(base, assessed, first, float(delta), agreement),
     )
+
+
+def _cascade(config: SeaKRConfig, assessed: Sequence[Any], first: Sequence[float], delta: float, agreement: float):
+    """The cascade band for ``config.cascade_estimator`` on the first steps, as ``DeltaProfile.cascade`` stores it
+    (empty without a cascade estimator)."""
+    if config.cascade_estimator is None:
+        return {}
+    screens = [estimate(a.output, config.cascade_estimator).value for a in assessed]
+    return {"estimator": config.cascade_estimator, **cascade_band(screens, first, delta, agreement)}
 
 
 def _rate(values: Sequence[float], delta: float) -> float:

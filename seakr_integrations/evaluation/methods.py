@@ -94,6 +94,10 @@ def _answer(result: SeaKRResult | Exception) -> MethodAnswer:
 _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "seakr": ({}, "SeaKR with the library's default decision rules (SeaKRConfig(); docs/decision_rules.md)"),
     "seakr-paper": (dict(PAPER_RULES), "SeaKR with the authors' decision rules exactly (SeaKRConfig.paper())"),
+    "seakr-no-cascade": (
+        {"cascade_estimator": None},
+        "ablation of the default SeaKR: every step that the claim checks leave open is sampled (no cascade)",
+    ),
     # The paper's ablations (its Table 3) change the authors' SeaKR, so they keep its rules.
     "seakr-always-retrieve": (
         {**PAPER_RULES, "retrieve": "always"},

@@ -159,11 +159,11 @@ class SeaKRConfig:
     final_margin: float = 0.0
     knowledge_needs_passages: bool = True
     stop_on_repeated_step: bool = True
-    cascade_estimator: str | None = None
+    cascade_estimator: str | None = "perplexity"
     cascade_band: tuple[float, float] | None = None
-    check_claims: bool = False
-    cover_compared_entities: bool = False
-    anchor_queries: bool = False
+    check_claims: bool = True
+    cover_compared_entities: bool = True
+    anchor_queries: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.base_stops, str):
@@ -323,7 +323,13 @@ class SeaKRConfig:
             CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
                 template, ``Answer:`` placement) than these.
         """
-        from seakr_integrations.calibration import load_profile, profile_path, shipped_profile, warn_prompt_mismatch
+        from seakr_integrations.calibration import (
+            load_profile,
+            profile_path,
+            resolve_band,
+            shipped_profile,
+            warn_prompt_mismatch,
+        )
 
         base = cls(**settings)
         layer = backend.resolve_layer(base.layer)
@@ -339,7 +345,7 @@ class SeaKRConfig:
                 "settings first"
             )
         warn_prompt_mismatch(profile, base, stacklevel=2, chat_default=chat_default)
-        return base.with_(delta=profile.delta)
+        return base.with_(delta=profile.delta, cascade_band=resolve_band(profile, base))
 
     def with_(self, **changes: Any) -> SeaKRConfig:
         """A copy with some fields changed (validated again)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from seakr_integrations.backends.base import SelfAwareBackend
-from seakr_integrations.calibration import resolve_delta
+from seakr_integrations.calibration import resolve_band, resolve_delta
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
@@ -217,7 +217,8 @@ class SeaKR(Reasoner):
         layer = backend.resolve_layer(self.config.layer)
         delta, self.profile = resolve_delta(backend.model_name, layer, self.config, backend.has_chat_template)
         """The calibrated-delta profile for this model and these settings (``None``: none exists, a warning said so)."""
-        self.config = cfg = self.config.with_(delta=delta)
+        band = resolve_band(self.profile, self.config)
+        self.config = cfg = self.config.with_(delta=delta, cascade_band=band)
         self.calls.config = cfg
         self.loop = SeaKRLoop(cfg, self.calls)
         """SeaKR's decisions (the algorithm of SPEC section 5)."""
