@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["Continuation", "FinishReason", "SelfAwareOutput", "text_pieces"]
+__all__ = ["Continuation", "FinishReason", "SelfAwareOutput", "text_pieces", "token_offsets"]
 
 FinishReason = Literal["stop", "length"]
 """``"stop"``: the model emitted EOS or a stop string matched; ``"length"``: ``max_tokens`` was reached (vLLM's
@@ -37,6 +37,10 @@ class Continuation:
         logit_lse: ``logsumexp`` of the raw logits at each generated position (needed by the energy estimator), or
             ``None`` where the back-end cannot expose logits.  vLLM returns normalised log-probabilities only, so
             ``VLLMBackend`` reads the logits inside the engine, for the greedy continuation only.
+        offsets: Where each generated token ends in ``text`` (a character offset, one per entry of ``token_ids``),
+            which maps token probabilities onto words (SeaKR's query masking); ``None`` when not computed.  A
+            ``seakr serve`` server sends them with its greedy continuations, so a remote client needs no tokenizer
+            round trip per prefix; elsewhere :func:`token_offsets` computes them.
     """
 
     text: str
@@ -46,6 +50,7 @@ class Continuation:
     stop_reason: str | None = None
     eos_vector: np.ndarray | None = field(default=None, repr=False)
     logit_lse: list[float] | None = field(default=None, repr=False)
+    offsets: list[int] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -104,3 +109,16 @@ def text_pieces(continuation: Continuation, decode: Callable[[list[int]], str]) 
     if len(text) > len(shown):
         pieces.append(text[len(shown) :])
     return pieces or [""]
+
+
+def token_offsets(continuation: Continuation, decode: Callable[[list[int]], str]) -> list[int]:
+    """Where each of ``continuation``'s tokens ends in its text: its ``offsets`` when the back-end sent them, else
+    found by decoding growing prefixes (a multi-byte character split across tokens ends at its last token)."""
+    if continuation.offsets is not None:
+        return list(continuation.offsets)
+    text, ends, previous = continuation.text, [], 0
+    for i in range(len(continuation.token_ids)):
+        end = min(len(decode(list(continuation.token_ids[: i + 1]))), len(text))
+        previous = max(end, previous)
+        ends.append(previous)
+    return ends

@@ -5,7 +5,7 @@ import math
 import pytest
 from fakes import CharTokenizer
 
-from seakr_integrations.outputs import Continuation
+from seakr_integrations.outputs import Continuation, token_offsets
 from seakr_integrations.reasoning import SeaKRConfig, build_query, extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
@@ -62,6 +62,18 @@ def test_query_uses_the_last_sentence_and_falls_back_to_the_question():
     assert q.fallback and q.text == "directed Jaws"
     q = _query(_step(""))
     assert q.fallback and q.text == "directed Jaws"
+
+
+def test_query_masking_reads_the_offsets_a_server_sent_without_decoding():
+    step = _step("Jaws was directed by Martin Scorsese", low=("Martin", "Scorsese", "Jaws"))
+    step.offsets = token_offsets(step, CharTokenizer().decode)
+
+    def no_decode(ids):
+        raise AssertionError("the offsets were sent: nothing needs decoding")
+
+    q = build_query(step, "Who directed Jaws?", None, no_decode, lambda t: CharTokenizer()(t).input_ids)
+    assert q.text == "Jaws directed" and q.masked == ("Martin", "Scorsese")
+    assert token_offsets(Continuation("né", [1, 2, 3], [0.0] * 3, "stop"), lambda ids: "né"[: len(ids)]) == [1, 2, 2]
 
 
 def test_query_is_cut_to_its_last_tokens():

@@ -74,7 +74,7 @@ def test_the_wire_format_round_trips():
     for value in (1.5, math.inf, -math.inf):
         u = Uncertainty(value, "eigenscore", 3, note="x")
         assert uncertainty_from_json(json.loads(json.dumps(uncertainty_to_json(u)))) == u
-    greedy = Continuation("Paris", [5, 6], [-0.1, -math.inf], "stop", logit_lse=[1.0, 2.0])
+    greedy = Continuation("Paris", [5, 6], [-0.1, -math.inf], "stop", logit_lse=[1.0, 2.0], offsets=[3, 5])
     data = {
         "prompt_token_ids": [1, 2],
         "greedy": continuation_to_json(greedy, with_lse=True),
@@ -85,7 +85,7 @@ def test_the_wire_format_round_trips():
         "eos_vectors": encode_vectors(vectors, "float32"),
     }
     out = output_from_json("p", json.loads(json.dumps(data)))
-    assert out.greedy.logprobs[1] == -math.inf and out.greedy.logit_lse == [1.0, 2.0]
+    assert out.greedy.logprobs[1] == -math.inf and out.greedy.logit_lse == [1.0, 2.0] and out.greedy.offsets == [3, 5]
     np.testing.assert_array_equal(out.eos_vectors(), vectors)
 
 

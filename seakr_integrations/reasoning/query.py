@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from seakr_integrations.outputs import Continuation
+from seakr_integrations.outputs import Continuation, token_offsets
 
 __all__ = ["STOP_WORDS", "BuiltQuery", "build_query", "content_words"]
 
@@ -79,19 +79,10 @@ def content_words(words: Sequence[str], method: str = "stopwords") -> list[str]:
     return [w for w in words if w.lower() not in STOP_WORDS]
 
 
-def _token_spans(token_ids: Sequence[int], decode: Callable[[list[int]], str], text: str) -> list[tuple[int, int]]:
-    """Character span of each generated token in ``text`` (found by decoding growing prefixes)."""
-    spans, previous = [], 0
-    for i in range(len(token_ids)):
-        end = min(len(decode(list(token_ids[: i + 1]))), len(text))
-        spans.append((previous, max(end, previous)))
-        previous = max(end, previous)
-    return spans
-
-
 def _confident_words(step: Continuation, decode: Callable[[list[int]], str], threshold: float) -> set[tuple[int, int]]:
     """Character spans of words in ``step.text`` whose every token has probability >= ``threshold``."""
-    spans = _token_spans(step.token_ids, decode, step.text)
+    ends = token_offsets(step, decode)
+    spans = list(zip([0, *ends[:-1]], ends, strict=True))
     probs = [math.exp(lp) for lp in step.logprobs] + [0.0] * (len(spans) - len(step.logprobs))
     confident = set()
     for _, start, end in _words(step.text):

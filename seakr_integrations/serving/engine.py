@@ -20,7 +20,7 @@ import numpy as np
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.vllm_stream import continuation
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
-from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.estimate import estimate
 from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, estimators_for
@@ -195,11 +195,16 @@ class ServerEngine:
             raise
         if self.supports_logits:
             greedy.logit_lse = await self._logsumexp(greedy_id, len(greedy.token_ids))
+        # where each greedy token ends in the text, so that the client masks words without a tokenizer round trip
+        greedy.offsets = token_offsets(greedy, self._decode)
         if any(s is None for s in samples):
             raise RuntimeError("the engine finished without returning every sample")
         for sample, key in zip(samples, keys, strict=True):
             sample.eos_vector = vectors[key]  # type: ignore[union-attr,index]
         return SelfAwareOutput(prompt, ids, greedy, samples, self.layer, self.source)  # type: ignore[arg-type]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     async def vectors(self, sequences: list[list[int]]) -> np.ndarray:
         """The hidden state at the last position of each token sequence (the stand-alone scoring pass)."""

@@ -81,6 +81,8 @@ def continuation_to_json(c: Continuation, *, with_lse: bool = False) -> dict[str
     }
     if with_lse and c.logit_lse is not None:
         data["logit_lse"] = [number_to_json(v) for v in c.logit_lse]
+    if c.offsets is not None:
+        data["offsets"] = list(c.offsets)
     return data
 
 
@@ -93,6 +95,7 @@ def continuation_from_json(data: dict[str, Any]) -> Continuation:
         data["finish_reason"],
         data.get("stop_reason"),
         logit_lse=None if lse is None else [number_from_json(v) for v in lse],
+        offsets=None if data.get("offsets") is None else [int(o) for o in data["offsets"]],
     )
 
 
