@@ -35,29 +35,39 @@ def read_signals(dataset: str) -> dict[int, dict]:
     return {r["line"]: r for r in rows if "line" in r}
 
 
-def calibrate_fold(signals: dict[int, dict], fold: int, estimator: str = "perplexity") -> dict:
-    """delta, the band and the held-out first-step rate for held-out ``fold``, from the other folds' first steps."""
+CASCADE_SIGNALS = {"perplexity": ("scores", "perplexity"), "min_token_prob": ("cheap", "one_minus_min_prob")}
+"""The greedy-only signals each fold chooses its cascade estimator from, and where gate_signals stored them."""
+
+
+def calibrate_fold(signals: dict[int, dict], fold: int) -> dict:
+    """delta, the cascade estimator and its band, and the held-out first-step rate for held-out ``fold``, from the
+    other folds' first steps."""
     from seakr_integrations.evaluation.calibrate import cascade_band
 
     def u(row: dict) -> float:
         value = row["scores"]["eigenscore"]
         return np.inf if value is None else float(value)
 
-    def screen(row: dict) -> float:
-        value = row["scores"][estimator]
+    def screen(row: dict, where: tuple[str, str]) -> float:
+        value = row[where[0]][where[1]]
         return np.inf if value is None else float(value)
 
     train = [r for line, r in sorted(signals.items()) if fold_of(line) != fold]
     test = [r for line, r in sorted(signals.items()) if fold_of(line) == fold]
     finite = [u(r) for r in train if np.isfinite(u(r))]
     delta = float(np.quantile(finite, 1.0 - TARGET_RATE))  # as calibrate_delta's "rate" objective
-    band = cascade_band([screen(r) for r in train], [u(r) for r in train], delta)
+    bands = {
+        name: cascade_band([screen(r, where) for r in train], [u(r) for r in train], delta)
+        for name, where in CASCADE_SIGNALS.items()
+    }
+    estimator = max(bands, key=lambda name: bands[name]["decided"])
     held_out = [not (u(r) <= delta) for r in test]
     return {
         "fold": fold,
         "train_questions": len(train),
         "delta": delta,
-        "cascade": {"estimator": estimator, **band},
+        "cascade": {"estimator": estimator, **bands[estimator]},
+        "cascade_candidates": bands,
         "held_out_questions": len(test),
         "held_out_first_step_rate": float(np.mean(held_out)),
         "target_rate": TARGET_RATE,
@@ -96,8 +106,10 @@ def main() -> None:
         for j in args.folds:
             cal = calibrations[j]
             changes = method_settings(args.method)
-            band = tuple(cal["cascade"]["band"]) if changes.get("cascade_estimator", "perplexity") else None
-            config = SeaKRConfig(k=10, max_tokens=64, exemplar_style=ds, delta=cal["delta"], cascade_band=band)
+            cascade = {"cascade_estimator": cal["cascade"]["estimator"], "cascade_band": tuple(cal["cascade"]["band"])}
+            if "cascade_estimator" in changes:  # an ablation without the cascade
+                cascade = {"cascade_estimator": None, "cascade_band": None}
+            config = SeaKRConfig(k=10, max_tokens=64, exemplar_style=ds, delta=cal["delta"], **cascade)
             method = make_method(args.method, backend, retriever, config)
             setup = {
                 **method.describe(),

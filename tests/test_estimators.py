@@ -148,7 +148,15 @@ def test_every_registered_estimator_computes_from_what_it_declares_it_needs(name
 def test_registry_lists_every_estimator_once_with_valid_needs():
     from seakr_integrations.uncertainty import NEEDS, Estimator, estimator_names, estimators_for
 
-    assert estimator_names() == ("eigenscore", "perplexity", "multi_perplexity", "ln_entropy", "energy", "prompt")
+    assert estimator_names() == (
+        "eigenscore",
+        "perplexity",
+        "min_token_prob",
+        "multi_perplexity",
+        "ln_entropy",
+        "energy",
+        "prompt",
+    )
     assert all(e.needs and e.needs <= NEEDS and e.summary and REGISTRY[e.name] is e for e in REGISTRY.values())
     assert estimators_for() == estimator_names()[:-1]  # one generate call feeds all but the probe
     assert "energy" not in estimators_for(NEEDS - {"logits", "probe"})
@@ -185,7 +193,7 @@ def test_prompt_estimator_scores_the_probe_reply_and_an_unsent_probe_is_uncertai
         (
             "seakr_integrations.uncertainty",
             "ESTIMATORS",
-            ("eigenscore", "perplexity", "multi_perplexity", "ln_entropy", "energy"),
+            ("eigenscore", "perplexity", "min_token_prob", "multi_perplexity", "ln_entropy", "energy"),
         ),
         ("seakr_integrations.uncertainty", "LOOP_ESTIMATORS", tuple(REGISTRY)),
         ("seakr_integrations.uncertainty.estimate", "ESTIMATORS", tuple(REGISTRY)[:-1]),

@@ -244,7 +244,8 @@ class SeaKRConfig:
             if not REGISTRY[self.cascade_estimator].needs <= {"greedy_logprobs"}:
                 raise ValueError(
                     f"cascade_estimator={self.cascade_estimator!r} needs samples or another call; the cascade's first "
-                    "stage reads the greedy continuation alone: use 'perplexity', or None for no cascade"
+                    "stage reads the greedy continuation alone: use 'min_token_prob' or 'perplexity', or None for no "
+                    "cascade"
                 )
         if self.cascade_band is not None:
             checked["cascade_band"] = check_band(self.cascade_band)

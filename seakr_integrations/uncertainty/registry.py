@@ -16,6 +16,7 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.eigenscore import score as eigenscore_score
 from seakr_integrations.uncertainty.energy import score as energy_score
 from seakr_integrations.uncertainty.ln_entropy import score as ln_entropy_score
+from seakr_integrations.uncertainty.min_token_prob import score as min_token_prob_score
 from seakr_integrations.uncertainty.multi_perplexity import score as multi_perplexity_score
 from seakr_integrations.uncertainty.perplexity import score as perplexity_score
 from seakr_integrations.uncertainty.prompt import score as prompt_score
@@ -77,6 +78,12 @@ REGISTRY: dict[str, Estimator] = {
         ),
         Estimator(
             "perplexity", frozenset({"greedy_logprobs"}), "perplexity of the greedy continuation", perplexity_score
+        ),
+        Estimator(
+            "min_token_prob",
+            frozenset({"greedy_logprobs"}),
+            "1 - the probability of the greedy continuation's least likely token",
+            min_token_prob_score,
         ),
         Estimator(
             "multi_perplexity",
