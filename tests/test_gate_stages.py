@@ -150,3 +150,20 @@ def test_the_standalone_gate_reports_the_stage_that_decided():
 def test_bad_cascade_and_claim_settings_are_refused(changes, match):
     with pytest.raises(ValueError, match=match):
         SeaKRConfig(**changes)
+
+
+def test_without_re_ranking_the_kept_passage_covers_what_the_step_claimed_when_a_result_does():
+    def respond(prompt, config):
+        if not is_step(config) or "Context:" in prompt:
+            return Reply("So the answer is France.")
+        return Reply("The Eiffel Tower was built by Gustave Eiffel.")
+
+    other = passage("p0", "A tower is a tall structure.", "Tower")
+    eiffel = passage("p1", "Gustave Eiffel's company built the Eiffel Tower.", "Gustave Eiffel")
+    result = SeaKR(ScriptedBackend(respond), FakeRetriever(default=[other, eiffel]), SeaKRConfig(**SMALL)).answer(
+        QUESTION
+    )
+    assert result.steps[0].reason == GateReason.UNSUPPORTED_CLAIM and [p.id for p in result.passages] == ["p1"]
+    paper = SeaKRConfig(**{**SMALL, "delta": -100.0}, check_claims=False)  # search order, without the claim check
+    result = SeaKR(ScriptedBackend(respond), FakeRetriever(default=[other, eiffel]), paper).answer(QUESTION)
+    assert [p.id for p in result.passages][:1] == ["p0"]

@@ -34,6 +34,7 @@ from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.entities import (
     anchor_query,
     compared_entities,
+    covers,
     entity_query,
     named_entities,
     uncovered,
@@ -133,7 +134,7 @@ class SeaKRLoop:
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             query = entity_query(missing[0], state.question)
             state.note(f"round {step.index + 1} stated an answer before {quoted(missing[0])} had a passage")
-            yield from self.retrieve(state, step, searched, query, [])
+            yield from self.retrieve(state, step, searched, query, [], missing[:1])
             if step.stop:
                 return step
         elif not reading.retrieve:
@@ -150,7 +151,8 @@ class SeaKRLoop:
             text_query = query.text
             if cfg.anchor_queries:
                 text_query = anchor_query(text_query, state.question, self.missing_named(state))
-            yield from self.retrieve(state, step, searched, text_query, list(query.masked))
+            wanted = uncovered([*named_entities(text), *named_entities(state.question)], state.docs)
+            yield from self.retrieve(state, step, searched, text_query, list(query.masked), wanted)
             if step.stop:
                 return step
         if len(state.steps) >= cfg.max_steps:
@@ -160,10 +162,17 @@ class SeaKRLoop:
         return step
 
     def retrieve(
-        self, state: QuestionState, step: StepTrace, searched: set[str], query: str, masked: list[str]
+        self,
+        state: QuestionState,
+        step: StepTrace,
+        searched: set[str],
+        query: str,
+        masked: list[str],
+        wanted: Sequence[str],
     ) -> Generator[Any, Any, None]:
-        """Search ``query`` and keep a passage with the step written after it; sets ``step.stop`` when the loop
-        must end (a repeated query, nothing new found, a repeated step, an answer)."""
+        """Search ``query`` and keep a passage (preferring one that covers a ``wanted`` entity, see ``rerank``)
+        with the step written after it; sets ``step.stop`` when the loop must end (a repeated query, nothing new
+        found, a repeated step, an answer)."""
         step.query, step.masked_words = query, masked
         if query in searched:
             step.stop = StopReason.REPEATED_QUERY
@@ -172,7 +181,7 @@ class SeaKRLoop:
         found = yield from self.calls.search(state, step, query)
         if found is None:
             return
-        yield from self.rerank(state, step, found)
+        yield from self.rerank(state, step, found, wanted)
         if step.stop:
             return
         if has_answer(state.steps[-1]) and not self.missing_compared(state):
@@ -202,13 +211,18 @@ class SeaKRLoop:
         return True
 
     # ------------------------------------------------------------------------------------------ re-ranking
-    def rerank(self, state: QuestionState, step: StepTrace, found: list[Passage]) -> Generator[Any, Any, None]:
+    def rerank(
+        self, state: QuestionState, step: StepTrace, found: list[Passage], wanted: Sequence[str] = ()
+    ) -> Generator[Any, Any, None]:
         """Try each new passage in the prompt; keep the one whose step is least uncertain (by more than
-        ``rerank_margin`` than the search engine's first; else the first), and its step."""
+        ``rerank_margin`` than the search engine's first; else the first), and its step.  Without re-ranking the
+        search engine's first new passage is kept; with ``check_claims``, the first that covers one of the
+        ``wanted`` entities (those the step or the question names and no kept passage covers) when there is one."""
         chosen = {d.id for d in state.docs}
         new = [p for p in found if p.id not in chosen]
-        if not self.config.rerank:
-            new = new[:1]  # the search engine's first new passage, no self-aware choice (the paper re-ranks)
+        if not self.config.rerank:  # no self-aware choice (the paper re-ranks)
+            covering = [p for p in new if any(covers(p, e) for e in wanted)] if self.config.check_claims else []
+            new = (covering or new)[:1]
         if not new:
             step.stop = StopReason.NO_NEW_PASSAGES
             return
