@@ -13,6 +13,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.reasoning.config import PAPER_RULES
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
+from seakr_integrations.reasoning.trace import SeaKRResult
 
 SMALL = {"k": 4, "num_exemplars": 0, "max_tokens": 10, "delta": -6.5}
 QUESTION = "Which country is the Eiffel Tower in?"
@@ -222,3 +223,37 @@ def test_a_repeated_step_after_re_ranking_keeps_its_passage():
     assert [s.accepted for s in result.steps] == ["It is in France", None]
     assert result.stop_reason == "repeated step" and [p.id for p in result.passages] == ["p1", "p2"]
     assert result.finals["knowledge"].context == ["p1", "p2"] and result.finals["rationales"].context == ["step 1"]
+
+
+def test_answer_when_stated_gives_the_loops_answer_without_reasoning_again():
+    def stated(prompt, config):
+        context, answer = parse(prompt)
+        if not is_step(config):
+            return Reply("So the answer is Italy")  # the final reasoning would change the answer
+        return Reply("So the answer is France")
+
+    config = SeaKRConfig(**SMALL, answer_when_stated=True)
+    result, backend = run(config, stated)
+    assert result.answer == "France" and result.strategy == "stated" and list(result.finals) == ["stated"]
+    assert result.lm_calls == 1 and all(is_step(c) for batch in backend.batches for _, c in batch)
+    assert SeaKRResult.from_json(result.to_json()).strategy == "stated"
+    paper, _ = run(SeaKRConfig.paper(**SMALL), stated)
+    assert paper.answer == "Italy"
+
+
+def test_a_greedy_only_final_estimator_compares_the_answers_without_samples():
+    def respond(prompt, config):
+        context, _ = parse(prompt)
+        if is_step(config):
+            return eiffel(prompt, config)
+        from_steps = bool(context) and context[0].startswith("It is")
+        if from_steps:  # the rationales' answer: one word the model doubted
+            return Reply("So the answer is Frence", low=("Frence",))
+        return Reply("So the answer is France")
+
+    result, backend = run(SeaKRConfig(**SMALL, final_estimator="min_token_prob"), respond)
+    assert result.strategy == "knowledge" and result.answer == "France"
+    assert result.finals["rationales"].uncertainty.estimator == "min_token_prob"
+    assert all(c.k == 0 for batch in backend.batches for _, c in batch if not is_step(c))
+    with pytest.raises(ValueError, match="greedy continuation alone"):
+        SeaKRConfig(final_estimator="eigenscore")

@@ -69,7 +69,11 @@ def decision_account(result: SeaKRResult) -> str:
         lines.append(f"stopped: {result.stop_reason}")
     final = result.finals.get(result.strategy)
     other = next((f for name, f in result.finals.items() if name != result.strategy), None)
-    source = {"knowledge": "the passages it kept (knowledge)", "rationales": "its own reasoning (rationales)"}
+    source = {
+        "knowledge": "the passages it kept (knowledge)",
+        "rationales": "its own reasoning (rationales)",
+        "stated": "the answer its last step stated",
+    }
     if final is not None:
         line = f"answered from {source.get(result.strategy, result.strategy)} ({_u(final.uncertainty)})"
         if other is not None:

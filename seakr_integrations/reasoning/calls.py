@@ -179,14 +179,22 @@ class ModelCalls:
         return estimate(reply, "prompt")
 
     def final_answers(
-        self, state: QuestionState, items: list[tuple[str, Scored, str, list[str]]], *, measured: bool = True
+        self,
+        state: QuestionState,
+        items: list[tuple[str, Scored, str, list[str]]],
+        *,
+        measured: bool = True,
+        estimator: str | None = None,
     ) -> Generator[Generate, Any, list[FinalTrace]]:
         """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
-        " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5)."""
+        " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
+        ``estimator``: measure each answer's uncertainty with this greedy-only estimator instead (the calls were
+        made without samples)."""
         finals, forced = [], []
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
             answer = extract_answer(out.greedy.text)
             screen = self.screen(out)
+            u = u if estimator is None else estimate(out, estimator, self.config.alpha)
             finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context, screen))  # type: ignore[arg-type]
             if answer is None:
                 again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
@@ -200,6 +208,7 @@ class ModelCalls:
             scored = yield from self.run(state, [(p, sampling) for _, p in forced])
             for (i, _), (out, u) in zip(forced, scored, strict=True):
                 old = finals[i]
+                u = u if estimator is None else estimate(out, estimator, self.config.alpha)
                 text = ANSWER_PROMPT.rstrip() + out.greedy.text
                 generation = (old.generation + text).strip()
                 finals[i] = FinalTrace(

@@ -119,6 +119,12 @@ class SeaKRConfig:
         cover_compared_entities: A question that compares or joins entities ("X or Y", "X and Y") is not answered
             while one of them has no kept passage: SeaKR searches for it first (within ``max_steps`` and
             ``max_docs``).  ``False``, the paper, answers as soon as a step states an answer.
+        final_estimator: The estimator that compares the two final answers (``final_strategy="choose"``); ``None``:
+            the loop's ``estimator``.  A greedy-only one (``"min_token_prob"``, ``"perplexity"``) draws no samples
+            for the final answers.
+        answer_when_stated: When the loop ends on a step that states the answer, give that answer and skip the
+            final reasoning (two LM calls).  ``False``, the paper, reasons again from the rationales and from the
+            passages and picks one.
         anchor_queries: Keep each query on the question: one that names none of the question's entities still
             lacking a passage gets the first of them, and one that shares no word with the question gets the
             question's content words.  ``False``, the paper, searches the masked step as it is.
@@ -164,6 +170,8 @@ class SeaKRConfig:
     check_claims: bool = True
     cover_compared_entities: bool = True
     anchor_queries: bool = True
+    final_estimator: str | None = None
+    answer_when_stated: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.base_stops, str):
@@ -236,7 +244,14 @@ class SeaKRConfig:
         for name in ("knowledge_needs_passages", "stop_on_repeated_step"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: must be True (the default) or False (the paper)")
-        for name in ("check_claims", "cover_compared_entities", "anchor_queries"):
+        if self.final_estimator is not None:
+            check_estimator(self.final_estimator)
+            if not REGISTRY[self.final_estimator].needs <= {"greedy_logprobs"}:
+                raise ValueError(
+                    f"final_estimator={self.final_estimator!r}: give an estimator that reads the greedy continuation "
+                    "alone ('min_token_prob', 'perplexity'), or None for the loop's estimator"
+                )
+        for name in ("check_claims", "cover_compared_entities", "anchor_queries", "answer_when_stated"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: must be True or False (the paper)")
         if self.cascade_estimator is not None:
@@ -367,6 +382,8 @@ PAPER_RULES: dict[str, Any] = {
     "check_claims": False,
     "cover_compared_entities": False,
     "anchor_queries": False,
+    "final_estimator": None,
+    "answer_when_stated": False,
 }
 """The settings whose defaults differ from the paper's decisions, at the paper's values (``SeaKRConfig.paper()``;
 ``docs/decision_rules.md`` says why the defaults differ)."""

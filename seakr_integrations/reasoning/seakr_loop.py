@@ -27,7 +27,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from seakr_integrations.quoting import quoted
-from seakr_integrations.reasoning.answer import has_answer, is_unknown
+from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.calls import ModelCalls
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
@@ -106,6 +106,9 @@ class SeaKRLoop:
             state.emit(StepFinished(state.index, state.question, snapshot(step)))
             if step.stop:
                 break
+        stated = self.stated_answer(state)
+        if stated is not None:
+            return self._result(state, stated, {"stated": stated}, StopReason.ANSWER_FOUND)
         finals = yield from self.final_answers(state)
         if self.config.final_strategy == "choose" and len(finals) == 2:
             winner = choose(finals["rationales"], finals["knowledge"], self.config.final_margin)
@@ -286,6 +289,18 @@ class SeaKRLoop:
         return sorted(candidates, key=lambda c: (c.rank_value, c.rank))
 
     # ------------------------------------------------------------------------------------- final reasoning
+    def stated_answer(self, state: QuestionState) -> FinalTrace | None:
+        """With ``answer_when_stated``: the answer the loop's last step stated, when the loop ended there."""
+        last = state.trace[-1] if state.trace else None
+        if not self.config.answer_when_stated or last is None or last.stop != StopReason.ANSWER_FOUND:
+            return None
+        text = state.steps[-1] if state.steps else ""
+        answer = extract_answer(text)
+        if is_unknown(answer):
+            return None
+        state.note("the loop's last step stated the answer, so it is given without reasoning again")
+        return FinalTrace("stated", answer, text, last.uncertainty, False, [f"step {len(state.steps)}"], last.screen)
+
     def final_answers(self, state: QuestionState) -> Generator[Any, Any, dict[str, FinalTrace]]:
         """(a) reason from the rationales, (b) reason from the chosen passages, in one request (only the one
         ``config.final_strategy`` names, when it names one)."""
@@ -300,11 +315,14 @@ class SeaKRLoop:
         if self.config.final_strategy == "choose" and self.config.knowledge_needs_passages and not state.docs:
             wanted = ["rationales"]  # reasoning from no passages would be a closed-book answer: one call fewer
             state.note("no passage was kept, so the answer is reasoned from the rationales alone")
-        measured = len(wanted) == 2  # only the choice between two answers reads their uncertainty
+        # only the choice between two answers reads their uncertainty, and a greedy-only final_estimator needs no
+        # samples for it
+        by = self.config.final_estimator if len(wanted) == 2 else None
+        measured = len(wanted) == 2 and by is None
         calls = [self.calls.call(state, [], contexts[s], sentence=False, measured=measured) for s in wanted]
         scored = yield from self.calls.run(state, calls)
         items = [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)]
-        finals = yield from self.calls.final_answers(state, items, measured=measured)
+        finals = yield from self.calls.final_answers(state, items, measured=measured, estimator=by)
         return {f.strategy: f for f in finals}
 
     # ------------------------------------------------------------------------------------------- single-hop

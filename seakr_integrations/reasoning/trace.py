@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 Decision = Literal["answer", "accept", "retrieve"]
-Strategy = Literal["rationales", "knowledge", "direct", "passage", "chain"]
+Strategy = Literal["rationales", "knowledge", "stated", "direct", "passage", "chain"]
 
 
 class StopReason(StrEnum):
@@ -289,7 +289,8 @@ class FinalTrace:
     """One candidate answer of the final self-aware reasoning.
 
     Attributes:
-        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"direct"`` / ``"passage"`` (single-hop),
+        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"stated"`` (the answer the loop's last step
+            stated, ``SeaKRConfig.answer_when_stated``), ``"direct"`` / ``"passage"`` (single-hop),
             ``"chain"`` (a baseline's answer read from its own reasoning chain).
         answer: The extracted answer (``None`` if there was none).
         generation: The text the answer was read from.
