@@ -94,6 +94,11 @@ def _answer(result: SeaKRResult | Exception) -> MethodAnswer:
 _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "seakr": ({}, "SeaKR with the library's default decision rules (SeaKRConfig(); docs/decision_rules.md)"),
     "seakr-paper": (dict(PAPER_RULES), "SeaKR with the authors' decision rules exactly (SeaKRConfig.paper())"),
+    "seakr-both-finals": (
+        {"final_strategy": "choose", "final_estimator": None, "answer_when_stated": False},
+        "the default SeaKR with the paper's final step: both final answers generated, each with its samples, the "
+        "less uncertain by EigenScore given (its traces replay any final-answer rule)",
+    ),
     "seakr-no-cascade": (
         {"cascade_estimator": None},
         "ablation of the default SeaKR: every step that the claim checks leave open is sampled (no cascade)",
