@@ -124,7 +124,10 @@ def main() -> None:
             path = out_dir / f"fold{j}" / f"{args.method}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             with ResultsFile.open(path, setup) as results:
+                backend.prefill = type(backend.prefill)()
                 summary = evaluate(method, fold_questions, results, batch_size=args.batch_size, progress=False)
+            prefill = out_dir / f"fold{j}" / f"{args.method}.prefill.json"
+            prefill.write_text(json.dumps(backend.prefill.to_dict(), indent=2) + "\n")
             print(
                 f"{ds} fold {j} {args.method}: F1 {summary.f1:.3f} EM {summary.em:.3f} ({summary.questions} q; "
                 f"{summary.lm_calls:.1f} LM calls, {summary.generated_tokens:.0f} tokens, {summary.seconds:.1f} s)",

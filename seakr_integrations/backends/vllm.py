@@ -98,6 +98,22 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+class PrefillCounter:
+    """Prompt tokens sent to the engine and those its prefix cache already held, per request kind (``greedy``,
+    ``samples``, ``readout``): how much of each call's prompt SeaKR's calls share with earlier ones."""
+
+    def __init__(self) -> None:
+        self.prompt: dict[str, int] = {}
+        self.cached: dict[str, int] = {}
+
+    def add(self, prompt_tokens: int, cached_tokens: int, kind: str) -> None:
+        self.prompt[kind] = self.prompt.get(kind, 0) + prompt_tokens
+        self.cached[kind] = self.cached.get(kind, 0) + cached_tokens
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {kind: {"prompt_tokens": n, "cached_tokens": self.cached[kind]} for kind, n in self.prompt.items()}
+
+
 def _import_vllm() -> Any:
     try:
         import vllm
@@ -189,6 +205,8 @@ class VLLMBackend(SelfAwareBackend):
         if self.tokenizer.eos_token_id is None:
             raise ValueError(f"{self.model_name}: the tokenizer defines no EOS token, which SeaKR's read-out needs")
         self.eos_token_id = int(self.tokenizer.eos_token_id)
+        self.prefill = PrefillCounter()
+        """Prompt tokens the engine was given and how many of them it found in its prefix cache, by request kind."""
         self._hooked: tuple[int, str] | None = None
         self._calls = 0
         self._stream: VLLMStream | None = None

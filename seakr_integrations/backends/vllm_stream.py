@@ -158,6 +158,7 @@ class VLLMStream(GenerationStream):
             kind, ref = role
             if out.finished:
                 del self._roles[out.request_id]
+                self.backend.prefill.add(len(out.prompt_token_ids or ()), out.num_cached_tokens or 0, kind)
             if kind == "greedy" and out.finished:
                 self._prompts[ref].greedy = continuation(out.outputs[0])
                 fetch = fetch or self.backend.supports_logits
