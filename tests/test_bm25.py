@@ -1,4 +1,4 @@
-"""The embedded BM25 index: reopening, ranking, LLM-proof queries, and the shared HotpotQA corpus (building it:
+"""The embedded BM25 index: reopening, ranking, LLM-proof queries, and the HotpotQA corpus of data/ (building it:
 ``test_bm25_build.py``)."""
 
 from __future__ import annotations
@@ -19,14 +19,16 @@ from seakr_integrations.retrieval import (
 from seakr_integrations.retrieval.bm25 import _ANALYZER, MANIFEST_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("SEAKR_DATA_DIR", ROOT.parent / "shared" / "data"))
+DATA_DIR = Path(os.environ.get("SEAKR_DATA_DIR", ROOT / "data"))
 
 
 @pytest.fixture(scope="module")
 def hotpot(tmp_path_factory: pytest.TempPathFactory) -> BM25Index:
     corpus = DATA_DIR / "corpus_hotpotqa.jsonl"
     if not corpus.is_file():
-        pytest.skip(f"{corpus} is not there (set SEAKR_DATA_DIR)")
+        pytest.fail(
+            f"{corpus} is not there: the repository ships it in data/ (git checkout data/, or fix SEAKR_DATA_DIR)"
+        )
     return BM25Index.build(corpus, tmp_path_factory.mktemp("hotpot") / "index", progress=False)
 
 
@@ -34,7 +36,9 @@ def hotpot(tmp_path_factory: pytest.TempPathFactory) -> BM25Index:
 def hotpot_questions() -> list[dict]:
     path = DATA_DIR / "hotpotqa_dev.jsonl"
     if not path.is_file():
-        pytest.skip(f"{path} is not there (set SEAKR_DATA_DIR)")
+        pytest.fail(
+            f"{path} is not there: the repository ships it in data/ (git checkout data/, or fix SEAKR_DATA_DIR)"
+        )
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -145,7 +149,7 @@ def test_empty_query_is_a_caller_error(built: BM25Index):
     assert len(built.search("France", k=50)) == 2
 
 
-# --- the shared HotpotQA corpus ---------------------------------------------------------------------------------
+# --- the HotpotQA corpus of data/ ----------------------------------------------------------------------------------
 
 
 def test_hotpotqa_supporting_titles_are_found(hotpot: BM25Index, hotpot_questions: list[dict]):

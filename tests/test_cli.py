@@ -84,7 +84,7 @@ def small_index(tmp_path_factory):
     """`seakr index` on 200 real HotpotQA paragraphs."""
     root = tmp_path_factory.mktemp("cli")
     corpus = root / "corpus.jsonl"
-    source = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "corpus_hotpotqa.jsonl")
+    source = os.path.join(os.path.dirname(__file__), "..", "data", "corpus_hotpotqa.jsonl")
     with open(source) as f:
         corpus.write_text("".join(f.readline() for _ in range(200)))
     done = _seakr("index", str(corpus), "--out", str(root / "index"))

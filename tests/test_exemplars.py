@@ -12,7 +12,7 @@ import pytest
 from seakr_integrations.reasoning.exemplars import EXEMPLAR_SETS, Exemplar, exemplars
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("SEAKR_DATA_DIR", ROOT.parent / "shared" / "data"))
+DATA_DIR = Path(os.environ.get("SEAKR_DATA_DIR", ROOT / "data"))
 DEV_FILES = ("hotpotqa_dev.jsonl", "2wiki_dev.jsonl", "nq_open_dev.jsonl")
 RENDERED = re.compile(r"^Question: .+\nAnswer: .*So the answer is .+\.$")
 
@@ -126,7 +126,10 @@ def test_every_exemplar_has_entities_listed():
 def test_no_entity_leaks_from_dev_questions():
     missing = [name for name in DEV_FILES if not (DATA_DIR / name).is_file()]
     if missing:
-        pytest.skip(f"dev files not found in {DATA_DIR} (set SEAKR_DATA_DIR): {missing}")
+        pytest.fail(
+            f"dev files not found in {DATA_DIR}: {missing}; the repository ships them in data/ "
+            "(git checkout data/, or fix SEAKR_DATA_DIR)"
+        )
     dev = []
     for name in DEV_FILES:
         for line in (DATA_DIR / name).read_text(encoding="utf-8").splitlines():

@@ -47,7 +47,7 @@ from seakr_integrations.retrieval.corpus import read_corpus
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 QUESTION = "which is traditionally drunk before retiring to bed, Hot toddy or Kir?"
 OTHER = "This singer of A Rather Blustery Day also voiced what hedgehog?"
 

@@ -16,7 +16,7 @@ from seakr_integrations.retrieval.corpus import read_corpus
 
 pytestmark = pytest.mark.slow
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIG = SeaKRConfig.paper(k=4, max_tokens=40, num_exemplars=3, delta=PAPER_DELTA)  # the authors' loop invariants
 
 
