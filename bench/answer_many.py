@@ -1,7 +1,7 @@
 """Benchmark ``SeaKR.answer_many`` against answering the same questions one at a time, on vLLM (CPU).
 
 Both runs use one engine, the same index and SeaKR's default settings (k=20, 100 tokens, 10 exemplars, N=3), on
-the first N HotpotQA questions of ../shared/data.  The sequential run goes first, so the batched run cannot be
+the first N HotpotQA questions of data/.  The sequential run goes first, so the batched run cannot be
 helped by a prefix cache the sequential one did not also have (exemplar prefixes are cached after the first call
 either way).  Prints one JSON line: wall times, per-question medians, answers and decisions that agree.
 
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def decisions(result: Any) -> dict[str, Any]:

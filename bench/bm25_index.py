@@ -2,7 +2,7 @@
 
 The corpus is synthetic but made of real text: each passage takes a Wikipedia lead summary's title (sometimes
 with a disambiguation like "(film)"), that summary's first sentence, then random sentences from other summaries
-up to 80-120 words (mean 100), all drawn with a seeded RNG from ../shared/data/wiki_summaries_en.jsonl and streamed
+up to 80-120 words (mean 100), all drawn with a seeded RNG from data/wiki_summaries_en.jsonl.gz and streamed
 to a temporary JSONL file (only the ~5 MB of source sentences is held in memory).  Builds index that file through
 the public API (``BM25Index.build(path, ...)``, so JSON parsing and validation are included), into the same
 directory each time (so every build after the first also replaces an index).  Queries are a fixed mix: passage
@@ -17,6 +17,7 @@ Results go to docs/benchmarks.md together with this command and the machine.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -29,8 +30,9 @@ import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
+from typing import IO
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "wiki_summaries_en.jsonl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "wiki_summaries_en.jsonl.gz"
 QUALIFIERS = ["film", "album", "band", "novel", "song", "TV series", "footballer", "politician", "river", "ship"]
 LLM_TEMPLATES = [
     "What is {title} known for?",
@@ -43,10 +45,18 @@ LLM_TEMPLATES = [
 ]
 
 
+def _open_text(path: Path) -> IO[str]:
+    """The file as text, gunzipped when it starts with gzip's magic bytes: data/ ships the summaries compressed, and
+    an uncompressed copy (``--data``) still reads."""
+    with open(path, "rb") as fh:
+        compressed = fh.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rt", encoding="utf-8") if compressed else open(path, encoding="utf-8")
+
+
 def load_source(data: Path) -> tuple[list[str], list[str], list[int]]:
     """Titles, all sentences, and the index of each title's first sentence in the sentence list."""
     titles, sentences, first = [], [], []
-    with open(data, encoding="utf-8") as fh:
+    with _open_text(data) as fh:
         for line in fh:
             row = json.loads(line)
             parts = [s for s in re.split(r"(?<=[.!?])\s+", row["text"].strip()) if s]

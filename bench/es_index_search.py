@@ -4,7 +4,7 @@ time and as concurrent rounds (``search_many``).
 Runs against the cluster at ``ELASTICSEARCH_URL`` (credentials from the usual variables), or else starts the
 noida-db emulator on 127.0.0.1 (then every number is the emulator's and is labelled so: it says nothing about a real
 cluster's speed).  The corpus is bench/bm25_index.py's synthetic one (Wikipedia titles and sentences from
-../shared/data/wiki_summaries_en.jsonl, 80-120 words per passage, seeded), written to a temporary JSONL file and
+data/wiki_summaries_en.jsonl.gz, 80-120 words per passage, seeded), written to a temporary JSONL file and
 indexed through the public API (``build_elasticsearch_index``: JSON parsing and validation included), into a fresh
 ``seakr-bench-...`` index that is deleted afterwards.  The rerun indexes the same file again (every passage is
 already there: what resuming a finished build costs).  Queries are bm25_index.py's mix (titles, passage snippets,

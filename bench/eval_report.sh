@@ -25,7 +25,7 @@ STEPS=${*:-calibrate seakr baselines skr ablations estimators}
 M=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
 for step in $STEPS; do
   for ds in hotpotqa 2wiki; do
-    q=(--dataset "../shared/data/${ds}_dev.jsonl" --corpus "../shared/data/corpus_${ds}.jsonl" --style "$ds")
+    q=(--dataset "data/${ds}_dev.jsonl" --corpus "data/corpus_${ds}.jsonl" --style "$ds")
     profiles=(--calibrated --profile-dir "$OUT/profiles/$ds")
     case $step in
       calibrate)

@@ -16,7 +16,7 @@ How far each estimate can be trusted:
 
 Usage::
 
-    python bench/offline_rules.py [--runs runs/answer-prefix] [--data ../shared/data]
+    python bench/offline_rules.py [--runs runs/answer-prefix] [--data data]
 """
 
 from __future__ import annotations
@@ -361,7 +361,7 @@ def repeat_section(data: dict[str, dict[str, list[Record]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/answer-prefix"))
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / "data")
     args = parser.parse_args(argv)
     data = load(args.runs, args.data)
     for section in (final_section, rerank_section, gate_section, repeat_section):

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "hotpotqa_dev.jsonl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "hotpotqa_dev.jsonl"
 
 
 def build_prompts(tokenize, n: int, target_tokens: int, data: Path) -> list[str]:

@@ -1,7 +1,7 @@
 """Benchmark one ``seakr serve`` server under 1, 4 and 8 concurrent client processes (CPU).
 
 Starts ``seakr serve MODEL`` on a free 127.0.0.1 port, then for each client count runs that many processes at once,
-each answering its own 5 HotpotQA questions of ../shared/data with ``SeaKRChain`` (a LangChain retriever over a
+each answering its own 5 HotpotQA questions of data/ with ``SeaKRChain`` (a LangChain retriever over a
 BM25 index of the HotpotQA corpus, ``ChatSeaKR(base_url=...)``).  Prints one JSON line per client count (questions
 per minute, wall time) and the ratio of 8 clients to 1, then the per-call overhead of the HTTP path: the median time
 of a greedy one-token call through ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SETTINGS = {"k": 10, "max_tokens": 64, "num_exemplars": 4, "max_steps": 3}
 
 CLIENT = """

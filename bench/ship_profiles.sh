@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEAKR=${SEAKR:-.venv/bin/seakr}
-DATA=${DATA:-../shared/data}
+DATA=${DATA:-data}
 OUT=seakr_integrations/data/calibration
 mkdir -p "$OUT"
 models=("$@")
