@@ -10,6 +10,7 @@ import pytest
 
 from seakr_integrations.cli import build_parser, common
 from seakr_integrations.cli.common import DATASET_NAMES, DatasetFiles, data_dirs, resolve_dataset
+from seakr_integrations.cli.evaluate import results_path
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = '{"id": "q1", "question": "Which country is the Eiffel Tower in?", "answers": ["France"]}\n'
@@ -103,6 +104,7 @@ def test_load_questions_names_the_file_and_the_corpus_in_args(tmp_path: Path, mo
     assert [q.id for q in common.load_questions(args)] == ["q1"]
     # Results files and profiles are named after the file, as when its path is given: runs/hotpotqa_dev/...
     assert (args.dataset, args.corpus) == (str(data / "hotpotqa_dev.jsonl"), str(data / "corpus_hotpotqa.jsonl"))
+    assert results_path(args, "seakr", 1) == str(Path("runs") / "hotpotqa_dev" / "seakr.jsonl")
     args = _args("--dataset", "nq_open")
     common.load_questions(args)
     assert (args.dataset, args.corpus) == (str(data / "nq_open_dev.jsonl"), None)  # the usual default corpus
