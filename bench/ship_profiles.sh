@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make the calibration profiles shipped in seakr_integrations/data/calibration/: one per bundled model, prompt style
 # and preset (SeaKRConfig() and SeaKRConfig.light()), each chosen by `seakr calibrate` at a first-step retrieval
-# rate of 0.5 on lines 200-219 of the style's question file (lines no evaluation reports on).
+# rate of 0.5 on lines 200-299 of the style's question file (100 questions; 20 gave a noisy median), with the cascade
+# band for the default cascade estimator stored beside delta.
 #
 #   bash bench/ship_profiles.sh [MODEL ...]     # default: smollm2 qwen
 #
@@ -39,7 +40,7 @@ for model in "${models[@]}"; do
       IFS='|' read -r preset settings <<<"$p"
       tmp=$(mktemp -d)
       # shellcheck disable=SC2086 # settings are words
-      flock /tmp/seakr-heavy.lock nice -n 5 "$SEAKR" calibrate --dataset "$file" --start 200 --limit 20 \
+      flock /tmp/seakr-heavy.lock nice -n 5 "$SEAKR" calibrate --dataset "$file" --start 200 --limit 100 \
         --no-coverage-check --objective rate --target-rate 0.5 --model "$model" "${backend[@]}" \
         --mode "$mode" --style "$style" $settings --profile-dir "$tmp" --quiet
       for f in "$tmp"/*.json; do
