@@ -100,9 +100,9 @@ class SeaKRConfig:
         final_margin: With ``final_strategy="choose"``: the rationales-based answer wins only when its uncertainty
             is more than this below the knowledge-based answer's (>= 0, in the estimator's units); 0, the paper,
             keeps the less uncertain, a tie going to knowledge.
-        knowledge_needs_passages: With ``final_strategy="choose"``: when the loop kept no passage, answer from the
-            rationales alone, one LM call fewer (reasoning "from the knowledge" without passages is a closed-book
-            answer).  ``False``, the paper, generates and compares both.
+        knowledge_needs_passages: When the loop kept no passage, answer from the rationales alone, one LM call fewer
+            (reasoning "from the knowledge" without passages is a closed-book answer); with ``final_strategy=
+            "knowledge"`` too.  ``False``, the paper, generates and compares both.
         stop_on_repeated_step: End the loop at a step that says what an earlier step said (case, punctuation and
             a/an/the aside): it adds nothing to the context, and each further round costs LM calls.  ``False``, the
             paper, stops on a repeated query only.

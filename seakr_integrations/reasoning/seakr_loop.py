@@ -312,7 +312,7 @@ class SeaKRLoop:
         as_passages = [Passage(f"step {i}", "", s) for i, s in enumerate(rationale, 1)]
         contexts = {"rationales": as_passages, "knowledge": state.docs}
         wanted = [s for s in contexts if self.config.final_strategy in ("choose", s)]
-        if self.config.final_strategy == "choose" and self.config.knowledge_needs_passages and not state.docs:
+        if self.config.final_strategy != "rationales" and self.config.knowledge_needs_passages and not state.docs:
             wanted = ["rationales"]  # reasoning from no passages would be a closed-book answer: one call fewer
             state.note("no passage was kept, so the answer is reasoned from the rationales alone")
         # only the choice between two answers reads their uncertainty, and a greedy-only final_estimator needs no
