@@ -91,7 +91,10 @@ def test_paper_is_the_authors_rules_with_overrides():
     assert SeaKRConfig.paper(rerank_margin=1.0).rerank_margin == 1.0  # an override wins over the preset
     default = SeaKRConfig()
     assert (default.rerank, default.knowledge_needs_passages, default.stop_on_repeated_step) == (False, True, True)
-    assert (default.rerank_margin, default.final_margin) == (0.0, 0.0)
+    assert (default.rerank_margin, default.final_margin) == (0.0, 0.5)
+    assert (default.check_claims, default.cover_compared_entities, default.anchor_queries) == (True, True, True)
+    assert default.cascade_estimator == "min_token_prob" and paper.cascade_estimator is None
+    assert not (paper.check_claims or paper.cover_compared_entities or paper.anchor_queries)
     assert default.with_(**PAPER_RULES) == paper
 
 
