@@ -94,14 +94,18 @@ def test_chain_over_a_vector_store_and_batch_matches_invoke(chat, vector_retriev
 
 def test_gate_follows_delta(chat, bm25):
     question = "Who directed Santa Sangre?"
-    skip = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=CONFIG.with_(delta=1e9))
+    paper_gate = CONFIG.with_(check_claims=False, cascade_estimator=None)  # the samples decide every step
+    skip = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=paper_gate.with_(delta=1e9))
     decision = skip.decide(question)
     assert not decision.retrieve and decision.documents == [] and decision.reason == "confident"
     assert "skipped" in decision.explanation
-    fetch = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=CONFIG.with_(delta=-1e9))
+    fetch = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=paper_gate.with_(delta=-1e9))
     docs = fetch.invoke(question)
     assert [d.id for d in docs] == [d.id for d in bm25.invoke(question)]
     assert docs[0].metadata["seakr_gate_uncertainty"] == pytest.approx(decision.assessment.uncertainty.value)
+    claims = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=CONFIG.with_(delta=1e9))
+    checked = claims.decide(question)  # the default checks the step's claims first: no passage covers them yet
+    assert checked.retrieve and checked.reason == "unsupported_claim" and "no kept passage" in checked.explanation
 
 
 def test_reranker_orders_by_the_models_uncertainty_inside_contextual_compression(chat, bm25):
