@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import concurrent_backend
 from seakr_integrations.backends.loading import BACKEND_KINDS, shared_backend
@@ -100,22 +99,6 @@ class SelfAwareModelMixin(BaseModel):
 
     _backend: SelfAwareBackend | None = PrivateAttr(default=None)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _renamed(cls, data: Any) -> Any:
-        """``backend_kind=`` (before LlamaIndex's spelling was adopted) still works, with a DeprecationWarning."""
-        if not isinstance(data, dict) or "backend_kind" not in data:
-            return data
-        data = dict(data)
-        kind = data.pop("backend_kind")
-        warn_renamed(f"{cls.__name__}(backend_kind={kind!r})", f"{cls.__name__}(backend={kind!r})")
-        current = data.get("backend")
-        if current is None:
-            data["backend"] = kind
-        elif isinstance(current, str) and current != kind:
-            raise ValueError(f"backend={current!r} and backend_kind={kind!r} disagree: pass backend= alone")
-        return data
-
     @field_validator("backend")
     @classmethod
     def _self_aware(cls, value: Any) -> Any:
@@ -149,12 +132,6 @@ class SelfAwareModelMixin(BaseModel):
             )
         self.sampling()  # validates k, temperature, top_k, top_p, max_tokens, stop, layer now, not at the first call
         return self
-
-    @property
-    def backend_kind(self) -> str:
-        """Deprecated: read ``backend`` (``"hf"``, ``"vllm"`` or the instance)."""
-        warn_renamed(f"{type(self).__name__}.backend_kind", f"{type(self).__name__}.backend")
-        return self.backend if isinstance(self.backend, str) else type(self.backend).__name__
 
     @property
     def backend_label(self) -> str:

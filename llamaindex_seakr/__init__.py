@@ -11,8 +11,6 @@ logic, so the gate, the re-ranking and the loop decide exactly as ``SeaKR.answer
 * ``PassageRetriever`` (the embedded BM25 index as a LlamaIndex retriever), ``MiniLMEmbedding`` (offline embedder).
 """
 
-from typing import Any as _Any
-
 from llamaindex_seakr.embedding import MiniLMEmbedding
 from llamaindex_seakr.events import (
     AnswerChosenEvent,
@@ -64,21 +62,3 @@ __all__ = [
     "passage_to_node",
     "__version__",
 ]
-
-_DEPRECATED = {
-    "UncertaintyCheckEvent": "llamaindex_seakr.events",
-    "ReasoningStepEvent": "llamaindex_seakr.events",
-    "FinalAnswerEvent": "llamaindex_seakr.events",
-    "SeaKRResultEvent": "llamaindex_seakr.events",
-    "SelfAwareRerank": "llamaindex_seakr.rerank",
-    "UncertaintyGateEvent": "llamaindex_seakr.retriever",
-}
-"""Names of older releases: they import for one release, with a ``DeprecationWarning`` naming the new one."""
-
-
-def __getattr__(name: str) -> _Any:
-    if name in _DEPRECATED:
-        import importlib
-
-        return getattr(importlib.import_module(_DEPRECATED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,8 +3,7 @@
 SeaKR's re-ranking does not ask whether a passage looks relevant; it puts each passage in the model's context, lets
 the model write, and keeps the passage after which the model is least uncertain.  This post-processor applies that
 rule (``SeaKR.rerank``, the loop's own code) to any list of ``NodeWithScore``, so it drops into LlamaIndex query
-engines next to or instead of the similarity-based re-rankers.  (Its name in older releases, ``SelfAwareRerank``,
-still imports, with a ``DeprecationWarning``, for one release.)
+engines next to or instead of the similarity-based re-rankers.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import annotate, node_to_passage
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, CandidateScore
 from seakr_integrations.reasoning.reasoner import SeaKR
@@ -123,10 +121,3 @@ class SelfAwareReranker(BaseNodePostprocessor):
             out.append(annotate(original, meta, score=score.relevance))
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
-
-
-def __getattr__(name: str) -> Any:
-    if name == "SelfAwareRerank":
-        warn_renamed("llamaindex_seakr.SelfAwareRerank", "llamaindex_seakr.SelfAwareReranker")
-        return SelfAwareReranker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,6 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import annotate, as_llama_retriever
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
 from seakr_integrations.reasoning.events import GateDecided
@@ -59,13 +58,6 @@ class GateDecidedEvent(BaseEvent):
     @classmethod
     def class_name(cls) -> str:
         return "GateDecidedEvent"
-
-
-def __getattr__(name: str) -> Any:
-    if name == "UncertaintyGateEvent":
-        warn_renamed("llamaindex_seakr.UncertaintyGateEvent", "llamaindex_seakr.GateDecidedEvent")
-        return GateDecidedEvent
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UncertaintyGatedRetriever(BaseRetriever):

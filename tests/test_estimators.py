@@ -185,27 +185,3 @@ def test_prompt_estimator_scores_the_probe_reply_and_an_unsent_probe_is_uncertai
     assert (sampling.seed, sampling.layer, sampling.source) == (7, 2, "residual")
     u = unprobed("too long")
     assert u.value == math.inf and u.estimator == "prompt" and u.note == "too long"
-
-
-@pytest.mark.parametrize(
-    ("module", "name", "expected"),
-    [
-        (
-            "seakr_integrations.uncertainty",
-            "ESTIMATORS",
-            ("eigenscore", "perplexity", "min_token_prob", "multi_perplexity", "ln_entropy", "energy"),
-        ),
-        ("seakr_integrations.uncertainty", "LOOP_ESTIMATORS", tuple(REGISTRY)),
-        ("seakr_integrations.uncertainty.estimate", "ESTIMATORS", tuple(REGISTRY)[:-1]),
-        ("seakr_integrations.uncertainty.estimate", "LOOP_ESTIMATORS", tuple(REGISTRY)),
-    ],
-)
-def test_deprecated_estimator_lists_warn_and_come_from_the_registry(module, name, expected):
-    import importlib
-
-    mod = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{name} is deprecated .*: use ") as record:
-        assert getattr(mod, name) == expected
-    assert record[0].filename == __file__  # the warning points at the line that used the old name
-    with pytest.raises(AttributeError, match="NO_SUCH"):
-        mod.NO_SUCH  # noqa: B018

@@ -113,7 +113,7 @@ def test_rerank_orders_by_uncertainty_and_matches_the_loops_pick():
     loop = SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=DOCS), CONFIG).answer(
         "Which country is the Eiffel Tower in?"
     )
-    assert loop.steps[0].chosen == ranked[0].passage.id
+    assert loop.steps[0].chosen_passage_id == ranked[0].passage.id
     assert [c.uncertainty for c in loop.steps[0].candidates] == [
         c.uncertainty for c in sorted(ranked, key=lambda c: c.rank)
     ]

@@ -65,8 +65,8 @@ def _read_trace(record: dict[str, Any], path: Path) -> dict[str, Any]:
 def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[MethodRun]:
     """Read results files (directories are searched for ``*.jsonl``); empty files are reported, not dropped.
 
-    Every SeaKR trace in them is read through ``SeaKRResult.from_dict`` (so a file of an older release reads as
-    this release's traces, and one of a newer release is refused with a clear error)."""
+    Every SeaKR trace in them is read through ``SeaKRResult.from_dict`` (so a version-1 trace reads as a version-2
+    one, and one of a newer version is refused with a clear error)."""
     files: list[Path] = []
     for p in map(Path, paths):
         files += sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]

@@ -6,8 +6,9 @@ their own metadata.  Every record converts to plain, strict JSON and back (``Sea
 
 The JSON form (``schema_version`` 2):
 
-* every saved trace carries ``"schema_version": 2``; a trace without it was written by an older release
-  (version 1) and still loads; a newer version than this release knows is refused with a clear error;
+* every saved trace carries ``"schema_version": 2``; a trace without it is version 1, the form written before the
+  version was recorded (the results under ``runs/answer-prefix/`` hold such traces), and still loads; a newer
+  version than this code knows is refused with a clear error;
 * non-finite numbers (an uncertainty that could not be computed, a passage the model could not judge) are written
   as the strings ``"inf"``, ``"-inf"`` and ``"nan"``, since strict JSON has no such numbers; they read back as the
   same floats (version 1 wrote them as ``null``, which reads back as ``inf``, the only non-finite value it wrote);
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.reasoning.jsonform import (
     SCHEMA_VERSION,
@@ -236,17 +236,6 @@ class StepTrace:
             value = StopReason.parse(value)
         object.__setattr__(self, name, value)
 
-    @property
-    def chosen(self) -> str | None:
-        """Deprecated: ``chosen_passage_id`` (``chosen`` is a candidate's bool)."""
-        warn_renamed("StepTrace.chosen", "StepTrace.chosen_passage_id")
-        return self.chosen_passage_id
-
-    @chosen.setter
-    def chosen(self, value: str | None) -> None:
-        warn_renamed("StepTrace.chosen", "StepTrace.chosen_passage_id")
-        self.chosen_passage_id = value
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
@@ -396,7 +385,7 @@ class SeaKRResult:
 
     @classmethod
     def from_dict(cls, data: Any) -> SeaKRResult:
-        """The trace that :meth:`to_dict` wrote, in this release's form or an older one.
+        """The trace that :meth:`to_dict` wrote, in version 2 or version 1 (see the module docstring).
 
         Raises:
             ValueError: ``data`` is not a SeaKR trace, was written by a newer release (upgrade
@@ -406,7 +395,7 @@ class SeaKRResult:
         if version is None:
             raise ValueError(
                 "not a SeaKR trace: expected the mapping SeaKRResult.to_dict() writes (with 'schema_version', or "
-                f"'steps', 'finals' and 'config' as older releases wrote), got {type(data).__name__}"
+                f"'steps', 'finals' and 'config' as version 1 has), got {type(data).__name__}"
                 + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
             )
         try:

@@ -3,10 +3,8 @@
 ``REGISTRY`` lists them with what each needs; ``estimate(output, name)`` scores a back-end's output with one.
 """
 
-from typing import Any
-
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA, eigenscore
-from seakr_integrations.uncertainty.estimate import Uncertainty, deprecated_name, estimate
+from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 from seakr_integrations.uncertainty.logprob import energy, ln_entropy, multi_perplexity, perplexity
 from seakr_integrations.uncertainty.prompt import (
     PROBE_SUFFIX,
@@ -45,8 +43,3 @@ __all__ = [
     "probe_prompt",
     "prompt_uncertainty",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """``ESTIMATORS`` and ``LOOP_ESTIMATORS`` are deprecated: derived from ``REGISTRY``, with a warning."""
-    return deprecated_name(__name__, name)
