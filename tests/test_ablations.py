@@ -5,7 +5,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
-from seakr_integrations.uncertainty import PROBE_SUFFIX
+from seakr_integrations.uncertainty.prompt import PROBE_SUFFIX
 
 DOCS = [passage("p1"), passage("p2"), passage("p3")]
 SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}

@@ -18,18 +18,13 @@ from langchain_seakr import SelfAwareReranker as LangChainReranker
 from langchain_seakr import UncertaintyGatedRetriever as LangChainGate
 from llamaindex_seakr import SelfAwareReranker as LlamaIndexReranker
 from llamaindex_seakr import UncertaintyGatedRetriever as LlamaIndexGate
-from seakr_integrations.reasoning import (
+from seakr_integrations.reasoning import GateDecision, GateReason, SeaKR, SeaKRResult, StepTrace, StopReason, events
+from seakr_integrations.reasoning.decisions import (
+    CANDIDATE_METADATA_KEYS,
+    GATE_METADATA_KEYS,
     CandidateScore,
     FinalChoice,
-    GateDecision,
-    GateReason,
-    SeaKR,
-    SeaKRResult,
-    StepTrace,
-    StopReason,
-    events,
 )
-from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, GATE_METADATA_KEYS
 from seakr_integrations.reasoning.trace import SCHEMA_VERSION
 from seakr_integrations.uncertainty.estimate import Uncertainty
 

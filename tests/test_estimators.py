@@ -6,17 +6,12 @@ import numpy as np
 import pytest
 
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
-from seakr_integrations.uncertainty import (
-    REGISTRY,
-    eigenscore,
-    energy,
-    estimate,
-    ln_entropy,
-    multi_perplexity,
-    perplexity,
-    probe_prompt,
-    prompt_uncertainty,
-)
+from seakr_integrations.uncertainty import REGISTRY, estimate, probe_prompt, prompt_uncertainty
+from seakr_integrations.uncertainty.eigenscore import eigenscore
+from seakr_integrations.uncertainty.energy import energy
+from seakr_integrations.uncertainty.ln_entropy import ln_entropy
+from seakr_integrations.uncertainty.multi_perplexity import multi_perplexity
+from seakr_integrations.uncertainty.perplexity import perplexity
 
 LN_HALF = math.log(0.5)
 
@@ -146,7 +141,8 @@ def test_every_registered_estimator_computes_from_what_it_declares_it_needs(name
 
 
 def test_registry_lists_every_estimator_once_with_valid_needs():
-    from seakr_integrations.uncertainty import NEEDS, Estimator, estimator_names, estimators_for
+    from seakr_integrations.uncertainty import Estimator, estimator_names, estimators_for
+    from seakr_integrations.uncertainty.registry import NEEDS
 
     assert estimator_names() == (
         "eigenscore",
@@ -167,7 +163,7 @@ def test_registry_lists_every_estimator_once_with_valid_needs():
 
 @pytest.mark.parametrize("bad", ["vibes", "EigenScore", "", None, 3])
 def test_check_estimator_lists_the_choices(bad):
-    from seakr_integrations.uncertainty import check_estimator
+    from seakr_integrations.uncertainty.registry import check_estimator
 
     with pytest.raises(ValueError, match=rf"estimator={bad!r}: choose one of eigenscore, .*, energy, prompt$"):
         check_estimator(bad)

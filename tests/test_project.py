@@ -52,6 +52,38 @@ def test_explicit_all_names_exist(module):
     assert mod.__all__ and all(hasattr(mod, name) for name in mod.__all__)
 
 
+EXPORTING = (
+    "seakr_integrations",
+    "seakr_integrations.reasoning",
+    "seakr_integrations.uncertainty",
+    "seakr_integrations.retrieval",
+    "seakr_integrations.evaluation",
+    "langchain_seakr",
+    "llamaindex_seakr",
+)
+"""The packages whose ``__all__`` is what a user constructs or reads back (helpers are imported from modules)."""
+
+
+def _user_code() -> str:
+    """The Python a user copies: the README, docs/usage.md and the notebooks' code cells."""
+    import json
+
+    texts = [(ROOT / "README.md").read_text(), (ROOT / "docs" / "usage.md").read_text()]
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("package", EXPORTING)
+def test_what_users_import_from_a_package_is_in_its_all(package):
+    mod = importlib.import_module(package)
+    statements = re.findall(rf"^\s*from {re.escape(package)} import (\([^)]*\)|[^\n]+)", _user_code(), re.M)
+    imported = {name for s in statements for name in re.findall(r"\w+", s.split("#")[0])}
+    assert imported <= set(mod.__all__), f"{package} does not export {sorted(imported - set(mod.__all__))}"
+    assert not [n for n in mod.__all__ if n.startswith("_") and n != "__version__"]
+
+
 def test_ruff_is_clean():
     import shutil
     import subprocess

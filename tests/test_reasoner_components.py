@@ -10,7 +10,6 @@ from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import (
     AnswerChosen,
-    Observer,
     PassagesReranked,
     PassagesRetrieved,
     QuestionAnswered,
@@ -18,6 +17,7 @@ from seakr_integrations.reasoning import (
     StepAssessed,
     StepFinished,
 )
+from seakr_integrations.reasoning.events import Observer
 
 
 def eiffel(prompt, config):

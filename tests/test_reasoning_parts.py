@@ -6,9 +6,11 @@ import pytest
 from fakes import CharTokenizer
 
 from seakr_integrations.outputs import Continuation, token_offsets
-from seakr_integrations.reasoning import SeaKRConfig, build_query, extract_answer, has_answer, is_unknown
+from seakr_integrations.reasoning import SeaKRConfig
+from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
+from seakr_integrations.reasoning.query import build_query
 
 
 @pytest.mark.parametrize(

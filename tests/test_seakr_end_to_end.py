@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from seakr_integrations.calibration import PAPER_DELTA
-from seakr_integrations.reasoning import SeaKR, SeaKRConfig, has_answer
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.answer import has_answer
 from seakr_integrations.retrieval.bm25 import BM25Index
 from seakr_integrations.retrieval.corpus import read_corpus
 

@@ -210,7 +210,7 @@ def use_dataset_files(args: argparse.Namespace) -> None:
 
 def checked_retriever(args: argparse.Namespace, questions: list):  # noqa: ANN202 - (Retriever, description)
     """The retriever, refused when it does not hold the questions' supporting passages (unless told not to check)."""
-    from seakr_integrations.evaluation import index_coverage
+    from seakr_integrations.evaluation.coverage import index_coverage
 
     retriever, where = open_retriever(args, progress=not args.quiet)
     if not args.no_coverage_check:
