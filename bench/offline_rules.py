@@ -36,8 +36,8 @@ from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.method_runs import load_runs
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.answer import is_unknown
+from seakr_integrations.reasoning.jsonform import number_from_json
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
-from seakr_integrations.reasoning.trace import number_from_json
 
 DATASETS = {"hotpotqa": "hotpotqa_dev", "2wiki": "2wiki_dev"}
 LINES = 100

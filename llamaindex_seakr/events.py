@@ -15,7 +15,7 @@ from typing import Any, Literal
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.workflow import Event, StartEvent, StopEvent
 
-from seakr_integrations.reasoning.trace import StopReason
+from seakr_integrations.reasoning.records import StopReason
 
 __all__ = [
     "AnswerChosenEvent",

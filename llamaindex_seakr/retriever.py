@@ -22,7 +22,7 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
 from seakr_integrations.reasoning.events import GateDecided
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
-from seakr_integrations.reasoning.trace import Assessment
+from seakr_integrations.reasoning.records import Assessment
 
 __all__ = ["GATE_METADATA_KEYS", "GateDecidedEvent", "GateDecision", "UncertaintyGatedRetriever"]
 

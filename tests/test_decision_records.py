@@ -25,7 +25,7 @@ from seakr_integrations.reasoning.decisions import (
     CandidateScore,
     FinalChoice,
 )
-from seakr_integrations.reasoning.trace import SCHEMA_VERSION
+from seakr_integrations.reasoning.jsonform import SCHEMA_VERSION
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 

@@ -45,6 +45,7 @@ def test_packages_are_typed(package):
         "seakr_integrations.retrieval.bm25",
         "seakr_integrations.demo",
         "seakr_integrations.reasoning.trace",
+        "seakr_integrations.reasoning.records",
     ],
 )
 def test_explicit_all_names_exist(module):

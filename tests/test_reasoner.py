@@ -13,8 +13,8 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 
 from seakr_integrations.calibration import PAPER_DELTA
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.records import FinalTrace
 from seakr_integrations.reasoning.seakr_loop import choose as _choose
-from seakr_integrations.reasoning.trace import FinalTrace
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 CONFIG = SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10, delta=PAPER_DELTA)  # the authors' decisions (parity)

@@ -10,7 +10,8 @@ from typing import Any
 
 from seakr_integrations.evaluation.results import read_results
 from seakr_integrations.evaluation.runner import EvalSummary, summarize
-from seakr_integrations.reasoning.trace import SeaKRResult, trace_version
+from seakr_integrations.reasoning.jsonform import trace_version
+from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = ["MethodRun", "load_runs", "on_shared_questions", "run_named"]
 

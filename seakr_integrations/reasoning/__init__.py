@@ -20,15 +20,9 @@ from seakr_integrations.reasoning.events import (
     StepFinished,
 )
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
+from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
 from seakr_integrations.reasoning.tables import candidate_rows, final_rows, step_rows
-from seakr_integrations.reasoning.trace import (
-    Assessment,
-    CandidateTrace,
-    FinalTrace,
-    SeaKRResult,
-    StepTrace,
-    StopReason,
-)
+from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = [
     "AnswerChosen",

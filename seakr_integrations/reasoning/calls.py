@@ -24,8 +24,8 @@ from seakr_integrations.reasoning.events import PassagesRetrieved
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import BuiltQuery, build_query
+from seakr_integrations.reasoning.records import FinalTrace, StepTrace
 from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Scored, Search
-from seakr_integrations.reasoning.trace import FinalTrace, StepTrace
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_after, probe_sampling, unprobed

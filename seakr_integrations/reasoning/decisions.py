@@ -30,7 +30,8 @@ from seakr_integrations.reasoning.jsonform import number_from_json, number_to_js
 
 if TYPE_CHECKING:
     from seakr_integrations.reasoning.config import SeaKRConfig
-    from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult
+    from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace
+    from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = [
     "CANDIDATE_METADATA_KEYS",

@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seakr_integrations.reasoning.decisions import FinalChoice, GateDecision
-from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace, _plain
+from seakr_integrations.reasoning.jsonform import _plain
+from seakr_integrations.reasoning.records import CandidateTrace, FinalTrace, StepTrace
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 
 if TYPE_CHECKING:

@@ -22,9 +22,10 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
 from seakr_integrations.reasoning.query import has_words
+from seakr_integrations.reasoning.records import Assessment, CandidateTrace
 from seakr_integrations.reasoning.seakr_loop import SeaKRLoop
 from seakr_integrations.reasoning.state import Program, QuestionState
-from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, SeaKRResult
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 

@@ -41,16 +41,10 @@ from seakr_integrations.reasoning.entities import (
 )
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.gate import Gate
+from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
 from seakr_integrations.reasoning.state import Program, QuestionState
-from seakr_integrations.reasoning.trace import (
-    Assessment,
-    CandidateTrace,
-    FinalTrace,
-    SeaKRResult,
-    StepTrace,
-    StopReason,
-)
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
