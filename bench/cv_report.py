@@ -141,6 +141,61 @@ def calibration_lines(ds: str) -> list[str]:
     return lines
 
 
+def cascade_lines(ds: str) -> list[str]:
+    """Fold 0 with the cascade (the development run, its final answers replayed with the default margin) and
+    without it (``seakr-no-cascade``, the default minus the cascade)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from final_rules import _pick
+
+    from seakr_integrations.evaluation.scoring import score
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    fold0 = ROOT / "runs" / "cv" / f"{ds}_dev" / "fold0"
+    lines0 = {i for i in range(300) if i % FOLDS == 0 and i not in LEFT_OUT.get(ds, set())}
+    ids = {k for k, i in all_lines(ds).items() if i in lines0}
+    dev = {k: v for k, v in read(fold0 / "seakr-both-finals.jsonl").items() if k in ids}
+    off = {k: v for k, v in read(fold0 / "seakr-no-cascade.jsonl").items() if k in ids}
+    if not dev or not off:
+        return ["Not run yet."]
+    margin = SeaKRConfig().final_margin
+    with_f1 = {k: score(_pick(r["trace"], "uncertainty", margin) or "", r["golds"]).f1 for k, r in dev.items()}
+    common = sorted(set(with_f1) & set(off))
+    out = [
+        "| fold 0 | questions | F1 | LM calls / q | tokens / q | s / q | steps decided without samples |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, rows, f1 in (
+        ("with the cascade", dev, with_f1),
+        ("without it", off, {k: r["f1"] for k, r in off.items()}),
+    ):
+        s = summary([rows[k] for k in common])
+        stages = gate_stages([rows[k] for k in common])
+        sampled = stages["confident"] + stages["uncertain"]
+        gated = sum(stages.values()) - stages["states the answer"]
+        out.append(
+            f"| {name} | {len(common)} | {100 * np.mean([f1[k] for k in common]):.1f} | {s['lm_calls']:.1f} | "
+            f"{s['generated_tokens']:.0f} | {s['seconds']:.1f} | {gated - sampled} of {gated} |"
+        )
+    diffs = [with_f1[k] - off[k]["f1"] for k in common]
+    low, high = interval(diffs)
+    out += [
+        "",
+        f"With minus without, paired: {100 * np.mean(diffs):+.1f} F1 ({100 * low:+.1f} to {100 * high:+.1f}). The run "
+        "with the cascade generated both final answers with their samples and its answers are replayed with the "
+        f"default final margin {margin:g}, which changes no call: its cost is the default's.",
+    ]
+    return out
+
+
+def all_lines(ds: str) -> dict[str, int]:
+    return {
+        json.loads(line)["id"]: i
+        for i, line in enumerate((ROOT / "data" / f"{ds}_dev.jsonl").read_text().splitlines()[:300])
+    }
+
+
 def pareto(points: dict[str, dict[str, tuple[float, float]]]) -> None:
     import matplotlib
 
@@ -256,6 +311,7 @@ def main() -> None:
         for reason, count in stages.most_common():
             out.append(f"* {STAGE_WORDS.get(reason, reason)}: {count} of {total} steps ({count / total:.0%})")
         out += ["", "**Calibration on held-out folds.**", "", *calibration_lines(ds), ""]
+        out += ["**The cascade** (fold 0, the development fold):", "", *cascade_lines(ds), ""]
     if points:
         pareto(points)
     (ROOT / "docs" / "results.md").write_text("\n".join(out) + "\n")
