@@ -12,10 +12,13 @@
 #   N=100 bash bench/eval_report.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators (default: all)
 #   bash bench/eval_report.sh calibrate confirm  the confirmation run on lines 220-299 (runs/confirmation/): the default
 #                                                SeaKR, seakr-paper and the baselines, in one command per dataset
-#   seakr report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh --notes docs/results_notes.md \
-#     --profiles runs/answer-prefix/profiles/*/*.json \
+#   python -m experiments.report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh \
+#     --notes docs/results_notes.md --profiles runs/answer-prefix/profiles/*/*.json \
 #     --confirmation runs/confirmation --confirmation-notes docs/confirmation_notes.md \
 #     --title "SeaKR against the baselines: Qwen2.5-Coder-0.5B-Instruct on CPU"
+#                                                the report, from the repository's root (experiments/ is the project's
+#                                                report code, not part of the package; `seakr report DIR` prints the
+#                                                method tables alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SEAKR:-.venv/bin/seakr}

@@ -14,9 +14,9 @@ How far each estimate can be trusted:
 * repeated-step stop: LM calls saved are **exact**; the knowledge answer is exact where no passage came after
   the repeat; the rationales answer is a proxy (its context loses the repeated lines).
 
-Usage::
+Usage, from the repository's root (it reads the traces with the project's ``experiments`` package)::
 
-    python bench/offline_rules.py [--runs runs/answer-prefix] [--data data]
+    python -m bench.offline_rules [--runs runs/answer-prefix] [--data data]
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from experiments.method_runs import load_runs
 from seakr_integrations.evaluation.auroc import auroc
-from seakr_integrations.evaluation.method_runs import load_runs
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.answer import is_unknown
 from seakr_integrations.reasoning.jsonform import number_from_json

@@ -93,6 +93,22 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (pip install 'seakr-integrations[dev]')")
-    paths = ["seakr_integrations", "langchain_seakr", "llamaindex_seakr", "tests", "bench"]
+    paths = ["seakr_integrations", "langchain_seakr", "llamaindex_seakr", "experiments", "tests", "bench"]
     done = subprocess.run([ruff, "check", *paths], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_the_wheel_holds_the_library_without_the_lab():
+    """``experiments/`` (this project's report, confirmation and decision statistics) imports the library and is
+    not packaged; no packaged module imports it."""
+    import json
+
+    from setuptools import find_packages
+
+    include = re.search(r"^include = (\[.*\])$", (ROOT / "pyproject.toml").read_text(), re.M)
+    packaged = find_packages(ROOT, include=json.loads(include.group(1)))
+    assert "seakr_integrations.evaluation" in packaged and not [p for p in packaged if p.startswith("experiments")]
+    sources = [
+        p for name in ("seakr_integrations", "langchain_seakr", "llamaindex_seakr") for p in (ROOT / name).rglob("*.py")
+    ]
+    assert [p for p in sources if re.search(r"^\s*(from|import) experiments\b", p.read_text(), re.M)] == []
