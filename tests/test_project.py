@@ -112,3 +112,17 @@ def test_the_wheel_holds_the_library_without_the_lab():
         p for name in ("seakr_integrations", "langchain_seakr", "llamaindex_seakr") for p in (ROOT / name).rglob("*.py")
     ]
     assert [p for p in sources if re.search(r"^\s*(from|import) experiments\b", p.read_text(), re.M)] == []
+
+
+def test_a_seakr_results_file_in_runs_holds_todays_default_rules():
+    """A method's name in ``runs/`` means one configuration: ``seakr.jsonl`` is a run of ``SeaKRConfig()``'s decision
+    rules; a run of other rules is named for them (``seakr-paper.jsonl``, ``seakr-rules-0-99.jsonl``)."""
+    import json
+
+    from seakr_integrations.reasoning.config import PAPER_RULES, SeaKRConfig
+
+    today = {key: SeaKRConfig().to_dict()[key] for key in ("retrieve", *PAPER_RULES)}
+    for path in sorted((ROOT / "runs").rglob("seakr.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            rules = json.loads(f.readline())["config"]["seakr"]
+        assert {key: rules.get(key) for key in today} == today, f"{path} holds other rules: rename it for them"
