@@ -137,7 +137,6 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
         exemplar_style=args.style,
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
-        chat_answer_prefix=not args.no_chat_answer_prefix,
         search_timeout=args.search_timeout or None,
         cascade_band=tuple(args.cascade_band) if args.cascade_band else None,
     )
@@ -355,12 +354,6 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"number of in-context exemplars (default {d.num_exemplars})",
     )
     p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
-    p.add_argument(
-        "--no-chat-answer-prefix",
-        action="store_true",
-        help="end the chat template's user turn with 'Answer:' instead of opening the assistant turn with it "
-        "(the prompts of the archived reports in docs/archive/)",
-    )
     p.add_argument(
         "--calibrated",
         action="store_true",

@@ -63,7 +63,6 @@ class ModelCalls:
         self.builder = PromptBuilder(
             exemplars(config.style, config.num_exemplars),
             backend.chat_prompt if use_chat else None,
-            answer_prefix=config.chat_answer_prefix,
         )
         self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
         self._tokenize_text: Callable[[str], list[int]] = lambda text: list(

@@ -74,9 +74,6 @@ class SeaKRConfig:
             ``"simple"`` for single-hop and ``"hotpotqa"`` for multi-hop.
         num_exemplars: How many exemplars of the style to show (the paper: 10).
         chat_template: Wrap prompts in the model's chat template; ``None`` does so when the tokenizer has one.
-        chat_answer_prefix: With a chat template, open the assistant turn with ``Answer:`` so the model continues
-            its answer.  ``False`` ends the user turn with it (the first evaluation runs' prompts), which made a
-            small instruct model start many answers with a new ``Question:``.
         on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
             was gathered so far and record the failure in the trace).
         search_timeout: Seconds one search may take before it counts as failed (a ``TimeoutError`` handled by
@@ -158,7 +155,6 @@ class SeaKRConfig:
     exemplar_style: str | None = None
     num_exemplars: int = 10
     chat_template: bool | None = None
-    chat_answer_prefix: bool = True
     on_retrieval_error: RetrievalErrorPolicy = "raise"
     search_timeout: float | None = 120.0
     retrieve: RetrievePolicy = "uncertain"
@@ -232,8 +228,6 @@ class SeaKRConfig:
                 f"chat_template={self.chat_template!r}: pass True, False, or None (use the template when the "
                 "tokenizer has one)"
             )
-        if not isinstance(self.chat_answer_prefix, bool):
-            raise ValueError(f"chat_answer_prefix={self.chat_answer_prefix!r}: must be True (default) or False")
         if not isinstance(self.rerank, bool):
             raise ValueError(
                 f"rerank={self.rerank!r}: must be True (the paper's self-aware re-ranking) or False (keep the search "
