@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument("--method", default="seakr")
     parser.add_argument("--folds", type=int, nargs="+", default=list(range(FOLDS)))
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "cv", help="results root (default runs/cv)")
     args = parser.parse_args()
 
     from seakr_integrations.backends.loading import load_backend
@@ -95,7 +96,7 @@ def main() -> None:
     missing = [i for i in range(300) if i not in signals]
     if missing:
         raise SystemExit(f"runs/signals/{ds}.jsonl lacks lines {missing[:5]}...: run bench/gate_signals.py first")
-    out_dir = ROOT / "runs" / "cv" / f"{ds}_dev"
+    out_dir = args.out / f"{ds}_dev"
     out_dir.mkdir(parents=True, exist_ok=True)
     calibrations = [calibrate_fold(signals, j) for j in range(FOLDS)]
     (out_dir / "calibration.json").write_text(json.dumps(calibrations, indent=2) + "\n")

