@@ -19,7 +19,18 @@ from seakr_integrations.backends.stream import BatchingStream, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
-__all__ = ["SelfAwareBackend", "eos_scoring_sequence"]
+__all__ = ["SelfAwareBackend", "chat_template_prompt", "eos_scoring_sequence"]
+
+
+def chat_template_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
+    """``messages`` in ``tokenizer``'s chat template with the assistant turn opened, as text.
+
+    Raises:
+        ValueError: The tokenizer has no chat template.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("this model's tokenizer has no chat template: send a plain prompt instead")
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
 
 def eos_scoring_sequence(prompt_ids: Sequence[int], token_ids: Sequence[int], eos_token_id: int) -> list[int]:
@@ -107,12 +118,14 @@ class SelfAwareBackend(ABC):
         """``user_message`` wrapped in the model's chat template (with the assistant turn opened), or unchanged
         when the tokenizer has no template.  SeaKR's prompts are plain text; instruct models answer them better
         inside their template."""
-        tokenizer = getattr(self, "tokenizer", None)
-        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        if not self.has_chat_template:
             return user_message
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": user_message}], tokenize=False, add_generation_prompt=True
-        )
+        return self.chat_messages_prompt([{"role": "user", "content": user_message}])
+
+    def chat_messages_prompt(self, messages: Sequence[dict[str, str]]) -> str:
+        """A conversation (``{"role", "content"}`` turns) in the model's chat template, with the assistant turn
+        opened: the one place a prompt is put in a chat template (see :func:`chat_template_prompt`)."""
+        return chat_template_prompt(self.tokenizer, messages)
 
     @property
     def default_layer(self) -> int:

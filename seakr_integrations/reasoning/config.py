@@ -6,14 +6,14 @@ framework adapters pass it through unchanged.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_int, check_real
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
 
-__all__ = ["PAPER_RULES", "SeaKRConfig", "check_band"]
+__all__ = ["PAPER_RULES", "SeaKRConfig", "changed_settings", "check_band"]
 
 Mode = Literal["multi_hop", "single_hop"]
 ContentFilter = Literal["stopwords", "spacy"]
@@ -384,3 +384,11 @@ PAPER_RULES: dict[str, Any] = {
 }
 """The settings whose defaults differ from the paper's decisions, at the paper's values (``SeaKRConfig.paper()``;
 ``docs/decision_rules.md`` says why the defaults differ)."""
+
+
+def changed_settings(config: SeaKRConfig) -> dict[str, Any]:
+    """The settings of ``config`` that differ from ``SeaKRConfig()``'s defaults: what a repr shows, and what a
+    component's config says "otherwise" about the settings it would take from its model."""
+    default = SeaKRConfig()
+    names = [f.name for f in fields(config)]
+    return {name: getattr(config, name) for name in names if getattr(config, name) != getattr(default, name)}
