@@ -361,8 +361,9 @@ class SeaKRLoop:
 
 
 def best(candidates: Sequence[CandidateTrace]) -> int:
-    """Index of the least uncertain candidate; ties keep the search order."""
-    return min(range(len(candidates)), key=lambda i: (candidates[i].rank_value, i))
+    """Index of the least uncertain candidate; ties keep the search order (``rules.pick_passage`` with no margin:
+    the one "least uncertain" rule)."""
+    return pick_passage([c.rank_value for c in candidates])
 
 
 def choose(rationales: FinalTrace, knowledge: FinalTrace, margin: float = 0.0) -> FinalTrace:
