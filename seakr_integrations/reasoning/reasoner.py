@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.scored import probe_scores
 from seakr_integrations.calibration import resolve_band, resolve_delta
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
@@ -296,10 +297,7 @@ class SeaKR(Reasoner):
     def probe_uncertainties(self, prompts: list[str], outputs: list[SelfAwareOutput]) -> list[Uncertainty]:
         """The "prompt" estimator's uncertainty of finished calls: one batched probe asks the model, after each
         call's prompt and generation, whether it has sufficient knowledge (``1 - P(yes)`` of its greedy reply)."""
-        probes = self.calls.probe_calls(prompts, outputs)
-        sent = [p for p in probes if p is not None]
-        replies = iter(self.backend.generate([p for p, _ in sent], [c for _, c in sent]) if sent else [])
-        return [self.calls.probe_uncertainty(None if p is None else next(replies)) for p in probes]
+        return probe_scores(self.backend, prompts, outputs, self.config.sampling())
 
 
 def _add_note(error: BaseException, note: str) -> None:
