@@ -250,7 +250,9 @@ def add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> Non
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--backend`` and ``--dtype``, defaulting to the reference model every command runs."""
+    from seakr_integrations.backends.loading import BackendKind
     from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL
+    from seakr_integrations.params import choices
 
     p.add_argument(
         "--model",
@@ -258,7 +260,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help=f"short name or local model directory (default {REFERENCE_MODEL}, the model the results are reported "
         "on; smollm2 is smaller and faster to start, too small to reason over several passages)",
     )
-    p.add_argument("--backend", choices=["hf", "vllm"], default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}")
+    p.add_argument(
+        "--backend", choices=choices(BackendKind), default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}"
+    )
     p.add_argument(
         "--dtype",
         default=REFERENCE_DTYPE,
@@ -268,7 +272,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
+    from seakr_integrations.params import HiddenSource, choices
     from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.reasoning.config import ExemplarStyle, Mode
     from seakr_integrations.uncertainty.registry import estimator_names
 
     d = SeaKRConfig()
@@ -290,7 +296,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
     )
-    p.add_argument("--mode", choices=["multi_hop", "single_hop"], default=d.mode)
+    p.add_argument("--mode", choices=choices(Mode), default=d.mode)
     p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
     p.add_argument(
         "--delta",
@@ -336,7 +342,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "their turn after the first reasoning step; 0 is the authors' behaviour)",
     )
     p.add_argument("--layer", type=int, default=d.layer, help="0-based layer (default L/2 - 1)")
-    p.add_argument("--source", choices=["mlp", "residual"], default=d.source)
+    p.add_argument("--source", choices=choices(HiddenSource), default=d.source)
     p.add_argument(
         "--estimator",
         choices=estimator_names(),
@@ -344,9 +350,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"uncertainty estimator (default {d.estimator}: SeaKR; the others are the paper's ablations)",
     )
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument(
-        "--style", choices=["2wiki", "hotpotqa", "simple"], default=d.exemplar_style, help="in-context exemplars"
-    )
+    p.add_argument("--style", choices=choices(ExemplarStyle), default=d.exemplar_style, help="in-context exemplars")
     p.add_argument(
         "--exemplars",
         type=int,

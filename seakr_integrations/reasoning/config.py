@@ -9,18 +9,29 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
-from seakr_integrations.params import HiddenSource, SamplingConfig, check_int, check_real
+from seakr_integrations.params import HiddenSource, SamplingConfig, check_choice, check_int, check_real
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
 
-__all__ = ["PAPER_RULES", "SeaKRConfig", "changed_settings", "check_band"]
+__all__ = [
+    "PAPER_RULES",
+    "ContentFilter",
+    "ExemplarStyle",
+    "FinalStrategy",
+    "Mode",
+    "RetrievalErrorPolicy",
+    "RetrievePolicy",
+    "SeaKRConfig",
+    "changed_settings",
+    "check_band",
+]
 
 Mode = Literal["multi_hop", "single_hop"]
 ContentFilter = Literal["stopwords", "spacy"]
 RetrievalErrorPolicy = Literal["raise", "answer_without"]
 RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
-_STYLES = ("2wiki", "hotpotqa", "simple")
+ExemplarStyle = Literal["2wiki", "hotpotqa", "simple"]
 _SAMPLING = SamplingConfig()
 """The sampling fields' defaults are SamplingConfig's: declared there once."""
 _SAMPLING_FIELDS = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source")
@@ -152,7 +163,7 @@ class SeaKRConfig:
     mask_threshold: float = 0.9
     query_max_tokens: int = 64
     content_filter: ContentFilter = "stopwords"
-    exemplar_style: str | None = None
+    exemplar_style: ExemplarStyle | None = None
     num_exemplars: int = 10
     chat_template: bool | None = None
     on_retrieval_error: RetrievalErrorPolicy = "raise"
@@ -178,8 +189,7 @@ class SeaKRConfig:
                 f"base_stops={self.base_stops!r}: a list of strings, e.g. base_stops=[{self.base_stops!r}]"
             )
         object.__setattr__(self, "base_stops", tuple(self.base_stops))
-        if self.mode not in ("multi_hop", "single_hop"):
-            raise ValueError(f"mode={self.mode!r}: choose 'multi_hop' or 'single_hop'")
+        check_choice("mode", self.mode, Mode)
         check_estimator(self.estimator)
         alpha = check_real("alpha", self.alpha, f"a small positive float (SeaKR: {DEFAULT_ALPHA})")
         if alpha <= 0:
@@ -208,12 +218,10 @@ class SeaKRConfig:
         if num_exemplars < 0:
             raise ValueError(f"num_exemplars={num_exemplars!r}: must be an integer >= 0 (the paper: 10)")
         checked["num_exemplars"] = num_exemplars
-        if self.content_filter not in ("stopwords", "spacy"):
-            raise ValueError(f"content_filter={self.content_filter!r}: choose 'stopwords' or 'spacy'")
-        if self.exemplar_style is not None and self.exemplar_style not in _STYLES:
-            raise ValueError(f"exemplar_style={self.exemplar_style!r}: choose one of {', '.join(_STYLES)} or None")
-        if self.on_retrieval_error not in ("raise", "answer_without"):
-            raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
+        check_choice("content_filter", self.content_filter, ContentFilter)
+        if self.exemplar_style is not None:
+            check_choice("exemplar_style", self.exemplar_style, ExemplarStyle)
+        check_choice("on_retrieval_error", self.on_retrieval_error, RetrievalErrorPolicy)
         if self.search_timeout is not None:
             timeout = check_real("search_timeout", self.search_timeout, "seconds > 0, or None to wait for ever")
             if timeout <= 0:
@@ -221,8 +229,7 @@ class SeaKRConfig:
                     f"search_timeout={self.search_timeout!r}: must be > 0 seconds, or None to wait for ever"
                 )
             checked["search_timeout"] = timeout
-        if self.retrieve not in ("uncertain", "always", "never"):
-            raise ValueError(f"retrieve={self.retrieve!r}: choose 'uncertain' (SeaKR), 'always' or 'never'")
+        check_choice("retrieve", self.retrieve, RetrievePolicy, "SeaKR")
         if not isinstance(self.chat_template, (bool, type(None))):
             raise ValueError(
                 f"chat_template={self.chat_template!r}: pass True, False, or None (use the template when the "
@@ -261,10 +268,7 @@ class SeaKRConfig:
                 )
         if self.cascade_band is not None:
             checked["cascade_band"] = check_band(self.cascade_band)
-        if self.final_strategy not in ("choose", "rationales", "knowledge"):
-            raise ValueError(
-                f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
-            )
+        check_choice("final_strategy", self.final_strategy, FinalStrategy, "SeaKR")
         if type(self.k) is int and self.k == 0:
             raise ValueError(
                 "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"
