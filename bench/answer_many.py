@@ -10,7 +10,7 @@ either way).  Prints one JSON line: wall times, per-question medians, answers an
 ``--runs together`` skips the sequential run; ``--save FILE`` writes each question's answer and decisions (per
 step: the gate's decision and the passage kept; the final strategy), and ``--compare FILE`` counts how many agree
 with another run's saved file (e.g. the same command run on an earlier version of the driver).  Only the public
-API is used, so the script runs unchanged against an older checkout (``PYTHONPATH=that/checkout``).
+API is used, so the script runs unchanged against another checkout with that API (``PYTHONPATH=that/checkout``).
 
 Results go to docs/benchmarks.md together with this command and the machine.
 """
@@ -37,7 +37,7 @@ def decisions(result: Any) -> dict[str, Any]:
         "answer": result.answer,
         "strategy": result.strategy,
         "stop_reason": result.stop_reason,
-        "steps": [[s.decision, s.query, s.chosen] for s in result.steps],
+        "steps": [[s.decision, s.query, s.chosen_passage_id] for s in result.steps],
     }
 
 

@@ -29,8 +29,8 @@ SOURCES = (
     "runs/confirmation/{ds}_dev",
 )
 BASELINES = ("single-retrieval", "flare", "ircot", "cot")
-PAPER_FILES = ("runs/answer-prefix/{ds}_dev/seakr.jsonl", "runs/confirmation/{ds}_dev/seakr-paper.jsonl")
-TODAY = "runs/confirmation/{ds}_dev/seakr.jsonl"  # the default before this work, on lines 220-299
+PAPER_FILES = ("runs/answer-prefix/{ds}_dev/seakr-paper.jsonl", "runs/confirmation/{ds}_dev/seakr-paper.jsonl")
+TODAY = "runs/confirmation/{ds}_dev/seakr-rules-0-99.jsonl"  # the default before this work, on lines 220-299
 OLD_PROFILE = "runs/answer-prefix/profiles/{ds}/qwen2.5-coder-0.5b-instruct__layer11__mlp__eigenscore__k10.json"
 """The delta the earlier runs used, calibrated on lines 200-219."""
 

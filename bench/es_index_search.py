@@ -46,7 +46,8 @@ from es_server import emulator_name, free_port, start_emulator  # noqa: E402
 
 
 def run_size(url: str, passages: int, args: argparse.Namespace, work: Path, server: str) -> dict:
-    from seakr_integrations.retrieval import ElasticsearchConnection, ElasticsearchRetriever, build_elasticsearch_index
+    from seakr_integrations.retrieval import ElasticsearchRetriever, build_elasticsearch_index
+    from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
 
     corpus = work / f"corpus-{passages}.jsonl"
     rng = random.Random(args.seed)

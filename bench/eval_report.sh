@@ -11,11 +11,16 @@
 #
 #   N=100 bash bench/eval_report.sh [STEP...]   STEP: calibrate seakr baselines skr ablations estimators (default: all)
 #   bash bench/eval_report.sh calibrate confirm  the confirmation run on lines 220-299 (runs/confirmation/): the default
-#                                                SeaKR, seakr-paper and the baselines, in one command per dataset
-#   seakr report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh --notes docs/results_notes.md \
-#     --profiles runs/answer-prefix/profiles/*/*.json \
+#                                                SeaKR, seakr-paper and the baselines, in one command per dataset (the
+#                                                default of its day, the rules chosen on lines 0-99, is in
+#                                                seakr-rules-0-99.jsonl; this step writes today's to seakr.jsonl)
+#   python -m experiments.report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh \
+#     --notes docs/results_notes.md --profiles runs/answer-prefix/profiles/*/*.json \
 #     --confirmation runs/confirmation --confirmation-notes docs/confirmation_notes.md \
 #     --title "SeaKR against the baselines: Qwen2.5-Coder-0.5B-Instruct on CPU"
+#                                                the report, from the repository's root (experiments/ is the project's
+#                                                report code, not part of the package; `seakr report DIR` prints the
+#                                                method tables alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 S=${SEAKR:-.venv/bin/seakr}
@@ -32,7 +37,8 @@ for step in $STEPS; do
         ls "$OUT/profiles/$ds"/*__eigenscore__k10.json >/dev/null 2>&1 ||
           $S calibrate "${q[@]}" --start 200 --limit 20 "${M[@]}" --objective rate --target-rate 0.5 \
             --profile-dir "$OUT/profiles/$ds" ;;
-      seakr)  # its seakr.jsonl files hold the authors' rules, the default when they were made (now seakr-paper's)
+      seakr)  # writes seakr.jsonl, today's default; seakr-paper.jsonl holds the authors' rules, the default when
+              # it was made (its header says method seakr), and is not extended by this step
         $S eval "${q[@]}" --start 0 --limit "$N" "${M[@]}" --out-dir "$OUT/${ds}_dev" "${profiles[@]}" \
           --method seakr --method single-retrieval --method cot ;;
       baselines)

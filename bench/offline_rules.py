@@ -8,15 +8,15 @@ How far each estimate can be trusted:
 
 * final choice: **exact** for the same trace (both final answers are in it; a rule only picks one);
 * re-ranking: a **proxy** (is the kept passage a supporting one?); the later steps would differ.  The on-policy
-  end-to-end check is the pair of runs with and without re-ranking (``seakr`` / ``seakr-no-rerank``);
+  end-to-end check is the pair of runs with and without re-ranking (``seakr-paper`` / ``seakr-no-rerank``);
 * gate: a **proxy** (AUROC against "single retrieval beat CoT on this question"); FLARE's first step is the same
   greedy text as SeaKR's, so its first decision is the token-probability signal on SeaKR's first step;
 * repeated-step stop: LM calls saved are **exact**; the knowledge answer is exact where no passage came after
   the repeat; the rationales answer is a proxy (its context loses the repeated lines).
 
-Usage::
+Usage, from the repository's root (it reads the traces with the project's ``experiments`` package)::
 
-    python bench/offline_rules.py [--runs runs/answer-prefix] [--data data]
+    python -m bench.offline_rules [--runs runs/answer-prefix] [--data data]
 """
 
 from __future__ import annotations
@@ -32,19 +32,22 @@ from typing import Any
 
 import numpy as np
 
+from experiments.method_runs import load_runs
 from seakr_integrations.evaluation.auroc import auroc
-from seakr_integrations.evaluation.method_runs import load_runs
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.answer import is_unknown
+from seakr_integrations.reasoning.jsonform import number_from_json
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
-from seakr_integrations.reasoning.trace import number_from_json
 
 DATASETS = {"hotpotqa": "hotpotqa_dev", "2wiki": "2wiki_dev"}
 LINES = 100
 CHOOSE = range(0, 50)
 CHECK = range(50, 100)
-FINAL_RUNS = ("seakr", "seakr-no-rerank", "seakr-always-retrieve", "seakr-always-retrieve-no-rerank")
-RERANK_RUNS = ("seakr", "seakr-always-retrieve")
+SEAKR = "seakr-paper"
+"""SeaKR's run on these lines (``seakr-paper.jsonl``): the paper's rules, the default when it was made (its header
+says method ``seakr``).  Runs are keyed by file name."""
+FINAL_RUNS = (SEAKR, "seakr-no-rerank", "seakr-always-retrieve", "seakr-always-retrieve-no-rerank")
+RERANK_RUNS = (SEAKR, "seakr-always-retrieve")
 MARGINS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, math.inf)
 SPLITS = {"choose 0-49": CHOOSE, "check 50-99": CHECK, "all 0-99": range(LINES)}
 
@@ -169,11 +172,11 @@ def final_section(data: dict[str, dict[str, list[Record]]]) -> str:
         "rationales alone saves that LM call): " + ", ".join(f"{run} {ds} {n}" for (ds, run), n in empty.items()),
     ]
     best = {
-        ds: mean(max(final_f1(r, s) for s in ("rationales", "knowledge")) for r in data[ds]["seakr"]) for ds in DATASETS
+        ds: mean(max(final_f1(r, s) for s in ("rationales", "knowledge")) for r in data[ds][SEAKR]) for ds in DATASETS
     }
     out += [
         "",
-        f"Better of the two answers on `seakr` (the ceiling): {best['hotpotqa']:.1f} HotpotQA, "
+        f"Better of the two answers on `{SEAKR}` (the ceiling): {best['hotpotqa']:.1f} HotpotQA, "
         f"{best['2wiki']:.1f} 2Wiki.",
     ]
     return "\n".join(out)
@@ -223,7 +226,10 @@ def rerank_section(data: dict[str, dict[str, list[Record]]]) -> str:
     }
     rules["rank fusion (search rank + uncertainty rank)"] = lambda r: fusion(r[3])
     rules["first candidate that lowers U below the step's own"] = lambda r: first_that_helps(r[3], r[5])
-    out = ["### Re-ranking (proxy: the kept passage is supporting), rounds of `seakr` and `seakr-always-retrieve`", ""]
+    out = [
+        f"### Re-ranking (proxy: the kept passage is supporting), rounds of `{SEAKR}` and `seakr-always-retrieve`",
+        "",
+    ]
     rows = []
     paper_pick = {id(r): pick_passage(r[3]) for r in rounds}
     for name, rule in rules.items():
@@ -265,7 +271,7 @@ def rerank_section(data: dict[str, dict[str, list[Record]]]) -> str:
     rows = []
     for ds in DATASETS:
         for with_, without in (
-            ("seakr", "seakr-no-rerank"),
+            (SEAKR, "seakr-no-rerank"),
             ("seakr-always-retrieve", "seakr-always-retrieve-no-rerank"),
         ):
             a, b = data[ds][with_], data[ds][without]
@@ -284,7 +290,7 @@ def gate_section(data: dict[str, dict[str, list[Record]]]) -> str:
     out = ["### First-step gate (proxy: AUROC for 'single retrieval beat CoT'; 0.5 is chance)", ""]
     rows = []
     for ds, runs in data.items():
-        seakr, flare = runs["seakr"], runs["flare"]
+        seakr, flare = runs[SEAKR], runs["flare"]
         same = sum(
             s["trace"]["steps"][0]["pseudo_generation"] == f["trace"]["steps"][0]["pseudo_generation"]
             for s, f in zip(seakr, flare, strict=True)

@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from langchain_seakr._conversions import document_id, llm_token_usage, output_generations, to_passage
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.reasoning.events import LEGACY_KINDS, Observer, SeaKREvent, langchain_event_name
+from seakr_integrations.reasoning.events import Observer, SeaKREvent, langchain_event_name
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
@@ -27,17 +27,8 @@ __all__ = ["LangChainObserver", "LangChainSearch", "emit_event", "search_documen
 
 def emit_event(callbacks: CallbackManager | Any, event: SeaKREvent, run_id: Any) -> None:
     """Send a core event to the callbacks as the custom event ``seakr_<kind>`` (``seakr_step_assessed``...), with
-    its strict-JSON form as data.
-
-    For one release the event is also sent under its older name (``seakr_assessed``, ``seakr_retrieved``,
-    ``seakr_reranked``, ``seakr_step``, ``seakr_final``, ``seakr_answered``, ``seakr_failed``, ``seakr_gate``),
-    deprecated, so handlers written for it keep working while they move to the new names.
-    """
-    data = event.to_dict()
-    callbacks.on_custom_event(langchain_event_name(event), data, run_id=run_id)
-    legacy = LEGACY_KINDS.get(event.kind)
-    if legacy is not None:
-        callbacks.on_custom_event(f"seakr_{legacy}", data, run_id=run_id)
+    its strict-JSON form as data."""
+    callbacks.on_custom_event(langchain_event_name(event), event.to_dict(), run_id=run_id)
 
 
 def search_documents(retriever: BaseRetriever, query: str, k: int, callbacks: Any = None) -> list[Document]:

@@ -1,37 +1,28 @@
-"""The pieces every LangChain component built on the SeaKR loop shares: its back-end and its ``SeaKR`` instance."""
+"""The pieces every LangChain component built on the SeaKR loop shares: its model and its ``SeaKR`` instance."""
 
 from __future__ import annotations
 
-import dataclasses
-import threading
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
-from langchain_seakr._model import SelfAwareModelMixin, describe_llm, resolve_backend
+from langchain_seakr._model import SelfAwareModelMixin, as_self_aware_model
 from seakr_integrations.backends.base import SelfAwareBackend
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.retrieval.passage import Retriever
+from seakr_integrations.self_aware_model import LoopCache, SelfAwareModel
 
-__all__ = ["SeaKRComponent", "changed_settings"]
-
-_bind_lock = threading.Lock()  # module-level: a lock in a private attribute would break copy.deepcopy
-
-
-def changed_settings(config: SeaKRConfig) -> dict[str, Any]:
-    """The settings of ``config`` that differ from ``SeaKRConfig()``'s defaults (what a repr needs to show)."""
-    default = SeaKRConfig()
-    names = [f.name for f in dataclasses.fields(config)] if dataclasses.is_dataclass(config) else list(vars(config))
-    return {n: getattr(config, n) for n in names if getattr(config, n) != getattr(default, n, None)}
+__all__ = ["SeaKRComponent"]
 
 
 class SeaKRComponent(BaseModel):
     """Holds the self-aware model (``llm``) and SeaKR's settings (``config``) for a chain, gate or re-ranker.
 
     ``llm`` may be a ``SeaKRLLM``, a ``ChatSeaKR``, a ``SelfAwareBackend`` or ``None`` (the default model on
-    transformers, loaded once per process).  SeaKR's sampling settings (``k``, temperature, stops...) come from
-    ``config``, not from the ``llm``'s fields: the loop sets them per call.
+    transformers, loaded once per process).  The loop samples as its ``llm`` does (``k``, temperature,
+    ``max_tokens``, layer, estimator, chat template...), unless ``config`` changes a setting from its default: the
+    rule of every SeaKR component in both packages (``SelfAwareModel.loop_config``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -39,14 +30,14 @@ class SeaKRComponent(BaseModel):
     llm: Any = Field(default=None, exclude=True)
     config: SeaKRConfig = Field(default_factory=SeaKRConfig)
 
-    _seakr: SeaKR | None = PrivateAttr(default=None)
+    _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
 
     @field_validator("llm")
     @classmethod
     def _self_aware(cls, value: Any) -> Any:
         if value is None or isinstance(value, (SelfAwareBackend, SelfAwareModelMixin)):
             return value
-        resolve_backend(value)  # raises the TypeError that explains what a self-aware model is
+        as_self_aware_model(value)  # raises the TypeError that explains what a self-aware model is
         return value  # pragma: no cover
 
     @field_validator("config", mode="before")
@@ -59,46 +50,41 @@ class SeaKRComponent(BaseModel):
         return value
 
     @property
+    def self_aware_model(self) -> SelfAwareModel:
+        """The model as the core describes it."""
+        return as_self_aware_model(self.llm)
+
+    @property
     def backend(self) -> SelfAwareBackend:
         """The self-aware back-end (loaded on first use when ``llm`` names a model)."""
-        return resolve_backend(self.llm)
+        return self.self_aware_model.resolve()
+
+    @property
+    def loop_config(self) -> SeaKRConfig:
+        """The settings the loop runs with: the ``llm``'s sampling, with ``config``'s changes on top."""
+        return self.self_aware_model.loop_config(self.config)
 
     @property
     def model_name(self) -> str:
-        if isinstance(self.llm, SelfAwareModelMixin):
-            return self.llm.model
-        return self.backend.model_name
+        """The name of the model that answers."""
+        return self.self_aware_model.answering_model or self.backend.model_name
 
     def describe(self) -> dict[str, Any]:
         """The essentials for a repr, without loading the model: model, back-end and non-default settings."""
-        out: dict[str, Any] = describe_llm(self.llm)
+        out: dict[str, Any] = self.self_aware_model.describe()
         changed = changed_settings(self.config)
         if changed:
             out["config"] = changed
         return out
 
     def seakr(self, retriever: Retriever | None = None) -> SeaKR:
-        """The core loop over this component's back-end, config and ``retriever``.
-
-        Built on first use and kept while all three stay the same; a different retriever (an assignment, or a
-        ``model_copy`` with another one), another config or another model gets a loop of its own, so a call never
-        searches a retriever, or samples with settings, it was not given.
-        """
-        backend = self.backend
-        with _bind_lock:
-            bound = self._seakr
-            if (
-                bound is None
-                or bound.backend is not backend
-                or bound.retriever is not retriever
-                or (bound.requested_config != self.config)
-            ):
-                self._seakr = SeaKR(backend, retriever, self.config)
-            return self._seakr
+        """The core loop over this component's back-end, settings and ``retriever``: built on first use and kept
+        while all three stay the same (``LoopCache``)."""
+        return self._loops.get(self.backend, retriever, self.loop_config)
 
     def __repr_args__(self) -> Any:
         """The essentials (model, back-end, changed settings, retriever type), never the index or 30 defaults."""
-        args: list[tuple[str | None, Any]] = [(k, v) for k, v in describe_llm(self.llm).items()]
+        args: list[tuple[str | None, Any]] = list(self.self_aware_model.describe().items())
         changed = changed_settings(self.config)
         if changed:
             args.append(("config", _Shown(f"SeaKRConfig({', '.join(f'{k}={v!r}' for k, v in changed.items())})")))

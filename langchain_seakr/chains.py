@@ -110,7 +110,7 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
 
     def _observer(self, callbacks: CallbackManager | None, run_id: Any) -> ModelRunObserver:
         return ModelRunObserver(
-            callbacks, run_id, self.model_name, self.llm, self.retriever, {"seakr_config": self.config.to_dict()}
+            callbacks, run_id, self.model_name, self.llm, self.retriever, {"seakr_config": self.loop_config.to_dict()}
         )
 
     def _output(self, result: SeaKRResult, observer: ModelRunObserver) -> Any:

@@ -91,10 +91,7 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
             turns.append({"role": role, "content": _text(m)})
         if not any(t["content"].strip() for t in turns):
             raise ValueError("every message is empty: there is nothing to answer")
-        tokenizer = self.self_aware_backend.tokenizer
-        if getattr(tokenizer, "chat_template", None):
-            return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
-        return "".join(f"{t['role']}: {t['content']}\n" for t in turns) + "assistant:"
+        return self.spec.messages_prompt(turns)
 
     def _call(
         self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
@@ -104,7 +101,7 @@ class ChatSeaKR(SelfAwareModelMixin, BaseChatModel):
         return output, u
 
     def _metadata(self, output: SelfAwareOutput, u: Uncertainty) -> tuple[dict[str, Any], UsageMetadata]:
-        info = generation_info(output, u, self.model)
+        info = generation_info(output, u, self.answering_model)
         info["model_provider"] = "seakr"
         return info, UsageMetadata(**usage(output))  # type: ignore[typeddict-item]
 

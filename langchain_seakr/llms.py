@@ -44,10 +44,6 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, populate_by_name=True)
 
-    chat_template: bool | None = None
-    """Wrap each prompt in the model's chat template with the assistant turn opened (``None``: when the model has
-    one; ``False``: send the prompt as it is, e.g. one already formatted)."""
-
     @property
     def _llm_type(self) -> str:
         return "seakr"
@@ -58,15 +54,7 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
         Raises:
             ValueError: ``chat_template=True`` but the model's tokenizer has no chat template.
         """
-        backend = self.self_aware_backend
-        has_template = bool(getattr(backend.tokenizer, "chat_template", None))
-        if self.chat_template and not has_template:
-            raise ValueError(
-                f"chat_template=True but {self.model}'s tokenizer has no chat template: pass chat_template=None "
-                "(use it when there is one) or False"
-            )
-        use = has_template if self.chat_template is None else self.chat_template
-        return backend.chat_prompt(prompt) if use else prompt
+        return self.spec.prompt(prompt)
 
     def _generate(
         self,
@@ -76,7 +64,8 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
         **kwargs: Any,
     ) -> LLMResult:
         scored = self.scored_generate([self.prompt_text(p) for p in prompts], stop, **kwargs)
-        generations = [output_generations(o, u, self.model) for o, u in scored]
+        model = self.answering_model
+        generations = [output_generations(o, u, model) for o, u in scored]
         prompt_tokens = sum(len(o.prompt_token_ids) for o, _ in scored)
         completion = sum(len(o.greedy.token_ids) + sum(len(s.token_ids) for s in o.samples) for o, _ in scored)
         token_usage = {
@@ -84,4 +73,4 @@ class SeaKRLLM(SelfAwareModelMixin, BaseLLM):
             "completion_tokens": completion,
             "total_tokens": prompt_tokens + completion,
         }
-        return LLMResult(generations=generations, llm_output={"token_usage": token_usage, "model_name": self.model})
+        return LLMResult(generations=generations, llm_output={"token_usage": token_usage, "model_name": model})

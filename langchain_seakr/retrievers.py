@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from langchain_seakr._observer import LangChainObserver, emit_event, search_documents
 from langchain_seakr._seakr import SeaKRComponent
@@ -113,6 +113,8 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
     """Retrieve whatever the uncertainty.  The uncertainty is still measured and recorded (reason
     ``always_retrieve``), so the gate's judgement can be logged before it is trusted."""
 
+    _last_decision: GateDecision | None = PrivateAttr(default=None)
+
     @field_validator("k")
     @classmethod
     def _valid_k(cls, value: int | None) -> int | None:
@@ -147,9 +149,16 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
             metadata = decision.to_metadata()
             docs = [Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, **metadata}) for d in found]
         decision = decision.with_documents(docs)
+        self._last_decision = decision
         if callbacks is not None:
             emit_event(callbacks, GateDecided(0, query, decision), run_id)
         return decision
+
+    @property
+    def last_decision(self) -> GateDecision | None:
+        """The decision for the latest query (with concurrent queries: whichever finished last), as LlamaIndex's
+        gate keeps it."""
+        return self._last_decision
 
     def _all(self, query: str, callbacks: Any) -> list[Document]:
         docs = self.retriever.invoke(query, config={"callbacks": callbacks} if callbacks is not None else None)

@@ -9,9 +9,11 @@ logic, so the gate, the re-ranking and the loop decide exactly as ``SeaKR.answer
 * ``SeaKRQueryEngine``: the whole loop over any retriever; trace in ``Response.metadata["trace"]``.
 * ``SeaKRWorkflow``: the loop as a workflow streaming each phase as a typed event.
 * ``PassageRetriever`` (the embedded BM25 index as a LlamaIndex retriever), ``MiniLMEmbedding`` (offline embedder).
-"""
 
-from typing import Any as _Any
+Exported with them: the events a workflow streams or the instrumentation dispatches, and the gate's
+``GateDecision``; the node conversions (``llamaindex_seakr.nodes``) and the core's ``ConcurrentBackend``
+(``seakr_integrations.backends.concurrent``) are imported from their modules.
+"""
 
 from llamaindex_seakr.embedding import MiniLMEmbedding
 from llamaindex_seakr.events import (
@@ -26,23 +28,20 @@ from llamaindex_seakr.events import (
     StepFinishedEvent,
 )
 from llamaindex_seakr.llm import SeaKRLLM
-from llamaindex_seakr.nodes import NodeSearch, PassageRetriever, node_to_passage, passage_to_node
+from llamaindex_seakr.nodes import PassageRetriever
 from llamaindex_seakr.observer import SeaKRPhaseEvent
 from llamaindex_seakr.query_engine import SeaKRQueryEngine
 from llamaindex_seakr.rerank import SelfAwareReranker
 from llamaindex_seakr.retriever import GateDecidedEvent, GateDecision, UncertaintyGatedRetriever
 from llamaindex_seakr.workflow import SeaKRWorkflow
 from seakr_integrations import __version__
-from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
 from seakr_integrations.reasoning.config import SeaKRConfig
 
 __all__ = [
     "AnswerChosenEvent",
-    "ConcurrentBackend",
     "GateDecidedEvent",
     "GateDecision",
     "MiniLMEmbedding",
-    "NodeSearch",
     "PassageRetriever",
     "PassagesRerankedEvent",
     "PassagesRetrievedEvent",
@@ -59,26 +58,5 @@ __all__ = [
     "StepAssessedEvent",
     "StepFinishedEvent",
     "UncertaintyGatedRetriever",
-    "concurrent_backend",
-    "node_to_passage",
-    "passage_to_node",
     "__version__",
 ]
-
-_DEPRECATED = {
-    "UncertaintyCheckEvent": "llamaindex_seakr.events",
-    "ReasoningStepEvent": "llamaindex_seakr.events",
-    "FinalAnswerEvent": "llamaindex_seakr.events",
-    "SeaKRResultEvent": "llamaindex_seakr.events",
-    "SelfAwareRerank": "llamaindex_seakr.rerank",
-    "UncertaintyGateEvent": "llamaindex_seakr.retriever",
-}
-"""Names of older releases: they import for one release, with a ``DeprecationWarning`` naming the new one."""
-
-
-def __getattr__(name: str) -> _Any:
-    if name in _DEPRECATED:
-        import importlib
-
-        return getattr(importlib.import_module(_DEPRECATED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

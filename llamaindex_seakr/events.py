@@ -5,9 +5,7 @@ decision visible while it happens (``handler.stream_events()``), in LlamaIndex's
 ``NodeWithScore``, and every event also carries the core event's strict-JSON form in ``data`` for logging.
 
 Each class is named after its core event (``seakr_integrations.reasoning.events``) plus ``Event``:
-``StepAssessed`` -> ``StepAssessedEvent`` and so on (the table is in the core module's docstring).  The names of
-older releases (``UncertaintyCheckEvent``, ``ReasoningStepEvent``, ``FinalAnswerEvent``, ``SeaKRResultEvent``)
-still import, with a ``DeprecationWarning``, for one release.
+``StepAssessed`` -> ``StepAssessedEvent`` and so on (the table is in the core module's docstring).
 """
 
 from __future__ import annotations
@@ -17,8 +15,7 @@ from typing import Any, Literal
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.workflow import Event, StartEvent, StopEvent
 
-from seakr_integrations._deprecation import warn_renamed
-from seakr_integrations.reasoning.trace import StopReason
+from seakr_integrations.reasoning.records import StopReason
 
 __all__ = [
     "AnswerChosenEvent",
@@ -31,14 +28,6 @@ __all__ = [
     "StepAssessedEvent",
     "StepFinishedEvent",
 ]
-
-DEPRECATED_NAMES = {
-    "UncertaintyCheckEvent": "StepAssessedEvent",
-    "ReasoningStepEvent": "StepFinishedEvent",
-    "FinalAnswerEvent": "AnswerChosenEvent",
-    "SeaKRResultEvent": "QuestionAnsweredEvent",
-}
-"""Old event class names and the classes they now are (same class: ``isinstance`` checks keep working)."""
 
 
 class SeaKRQuestionEvent(StartEvent):
@@ -84,12 +73,6 @@ class PassagesRerankedEvent(SeaKRPhase):
     nodes: list[NodeWithScore]
     chosen_passage_id: str | None
 
-    @property
-    def chosen(self) -> str | None:
-        """Deprecated: ``chosen_passage_id``."""
-        warn_renamed("PassagesRerankedEvent.chosen", "PassagesRerankedEvent.chosen_passage_id")
-        return self.chosen_passage_id
-
 
 class StepFinishedEvent(SeaKRPhase):
     """A round of reasoning is done (core ``StepFinished``): ``accepted`` was appended to the chain; ``stop`` says
@@ -125,11 +108,3 @@ class QuestionAnsweredEvent(StopEvent):
     strategy: str
     source_nodes: list[NodeWithScore]
     trace: dict[str, Any]
-
-
-def __getattr__(name: str) -> Any:
-    if name in DEPRECATED_NAMES:
-        new = DEPRECATED_NAMES[name]
-        warn_renamed(f"llamaindex_seakr.{name}", f"llamaindex_seakr.{new}")
-        return globals()[new]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

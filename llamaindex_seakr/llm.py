@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from llama_index.core.base.llms.generic_utils import (
@@ -32,13 +33,12 @@ from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_ca
 from llama_index.core.llms.custom import CustomLLM
 
 from seakr_integrations.backends.base import SelfAwareBackend
-from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
-from seakr_integrations.backends.loading import BACKEND_KINDS, shared_backend
-from seakr_integrations.backends.scored import scored_generate
+from seakr_integrations.backends.concurrent import ConcurrentBackend
 from seakr_integrations.models import DEFAULT_MODEL
 from seakr_integrations.outputs import SelfAwareOutput, text_pieces
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.self_aware_model import NOT_SELF_AWARE, SelfAwareModel
 from seakr_integrations.uncertainty.estimate import Uncertainty
 from seakr_integrations.uncertainty.registry import check_estimator, estimator_names
 
@@ -105,6 +105,7 @@ class SeaKRLLM(CustomLLM):
     context_window: int = Field(default=0, description="The model's context in tokens (set from the back-end).")
 
     _backend: ConcurrentBackend = PrivateAttr()
+    _spec: SelfAwareModel = PrivateAttr()
 
     def __init__(
         self,
@@ -114,17 +115,20 @@ class SeaKRLLM(CustomLLM):
         api_key: str | None = None,
         **kwargs: Any,
     ) -> None:
-        if base_url is not None:
-            from seakr_integrations.backends.remote import RemoteBackend
-
-            backend = RemoteBackend(base_url, api_key=api_key)
-        resolved = _resolve_backend(backend, model)
-        kwargs["chat_template"] = use_chat = resolved.uses_chat_template(kwargs.get("chat_template"))
+        if backend is not None and not isinstance(backend, (str, SelfAwareBackend)):
+            raise TypeError(NOT_SELF_AWARE.format(what=f"backend={type(backend).__name__}"))
+        # where the model runs, resolved now (LlamaIndex reads the context window and the template); the sampling
+        # and scoring fields are validated by pydantic below, and ``spec`` joins both
+        spec = SelfAwareModel(backend=backend, model=model, base_url=base_url, api_key=api_key)
+        spec = replace(spec, chat_template=kwargs.get("chat_template"))
+        resolved = spec.resolve()
+        kwargs["chat_template"] = use_chat = spec.uses_chat_template()
         if use_chat:
-            kwargs.setdefault("completion_to_prompt", resolved.chat_prompt)
-            kwargs.setdefault("messages_to_prompt", _ChatTemplate(resolved.tokenizer))
+            kwargs.setdefault("completion_to_prompt", spec.prompt)
+            kwargs.setdefault("messages_to_prompt", _ChatTemplate(spec))
         super().__init__(model_name=resolved.model_name, context_window=resolved.max_context, **kwargs)
-        self._backend = concurrent_backend(resolved)
+        self._spec = spec
+        self._backend = resolved
 
     @model_validator(mode="after")
     def _check_sampling(self) -> SeaKRLLM:
@@ -135,6 +139,19 @@ class SeaKRLLM(CustomLLM):
     @classmethod
     def class_name(cls) -> str:
         return "SeaKRLLM"
+
+    @property
+    def spec(self) -> SelfAwareModel:
+        """This LLM as the core describes it (the same object LangChain's models wrap), with its fields as they are
+        now."""
+        sampling = self.sampling_config()
+        return replace(
+            self._spec,
+            sampling=sampling,
+            estimator=self.estimator,
+            alpha=self.alpha,
+            chat_template=self.chat_template,
+        )
 
     @property
     def backend(self) -> ConcurrentBackend:
@@ -157,15 +174,10 @@ class SeaKRLLM(CustomLLM):
         values["stop"] = tuple(values["stop"] or ())
         return SamplingConfig(**values)
 
-    def seakr_config(self, **changes: Any) -> SeaKRConfig:
-        """A ``SeaKRConfig`` that samples and scores as this LLM does (``changes`` set the rest, e.g. ``delta``).
-
-        The SeaKR components of this package use it when given no config, so that the loop measures the same
-        uncertainty as ``complete``.
-        """
-        shared = {key: getattr(self, key) for key in _SAMPLING_KEYS if key != "stop"}
-        own = {"estimator": self.estimator, "alpha": self.alpha, "chat_template": self.chat_template}
-        return SeaKRConfig(**{**shared, **own, **changes})
+    def loop_config(self, config: SeaKRConfig | None = None) -> SeaKRConfig:
+        """The settings a SeaKR component over this LLM runs with: its sampling, estimator and chat template, with
+        ``config``'s changes from the defaults on top (``SelfAwareModel.loop_config``, the rule of both packages)."""
+        return self.spec.loop_config(config)
 
     # ---------------------------------------------------------------------------------------------- completion
     def _run(self, prompt: str, formatted: bool, kwargs: dict[str, Any]) -> tuple[SelfAwareOutput, Uncertainty]:
@@ -174,9 +186,7 @@ class SeaKRLLM(CustomLLM):
             raise ValueError("prompt is empty: SeaKRLLM needs some text to complete")
         if not formatted:
             prompt = self.completion_to_prompt(prompt)
-        config = self.sampling_config(**kwargs)
-        estimator = kwargs.get("estimator", self.estimator)
-        ((output, uncertainty),) = scored_generate(self._backend, [prompt], config, estimator, self.alpha)
+        ((output, uncertainty),) = self.spec.generate_scored([prompt], **kwargs)
         return output, uncertainty
 
     def _extras(self, output: SelfAwareOutput, uncertainty: Uncertainty) -> dict[str, Any]:
@@ -270,25 +280,11 @@ class SeaKRLLM(CustomLLM):
 class _ChatTemplate:
     """``messages_to_prompt`` through the model's own chat template (the generic one is a plain transcript)."""
 
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
+    def __init__(self, spec: SelfAwareModel) -> None:
+        self.spec = spec
 
     def __call__(self, messages: Sequence[ChatMessage]) -> str:
-        turns = [{"role": m.role.value, "content": m.content or ""} for m in messages]
-        return self.tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
-
-
-def _resolve_backend(backend: Any, model: str) -> SelfAwareBackend:
-    if isinstance(backend, SelfAwareBackend):
-        return backend
-    if backend is None or isinstance(backend, str):
-        if backend is not None and backend not in BACKEND_KINDS:
-            raise ValueError(f"backend={backend!r}: choose one of {BACKEND_KINDS}, or pass a SelfAwareBackend")
-        return shared_backend(backend or "hf", model)
-    raise TypeError(
-        f"backend must be a self-aware back-end (HFBackend, VLLMBackend) or 'hf'/'vllm', got {type(backend).__name__}: "
-        "SeaKR reads the model's hidden states, which an API model cannot give"
-    )
+        return self.spec.messages_prompt([{"role": m.role.value, "content": m.content or ""} for m in messages])
 
 
 def as_seakr_llm(llm: Any, what: str) -> SeaKRLLM:

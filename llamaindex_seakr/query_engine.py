@@ -25,6 +25,7 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import QuestionAnswered
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
+from seakr_integrations.self_aware_model import LoopCache
 
 __all__ = ["SeaKRQueryEngine"]
 
@@ -42,8 +43,9 @@ class SeaKRQueryEngine(CustomQueryEngine):
         retriever: Any LlamaIndex retriever (its top-k should be >= ``config.n_candidates``), or a core retriever
             such as ``BM25Index``.
         llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
-        config: SeaKR's settings; default ``llm.seakr_config()``.  ``on_retrieval_error="answer_without"`` makes a
-            failing retriever a note in the trace instead of an error.
+        config: SeaKR's settings: the loop samples as ``llm`` does, except where ``config`` changes a setting from
+            its default (``SeaKRLLM.loop_config``).  ``on_retrieval_error="answer_without"`` makes a failing
+            retriever a note in the trace instead of an error.
 
     Raises:
         TypeError: ``llm`` is not self-aware or ``retriever`` is not a retriever (at construction).
@@ -57,8 +59,9 @@ class SeaKRQueryEngine(CustomQueryEngine):
     retriever: BaseRetriever = Field(description="The LlamaIndex retriever SeaKR searches with.")
     llm: SeaKRLLM = Field(description="The self-aware model.", exclude=True)
 
-    _config: SeaKRConfig = PrivateAttr()
-    _seakr: SeaKR = PrivateAttr()
+    _given: SeaKRConfig | None = PrivateAttr(default=None)
+    _search: NodeSearch = PrivateAttr()
+    _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
 
     def __init__(self, retriever: Any, llm: SeaKRLLM | Any, config: SeaKRConfig | None = None, **kwargs: Any) -> None:
         llm = as_seakr_llm(llm, "SeaKRQueryEngine")
@@ -66,8 +69,8 @@ class SeaKRQueryEngine(CustomQueryEngine):
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
         super().__init__(retriever=retriever, llm=llm, **kwargs)
-        self._config = config or llm.seakr_config()
-        self._seakr = SeaKR(llm.backend, NodeSearch(retriever), self._config)
+        self._given = config
+        self._search = NodeSearch(retriever)
 
     @classmethod
     def class_name(cls) -> str:
@@ -75,12 +78,13 @@ class SeaKRQueryEngine(CustomQueryEngine):
 
     @property
     def config(self) -> SeaKRConfig:
-        return self._config
+        """The settings it runs with: the LLM's sampling, with the given config's changes on top."""
+        return self.llm.loop_config(self._given)
 
     @property
     def seakr(self) -> SeaKR:
-        """The core SeaKR object this engine drives."""
-        return self._seakr
+        """The core SeaKR object this engine drives (built on first use, ``LoopCache``)."""
+        return self._loops.get(self.llm.backend, self._search, self.config)
 
     def query_many(self, questions: Sequence[str], *, max_in_flight: int = 32) -> list[Response]:
         """Answer many questions, their model calls sharing back-end batches; responses in order.
@@ -94,7 +98,7 @@ class SeaKRQueryEngine(CustomQueryEngine):
         questions = [_check(q) for q in questions]
         trackers = [NodeTracker() for _ in questions]
         responses: list[Response | None] = [None] * len(questions)
-        for event in self._seakr.iter_events(questions, max_in_flight=max_in_flight, observers=trackers):
+        for event in self.seakr.iter_events(questions, max_in_flight=max_in_flight, observers=trackers):
             if isinstance(event, QuestionAnswered):
                 i = event.question_index
                 responses[i] = _response(event.result, trackers[i])

@@ -3,8 +3,7 @@
 SeaKR's re-ranking does not ask whether a passage looks relevant; it puts each passage in the model's context, lets
 the model write, and keeps the passage after which the model is least uncertain.  This post-processor applies that
 rule (``SeaKR.rerank``, the loop's own code) to any list of ``NodeWithScore``, so it drops into LlamaIndex query
-engines next to or instead of the similarity-based re-rankers.  (Its name in older releases, ``SelfAwareRerank``,
-still imports, with a ``DeprecationWarning``, for one release.)
+engines next to or instead of the similarity-based re-rankers.
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import annotate, node_to_passage
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, CandidateScore
 from seakr_integrations.reasoning.reasoner import SeaKR
+from seakr_integrations.self_aware_model import LoopCache
 
 __all__ = ["RERANK_METADATA_KEYS", "SelfAwareReranker"]
 
@@ -53,7 +52,8 @@ class SelfAwareReranker(BaseNodePostprocessor):
     Args:
         llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
         top_n: How many nodes to return (>= 1).
-        config: SeaKR's settings (``mode`` picks what is scored); default: ``llm.seakr_config()``.
+        config: SeaKR's settings (``mode`` picks what is scored): the re-ranker samples as ``llm`` does, except
+            where ``config`` changes a setting from its default (``SeaKRLLM.loop_config``).
         keep_retrieval_score: Keep the retriever's score in metadata as ``retrieval_score``.
 
     Raises:
@@ -65,8 +65,8 @@ class SelfAwareReranker(BaseNodePostprocessor):
     keep_retrieval_score: bool = Field(default=True, description="Keep the retriever's score in metadata.")
     llm: SeaKRLLM = Field(description="The self-aware model that reads the nodes.", exclude=True)
 
-    _config: SeaKRConfig = PrivateAttr()
-    _seakr: SeaKR = PrivateAttr()
+    _given: SeaKRConfig | None = PrivateAttr(default=None)
+    _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
 
     def __init__(
         self,
@@ -80,8 +80,7 @@ class SelfAwareReranker(BaseNodePostprocessor):
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
         super().__init__(llm=llm, top_n=top_n, keep_retrieval_score=keep_retrieval_score, **kwargs)
-        self._config = config or llm.seakr_config()
-        self._seakr = SeaKR(llm.backend, None, self._config)
+        self._given = config
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -96,7 +95,12 @@ class SelfAwareReranker(BaseNodePostprocessor):
 
     @property
     def config(self) -> SeaKRConfig:
-        return self._config
+        """The settings it runs with: the LLM's sampling, with the given config's changes on top."""
+        return self.llm.loop_config(self._given)
+
+    @property
+    def _seakr(self) -> SeaKR:
+        return self._loops.get(self.llm.backend, None, self.config)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
@@ -123,10 +127,3 @@ class SelfAwareReranker(BaseNodePostprocessor):
             out.append(annotate(original, meta, score=score.relevance))
         dispatcher.event(ReRankEndEvent(nodes=out))
         return out
-
-
-def __getattr__(name: str) -> Any:
-    if name == "SelfAwareRerank":
-        warn_renamed("llamaindex_seakr.SelfAwareRerank", "llamaindex_seakr.SelfAwareReranker")
-        return SelfAwareReranker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

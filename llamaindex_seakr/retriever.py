@@ -18,12 +18,12 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import annotate, as_llama_retriever
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
 from seakr_integrations.reasoning.events import GateDecided
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
-from seakr_integrations.reasoning.trace import Assessment
+from seakr_integrations.reasoning.records import Assessment
+from seakr_integrations.self_aware_model import LoopCache
 
 __all__ = ["GATE_METADATA_KEYS", "GateDecidedEvent", "GateDecision", "UncertaintyGatedRetriever"]
 
@@ -61,13 +61,6 @@ class GateDecidedEvent(BaseEvent):
         return "GateDecidedEvent"
 
 
-def __getattr__(name: str) -> Any:
-    if name == "UncertaintyGateEvent":
-        warn_renamed("llamaindex_seakr.UncertaintyGateEvent", "llamaindex_seakr.GateDecidedEvent")
-        return GateDecidedEvent
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 class UncertaintyGatedRetriever(BaseRetriever):
     """Any LlamaIndex retriever, called only when the model is uncertain about the query.
 
@@ -82,7 +75,8 @@ class UncertaintyGatedRetriever(BaseRetriever):
     Args:
         retriever: The LlamaIndex retriever to gate (or a core retriever such as ``BM25Index``).
         llm: The self-aware model that judges (``SeaKRLLM``, or a ``SelfAwareBackend``).
-        config: SeaKR's settings (``delta``, ``mode``...); default: ``llm.seakr_config()``.
+        config: SeaKR's settings (``delta``, ``mode``...): the gate samples as ``llm`` does, except where
+            ``config`` changes a setting from its default (``SeaKRLLM.loop_config``).
         always_retrieve: Retrieve whatever the uncertainty; the uncertainty is still measured and recorded
             (reason ``always_retrieve``), e.g. to log uncertainties before trusting the gate.
         **kwargs: ``BaseRetriever``'s (``callback_manager``, ``verbose``...).
@@ -109,9 +103,10 @@ class UncertaintyGatedRetriever(BaseRetriever):
         self.retriever = as_llama_retriever(retriever, "UncertaintyGatedRetriever")
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
-        self.config = config or self.llm.seakr_config()
+        self.given_config = config
+        """The config as given (``config`` is what the gate runs with)."""
         self.always_retrieve = bool(always_retrieve)
-        self._seakr = SeaKR(self.llm.backend, None, self.config)
+        self._loops = LoopCache()
         self.last_decision: GateDecision | None = None
         """The decision for the latest query (with concurrent queries: whichever finished last)."""
         super().__init__(**kwargs)
@@ -119,6 +114,27 @@ class UncertaintyGatedRetriever(BaseRetriever):
     @classmethod
     def class_name(cls) -> str:
         return "UncertaintyGatedRetriever"
+
+    @property
+    def config(self) -> SeaKRConfig:
+        """The settings the gate runs with: the LLM's sampling, with the given config's changes on top."""
+        return self.llm.loop_config(self.given_config)
+
+    @property
+    def _seakr(self) -> SeaKR:
+        return self._loops.get(self.llm.backend, None, self.config)
+
+    def decide(self, query: str) -> GateDecision:
+        """Run the gate for ``query`` and return its decision with the nodes behind it (``documents``), as
+        LangChain's gated retriever's ``decide`` does; also ``last_decision``.
+
+        Raises:
+            ValueError: Empty query.
+            RetrievalError: The wrapped retriever failed while the model was uncertain.
+        """
+        self._retrieve(QueryBundle(query_str=query))
+        assert self.last_decision is not None
+        return self.last_decision
 
     def _check(self, query_bundle: QueryBundle) -> str:
         query = query_bundle.query_str

@@ -42,6 +42,7 @@ from seakr_integrations.reasoning.events import (
 )
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
+from seakr_integrations.self_aware_model import LoopCache
 
 __all__ = ["SeaKRWorkflow"]
 
@@ -59,7 +60,8 @@ class SeaKRWorkflow(Workflow):
     Args:
         retriever: Any LlamaIndex retriever, or a core retriever such as ``BM25Index``.
         llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
-        config: SeaKR's settings; default ``llm.seakr_config()``.
+        config: SeaKR's settings: the loop samples as ``llm`` does, except where ``config`` changes a setting from
+            its default (``SeaKRLLM.loop_config``).
         timeout: Seconds a run may take (``None``: no limit; SeaKR answers take seconds to minutes).
         **kwargs: ``Workflow``'s (``verbose``, ``num_concurrent_runs``...).
 
@@ -81,9 +83,21 @@ class SeaKRWorkflow(Workflow):
         self.retriever = as_llama_retriever(retriever, "SeaKRWorkflow")
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
-        self.config = config or self.llm.seakr_config()
-        self.seakr = SeaKR(self.llm.backend, NodeSearch(self.retriever), self.config)
+        self.given_config = config
+        """The config as given (``config`` is what the loop runs with)."""
+        self._search = NodeSearch(self.retriever)
+        self._loops = LoopCache()
         super().__init__(timeout=timeout, **kwargs)
+
+    @property
+    def config(self) -> SeaKRConfig:
+        """The settings the loop runs with: the LLM's sampling, with the given config's changes on top."""
+        return self.llm.loop_config(self.given_config)
+
+    @property
+    def seakr(self) -> SeaKR:
+        """The core SeaKR object each run drives (built on first use, ``LoopCache``)."""
+        return self._loops.get(self.llm.backend, self._search, self.config)
 
     @step
     async def answer(self, ctx: Context, ev: SeaKRQuestionEvent) -> QuestionAnsweredEvent:

@@ -3,34 +3,28 @@
 The framework-free core: self-aware LM back-ends (``backends``), uncertainty estimators (``uncertainty``),
 retrievers (``retrieval``), the SeaKR loop and its trace (``reasoning``), packaged models (``models``).
 LangChain and LlamaIndex adapters live in ``langchain_seakr`` and ``llamaindex_seakr``.
+
+This package exports what the core's quick start writes (``SeaKR``, ``SeaKRConfig``, ``BM25Index``) and what it
+gets back (``SeaKRResult``, ``Passage``, ``Uncertainty``, ``RetrievalError``); everything else is imported from
+the subpackage or module that defines it, so each name has one place to come from.
 """
 
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
 from typing import Any
 
-from seakr_integrations.backends.base import SelfAwareBackend
-from seakr_integrations.outputs import Continuation, SelfAwareOutput
-from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig, SeaKRResult
-from seakr_integrations.retrieval import Passage, Retriever
-from seakr_integrations.uncertainty import Uncertainty, eigenscore, estimate
+from seakr_integrations.retrieval import Passage
+from seakr_integrations.uncertainty import Uncertainty
 
 __all__ = [
     "BM25Index",
-    "Continuation",
     "Passage",
     "RetrievalError",
-    "Retriever",
-    "SamplingConfig",
     "SeaKR",
     "SeaKRConfig",
     "SeaKRResult",
-    "SelfAwareBackend",
-    "SelfAwareOutput",
     "Uncertainty",
-    "eigenscore",
-    "estimate",
 ]
 try:  # the installed distribution's version: one number, kept in pyproject.toml
     __version__ = _version("seakr-integrations")

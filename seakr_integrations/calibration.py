@@ -98,6 +98,9 @@ class DeltaProfile:
     prompt: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompt", _current_prompt(self.prompt))  # as today's settings spell it
+
     @property
     def key(self) -> str:
         return profile_key(self.model, self.layer, self.source, self.estimator, self.k)
@@ -123,8 +126,19 @@ def prompt_settings(config: Any, chat_default: bool | None = None) -> dict[str, 
         "exemplar_style": config.style,
         "num_exemplars": config.num_exemplars,
         "chat_template": _chat(config.chat_template, chat_default),
-        "chat_answer_prefix": config.chat_answer_prefix,
     }
+
+
+_REMOVED_PROMPT_SETTINGS: dict[str, Any] = {"chat_answer_prefix": True}
+"""Prompt settings profiles recorded that no longer vary, with the value today's prompts have (``Answer:`` opens
+the assistant turn in a chat template).  A profile that recorded that value reads as one without the key; another
+value stays, and differs from every config today (``prompt_mismatches`` names it)."""
+
+
+def _current_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
+    """A recorded prompt without the removed settings that hold today's value (see ``_REMOVED_PROMPT_SETTINGS``)."""
+    removed = _REMOVED_PROMPT_SETTINGS
+    return {name: value for name, value in prompt.items() if not (name in removed and value == removed[name])}
 
 
 def _chat(value: bool | None, chat_default: bool | None) -> bool | None:
@@ -141,7 +155,7 @@ def _recorded(profile: DeltaProfile, chat_default: bool | None) -> dict[str, Any
 
 def prompt_mismatches(profile: DeltaProfile, config: Any, chat_default: bool | None = None) -> list[str]:
     """``"name: calibrated X, now Y"`` for each recorded prompt setting the config changes (none if unrecorded)."""
-    now = prompt_settings(config, chat_default)
+    now = {**_REMOVED_PROMPT_SETTINGS, **prompt_settings(config, chat_default)}
     return [
         f"{name}: calibrated {value!r}, now {now[name]!r}"
         for name, value in _recorded(profile, chat_default).items()

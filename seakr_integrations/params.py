@@ -5,12 +5,26 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal, get_args
 
-__all__ = ["HiddenSource", "SamplingConfig", "check_int", "check_real"]
+__all__ = ["HiddenSource", "SamplingConfig", "check_choice", "check_int", "check_real", "choices"]
 
 HiddenSource = Literal["mlp", "residual"]
-_SOURCES = ("mlp", "residual")
+
+
+def choices(literal: Any) -> tuple[str, ...]:
+    """The values a ``Literal`` type allows, in order: what a config field checks and what the CLI offers."""
+    return tuple(get_args(literal))
+
+
+def check_choice(name: str, value: object, literal: Any, note: str = "") -> str:
+    """``value`` if ``literal`` (a ``Literal`` type) allows it, else a ``ValueError`` naming the field, the value
+    and the choices (``note``: what the first choice means, e.g. ``"SeaKR"``)."""
+    allowed = choices(literal)
+    if value not in allowed:
+        shown = ", ".join(repr(c) + (f" ({note})" if note and i == 0 else "") for i, c in enumerate(allowed))
+        raise ValueError(f"{name}={value!r}: choose one of {shown}")
+    return str(value)
 
 
 def check_real(name: str, value: object, expected: str) -> float:
@@ -101,8 +115,7 @@ class SamplingConfig:
         seed = check_int("seed", self.seed, "an integer such as 42")
         if any(not isinstance(s, str) or s == "" for s in self.stop):
             raise ValueError(f"stop={list(self.stop)!r}: every stop string must be a non-empty string")
-        if self.source not in _SOURCES:
-            raise ValueError(f"source={self.source!r}: choose one of {_SOURCES}")
+        check_choice("source", self.source, HiddenSource)
         layer = self.layer
         if layer is not None:
             layer = check_int("layer", layer, "a 0-based layer index, or None for L/2 - 1")

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from es_server import EMULATOR_ENV, emulator_name, server_label, start_emulator
 
-from seakr_integrations.retrieval import ElasticsearchConnection, ElasticsearchRetriever, build_elasticsearch_index
+from seakr_integrations.retrieval import ElasticsearchRetriever, build_elasticsearch_index
+from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
 
 CORPUS = [
     tuple(row.split(" | "))  # id | title | text

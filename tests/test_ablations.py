@@ -5,7 +5,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
-from seakr_integrations.uncertainty import PROBE_SUFFIX
+from seakr_integrations.uncertainty.prompt import PROBE_SUFFIX
 
 DOCS = [passage("p1"), passage("p2"), passage("p3")]
 SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
@@ -38,7 +38,7 @@ def test_the_default_gate_accepts_a_certain_step_and_always_retrieves_anyway():
     assert result.steps[0].decision == "accept" and retriever.queries == []
     result, _, retriever = run(0.0, retrieve="always")
     assert result.steps[0].decision == "retrieve" and len(retriever.queries) == 1
-    assert result.steps[0].chosen == "p2"
+    assert result.steps[0].chosen_passage_id == "p2"
 
 
 def test_never_retrieve_accepts_an_uncertain_step():
@@ -49,11 +49,11 @@ def test_never_retrieve_accepts_an_uncertain_step():
 
 def test_without_reranking_the_search_engines_first_passage_is_kept_after_one_call():
     result, backend, _ = run(1.0)
-    assert result.steps[0].chosen == "p2"  # SeaKR: the least uncertain
+    assert result.steps[0].chosen_passage_id == "p2"  # SeaKR: the least uncertain
     result, backend, _ = run(1.0, rerank=False)
     step = result.steps[0]
     assert [(c.passage.id, c.rank, c.chosen) for c in step.candidates] == [("p1", 1, True)]
-    assert step.chosen == "p1" and step.accepted == "It is in France"
+    assert step.chosen_passage_id == "p1" and step.accepted == "It is in France"
     assert len(backend.batches[1]) == 1  # one generation with the first passage, not N
 
 
@@ -105,7 +105,7 @@ def test_the_prompt_estimator_asks_the_model_after_every_call_and_reads_its_yes_
     first = result.steps[0]
     assert first.decision == "retrieve" and first.uncertainty.estimator == "prompt" and first.uncertainty.value == 1.0
     assert [(c.passage.id, c.uncertainty.value) for c in first.candidates] == [("p1", 1.0), ("p2", 1.0), ("p3", 0.0)]
-    assert first.chosen == "p3"
+    assert first.chosen_passage_id == "p3"
     probes = [b for b in backend.batches if all(p.endswith(PROBE_SUFFIX) for p, _ in b)]
     calls = [b for b in backend.batches if b not in probes]
     assert len(probes) == len(calls) and [len(b) for b in probes] == [len(b) for b in calls]  # one probe per call

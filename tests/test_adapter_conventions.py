@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -84,20 +83,6 @@ def test_both_adapters_take_backend_and_model_the_same_way(counting_loader):
             ChatSeaKR(backend=bad)
         with pytest.raises(ValueError, match="choose one of"):
             LlamaIndexSeaKRLLM(backend=bad)
-
-
-def test_backend_kind_is_a_deprecated_alias_of_backend():
-    with pytest.warns(DeprecationWarning, match=r"backend_kind='vllm'\) is deprecated.*backend='vllm'") as caught:
-        chat = ChatSeaKR(backend_kind="vllm")
-    assert chat.backend == "vllm"
-    assert caught[0].filename == __file__  # points at the user's line, not at pydantic or the adapter
-    with pytest.warns(DeprecationWarning, match="SeaKRLLM.backend_kind is deprecated"):
-        assert LangChainSeaKRLLM(backend="vllm").backend_kind == "vllm"
-    with pytest.warns(DeprecationWarning), pytest.raises(ValidationError, match="disagree"):
-        ChatSeaKR(backend="hf", backend_kind="vllm")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        ChatSeaKR(backend="vllm")  # the new spelling is silent
 
 
 def test_defaults_come_from_the_core():

@@ -88,6 +88,6 @@ def test_non_numeric_thresholds_are_refused_in_both_adapters(delta):
     with pytest.raises(ValueError, match="delta="):
         SeaKRChain(retriever=ListRetriever(), llm=ChatSeaKR(backend=ScriptedBackend(eiffel)), config={"delta": delta})
     with pytest.raises(ValueError, match="delta="):
-        SeaKRLLM(backend=ScriptedBackend(eiffel)).seakr_config(delta=delta)
+        SeaKRLLM(backend=ScriptedBackend(eiffel)).loop_config(SeaKRConfig(delta=delta))
     with pytest.raises(ValueError, match="delta="):
         SeaKRConfig(delta=delta)

@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 from bm25_fixtures import CORPUS, leftovers, write_jsonl
 
-from seakr_integrations.retrieval import (
-    BM25Index,
-    Passage,
-    bm25_build,
-    iter_passages,
-    read_corpus,
-    validate_passage,
-)
+from seakr_integrations.retrieval import BM25Index, Passage, bm25_build
 from seakr_integrations.retrieval.bm25 import MANIFEST_NAME
 from seakr_integrations.retrieval.bm25_build import _remove_dir
+from seakr_integrations.retrieval.corpus import iter_passages, read_corpus, validate_passage
 
 # --- building and reopening -------------------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ from seakr_integrations.calibration import (
     UncalibratedDeltaWarning,
     canonical_model_name,
     load_profile,
+    profile_key,
     prompt_mismatches,
+    prompt_settings,
     resolve_delta,
     save_profile,
 )
@@ -141,20 +143,37 @@ def test_a_profile_records_its_prompt_and_warns_when_applied_to_another(tmp_path
         "exemplar_style": "2wiki",
         "num_exemplars": config.num_exemplars,
         "chat_template": config.chat_template,
-        "chat_answer_prefix": True,
     }
     save_profile(profile, tmp_path)
     assert load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k, tmp_path).prompt == profile.prompt
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same prompt: no warning
         assert SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict()).delta == profile.delta
-    other = config.with_(exemplar_style="hotpotqa", chat_answer_prefix=False)
+    other = config.with_(exemplar_style="hotpotqa", num_exemplars=3)
     with pytest.warns(CalibrationMismatchWarning) as caught:
         assert SeaKRConfig.calibrated(backend, root=tmp_path, **other.to_dict()).delta == profile.delta
     message = str(caught[0].message)
     assert "exemplar_style: calibrated '2wiki', now 'hotpotqa'" in message
-    assert "chat_answer_prefix: calibrated True, now False" in message and "calibrate again" in message
+    assert f"num_exemplars: calibrated {config.num_exemplars}, now 3" in message and "calibrate again" in message
     assert prompt_mismatches(profile, config) == []
+
+
+def test_a_profile_that_recorded_the_removed_chat_answer_prefix_loads_and_compares_by_its_value(tmp_path):
+    """Profiles written before ``chat_answer_prefix`` left ``SeaKRConfig`` record it: ``True`` is today's prompt
+    (``Answer:`` opens the assistant turn), so such a profile matches; ``False`` was another prompt, and says so."""
+    config = CONFIG.with_(layer=1, exemplar_style="2wiki")
+    recorded = {**prompt_settings(config), "chat_answer_prefix": True}
+    (tmp_path / f"{profile_key('scripted', 1, 'mlp', 'eigenscore', config.k)}.json").write_text(
+        json.dumps(
+            {**DeltaProfile("scripted", 1, "mlp", "eigenscore", config.k, -1.0, "f1").to_dict(), "prompt": recorded}
+        )
+    )
+    loaded = load_profile("scripted", 1, "mlp", "eigenscore", config.k, tmp_path)
+    assert loaded.prompt == prompt_settings(config) and prompt_mismatches(loaded, config) == []
+    old = DeltaProfile(
+        "scripted", 1, "mlp", "eigenscore", config.k, -1.0, "f1", prompt={**recorded, "chat_answer_prefix": False}
+    )
+    assert prompt_mismatches(old, config) == ["chat_answer_prefix: calibrated False, now True"]
 
 
 def test_a_calibrated_config_changed_afterwards_warns_when_seakr_runs_it(tmp_path, monkeypatch):

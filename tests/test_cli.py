@@ -162,7 +162,8 @@ def test_score_accepts_every_estimator_the_loop_accepts_the_probe_included(monke
     from fakes import Reply, ScriptedBackend
 
     import seakr_integrations.cli as cli
-    from seakr_integrations.uncertainty import PROBE_SUFFIX, estimator_names
+    from seakr_integrations.uncertainty import estimator_names
+    from seakr_integrations.uncertainty.prompt import PROBE_SUFFIX
 
     backend = ScriptedBackend(lambda prompt, config: Reply(" No" if prompt.endswith(PROBE_SUFFIX) else "Paris", 1.0))
     monkeypatch.setattr(cli, "_build_backend", lambda args: backend)

@@ -1,10 +1,9 @@
 """The report's confirmation section: it goes first, and it states the target's outcome from the numbers."""
 
-from test_cli import _seakr
-from test_report import _run
+from test_report import _report, _run
 
-from seakr_integrations.evaluation.method_runs import load_runs
-from seakr_integrations.evaluation.report import write_report
+from experiments.method_runs import load_runs
+from experiments.report import write_report
 
 
 def _confirm(tmp_path, text_of):
@@ -66,8 +65,7 @@ def test_report_command_takes_the_confirmation_and_its_notes(tmp_path):
     notes = tmp_path / "confirmation.md"
     notes.write_text("Rules decided first.")
     out = tmp_path / "r.md"
-    done = _seakr(
-        "report",
+    done = _report(
         str(tmp_path / "old" / "runs"),
         "--out",
         str(out),
@@ -81,7 +79,7 @@ def test_report_command_takes_the_confirmation_and_its_notes(tmp_path):
     assert text.index("Rules decided first.") < text.index("## hotpotqa_dev\n")
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = _seakr("report", str(tmp_path / "old" / "runs"), "--out", str(out), "--confirmation", str(empty))
+    done = _report(str(tmp_path / "old" / "runs"), "--out", str(out), "--confirmation", str(empty))
     assert done.returncode == 2 and "no results files" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -94,3 +92,18 @@ def test_a_run_still_short_of_the_questions_waits_outside_the_tables(tmp_path):
     assert "left out of this section until it has answered every question: seakr-paper (1 of 4 questions)." in text
     assert "| seakr | 4 | 50.0 | 50.0 |" in text and "| seakr-paper | 1 |" not in text
     assert "`seakr-paper` has not answered all these questions" in text
+
+
+def test_the_runs_may_be_files_named_for_the_rules_they_ran(tmp_path):
+    root = tmp_path / "confirm"
+    _run(root, "seakr", [1.0, 0.0], lm_calls=6, stem="seakr-rules-0-99")  # the default of its day, renamed
+    _run(root, "seakr", [1.0, 0.5], lm_calls=9, stem="seakr-paper")  # the paper's rules, under method seakr
+    _run(root, "cot", [0.0, 0.0])
+    text = _confirm(tmp_path, "")
+    assert "Several of method `seakr` (seakr (seakr-paper), seakr (seakr-rules-0-99)) and none in `seakr.jsonl`" in text
+    (root / "runs" / "seakr-paper.jsonl").unlink()
+    _run(root, "seakr-paper", [1.0, 0.5], lm_calls=9)
+    text = _confirm(tmp_path, "")
+    assert "* F1: the default SeaKR scores 50.0; the best baseline, cot, scores 0.0 (+50.0)." in text
+    assert "the default SeaKR makes 6.0, SeaKR with the paper's rules 9.0. This part of the target is **met**." in text
+    assert "| seakr (seakr-rules-0-99) | 2 | 50.0 | 50.0 |" in text and "| seakr-paper | 2 | -25.0 |" in text

@@ -1,9 +1,8 @@
 """The decisions named once: the core's records on both adapters' outputs, the event name table, typed stop reasons,
-versioned trace JSON that reads back exactly, and the deprecated names that still work for one release."""
+and versioned trace JSON that reads back exactly."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -19,25 +18,20 @@ from langchain_seakr import SelfAwareReranker as LangChainReranker
 from langchain_seakr import UncertaintyGatedRetriever as LangChainGate
 from llamaindex_seakr import SelfAwareReranker as LlamaIndexReranker
 from llamaindex_seakr import UncertaintyGatedRetriever as LlamaIndexGate
-from seakr_integrations.reasoning import (
+from seakr_integrations.reasoning import GateDecision, GateReason, SeaKR, SeaKRResult, StepTrace, StopReason, events
+from seakr_integrations.reasoning.decisions import (
+    CANDIDATE_METADATA_KEYS,
+    GATE_METADATA_KEYS,
     CandidateScore,
     FinalChoice,
-    GateDecision,
-    GateReason,
-    SeaKR,
-    SeaKRResult,
-    StepTrace,
-    StopReason,
-    events,
 )
-from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, GATE_METADATA_KEYS
-from seakr_integrations.reasoning.trace import SCHEMA_VERSION
+from seakr_integrations.reasoning.jsonform import SCHEMA_VERSION
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 
 def _v1(data):
-    """A trace's JSON form as releases before schema_version wrote it: non-finite numbers null, the step's kept
-    passage under ``chosen``, no candidate texts."""
+    """A trace's JSON form as version 1 has it (written before schema_version was recorded): non-finite numbers
+    null, the step's kept passage under ``chosen``, no candidate texts."""
     if isinstance(data, dict):
         out = {k: _v1(v) for k, v in data.items() if k != "schema_version"}
         if "chosen_passage_id" in out:
@@ -78,7 +72,7 @@ def test_minus_inf_and_nan_read_back_as_the_same_floats():
     assert math.isnan(back.steps[0].candidates[1].uncertainty.value)
 
 
-def test_a_trace_of_an_older_release_still_loads():
+def test_a_version_1_trace_still_loads():
     result = _result()
     old = _v1(result.to_dict())
     assert "schema_version" not in old and old["steps"][1]["uncertainty"]["value"] is None
@@ -189,7 +183,6 @@ def test_every_core_event_has_one_name_in_each_framework():
         assert li_name == f"{event.__name__}Event" and hasattr(llamaindex_seakr, li_name)
         assert li_name in llamaindex_seakr.__all__
         assert all(name in table for name in (event.__name__, kind, f"seakr_{kind}", li_name))
-        assert kind in events.LEGACY_KINDS
 
 
 def test_events_carry_the_new_names():
@@ -199,40 +192,3 @@ def test_events_carry_the_new_names():
     assert reranked.chosen_passage_id == "p2" and reranked.to_dict()["chosen_passage_id"] == "p2"
     assert [e.kind for e in found][-2:] == ["answer_chosen", "question_answered"]
     assert found[-2].choice == FinalChoice.from_result(found[-1].result)
-
-
-# ------------------------------------------------------------------------------------------ deprecated names
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("SelfAwareRerank", "SelfAwareReranker"),
-        ("UncertaintyCheckEvent", "StepAssessedEvent"),
-        ("ReasoningStepEvent", "StepFinishedEvent"),
-        ("FinalAnswerEvent", "AnswerChosenEvent"),
-        ("SeaKRResultEvent", "QuestionAnsweredEvent"),
-        ("UncertaintyGateEvent", "GateDecidedEvent"),
-    ],
-)
-def test_old_llamaindex_names_warn_and_are_the_new_classes(old, new):
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated.*{new}"):
-        cls = getattr(importlib.import_module("llamaindex_seakr"), old)
-    assert cls is getattr(llamaindex_seakr, new)
-    with pytest.raises(AttributeError):
-        llamaindex_seakr.NoSuchThing  # noqa: B018
-
-
-def test_old_attribute_names_warn():
-    result = _result()
-    with pytest.warns(DeprecationWarning, match="StepTrace.chosen_passage_id"):
-        assert result.steps[0].chosen == "p2"
-    with pytest.warns(DeprecationWarning, match="StepTrace.chosen_passage_id"):
-        result.steps[0].chosen = "p1"
-    assert result.steps[0].chosen_passage_id == "p1"
-    decision = GateDecision("q", True, GateReason.UNCERTAIN, 1.0, 0.5, documents=["d"])
-    with pytest.warns(DeprecationWarning, match="GateDecision.retrieve"):
-        assert decision.retrieved is True
-    with pytest.warns(DeprecationWarning, match="len\\(GateDecision.documents\\)"):
-        assert decision.num_nodes == 1
-    reranked = events.PassagesReranked(0, "q", 0, (), "p2")
-    with pytest.warns(DeprecationWarning, match="chosen_passage_id"):
-        assert reranked.chosen == "p2"

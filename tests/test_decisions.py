@@ -3,14 +3,14 @@
 import pytest
 from test_report import _run
 
-from seakr_integrations.evaluation.decisions import (
+from experiments.decisions import (
     decision_summary,
     describe_trace,
     gate_agreement,
     retrieval_benefit,
 )
-from seakr_integrations.evaluation.method_runs import load_runs
-from seakr_integrations.evaluation.report import write_report
+from experiments.method_runs import load_runs
+from experiments.report import write_report
 from seakr_integrations.evaluation.results import ResultsFile
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from seakr_integrations.uncertainty import eigenscore
+from seakr_integrations.uncertainty.eigenscore import eigenscore
 
 
 def test_two_opposite_vectors_hand_computed():

@@ -19,7 +19,8 @@ from es_server import StubServer
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, final, is_step, parse
 
-from seakr_integrations.reasoning import Observer, RetrievalError, SeaKR
+from seakr_integrations.reasoning import RetrievalError, SeaKR
+from seakr_integrations.reasoning.events import Observer
 from seakr_integrations.retrieval import ElasticsearchRetriever, Passage
 
 QUESTIONS = ["Alpha question?", "Beta question?", "Gamma question?"]

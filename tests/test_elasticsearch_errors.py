@@ -20,11 +20,10 @@ from seakr_integrations.retrieval import (
     AuthenticationError,
     ClusterUnreachableError,
     ElasticsearchBackendError,
-    ElasticsearchConnection,
     ElasticsearchRetriever,
     build_elasticsearch_index,
 )
-from seakr_integrations.retrieval.es_connection import Secret
+from seakr_integrations.retrieval.es_connection import ElasticsearchConnection, Secret
 
 pytest.importorskip(
     "elasticsearch", reason="the Elasticsearch back-end needs: pip install 'seakr-integrations[elasticsearch]'"

@@ -6,17 +6,12 @@ import numpy as np
 import pytest
 
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
-from seakr_integrations.uncertainty import (
-    REGISTRY,
-    eigenscore,
-    energy,
-    estimate,
-    ln_entropy,
-    multi_perplexity,
-    perplexity,
-    probe_prompt,
-    prompt_uncertainty,
-)
+from seakr_integrations.uncertainty import REGISTRY, estimate, probe_prompt, prompt_uncertainty
+from seakr_integrations.uncertainty.eigenscore import eigenscore
+from seakr_integrations.uncertainty.energy import energy
+from seakr_integrations.uncertainty.ln_entropy import ln_entropy
+from seakr_integrations.uncertainty.multi_perplexity import multi_perplexity
+from seakr_integrations.uncertainty.perplexity import perplexity
 
 LN_HALF = math.log(0.5)
 
@@ -146,7 +141,8 @@ def test_every_registered_estimator_computes_from_what_it_declares_it_needs(name
 
 
 def test_registry_lists_every_estimator_once_with_valid_needs():
-    from seakr_integrations.uncertainty import NEEDS, Estimator, estimator_names, estimators_for
+    from seakr_integrations.uncertainty import Estimator, estimator_names, estimators_for
+    from seakr_integrations.uncertainty.registry import NEEDS
 
     assert estimator_names() == (
         "eigenscore",
@@ -167,7 +163,7 @@ def test_registry_lists_every_estimator_once_with_valid_needs():
 
 @pytest.mark.parametrize("bad", ["vibes", "EigenScore", "", None, 3])
 def test_check_estimator_lists_the_choices(bad):
-    from seakr_integrations.uncertainty import check_estimator
+    from seakr_integrations.uncertainty.registry import check_estimator
 
     with pytest.raises(ValueError, match=rf"estimator={bad!r}: choose one of eigenscore, .*, energy, prompt$"):
         check_estimator(bad)
@@ -185,27 +181,3 @@ def test_prompt_estimator_scores_the_probe_reply_and_an_unsent_probe_is_uncertai
     assert (sampling.seed, sampling.layer, sampling.source) == (7, 2, "residual")
     u = unprobed("too long")
     assert u.value == math.inf and u.estimator == "prompt" and u.note == "too long"
-
-
-@pytest.mark.parametrize(
-    ("module", "name", "expected"),
-    [
-        (
-            "seakr_integrations.uncertainty",
-            "ESTIMATORS",
-            ("eigenscore", "perplexity", "min_token_prob", "multi_perplexity", "ln_entropy", "energy"),
-        ),
-        ("seakr_integrations.uncertainty", "LOOP_ESTIMATORS", tuple(REGISTRY)),
-        ("seakr_integrations.uncertainty.estimate", "ESTIMATORS", tuple(REGISTRY)[:-1]),
-        ("seakr_integrations.uncertainty.estimate", "LOOP_ESTIMATORS", tuple(REGISTRY)),
-    ],
-)
-def test_deprecated_estimator_lists_warn_and_come_from_the_registry(module, name, expected):
-    import importlib
-
-    mod = importlib.import_module(module)
-    with pytest.warns(DeprecationWarning, match=rf"{module}\.{name} is deprecated .*: use ") as record:
-        assert getattr(mod, name) == expected
-    assert record[0].filename == __file__  # the warning points at the line that used the old name
-    with pytest.raises(AttributeError, match="NO_SUCH"):
-        mod.NO_SUCH  # noqa: B018

@@ -115,7 +115,7 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["config"]["delta"] == profile["delta"]
     assert "calibrated on another prompt" not in done.stderr
-    assert profile["prompt"]["num_exemplars"] == 2 and profile["prompt"]["chat_answer_prefix"] is True
+    assert profile["prompt"]["num_exemplars"] == 2 and "chat_answer_prefix" not in profile["prompt"]
     done = _seakr("ask", question, *small, "--exemplars", "3", "--calibrated", "--json")  # another prompt: warned
     assert done.returncode == 0, done.stderr[-3000:]
     assert "calibrated on another prompt (num_exemplars: calibrated 2, now 3)" in done.stderr

@@ -35,6 +35,7 @@ from llamaindex_seakr import (
     UncertaintyGatedRetriever,
 )
 from seakr_integrations.reasoning import RetrievalError, SeaKR
+from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.uncertainty.estimate import estimate
 
 
@@ -49,7 +50,7 @@ def test_llm_metadata_class_name_and_serialisation():
     data = json.loads(json.dumps(llm.to_dict()))
     assert data["class_name"] == "SeaKRLLM" and data["k"] == 5
     assert llm.backend.inner is backend
-    cfg = llm.seakr_config(delta=1.5)
+    cfg = llm.loop_config(SeaKRConfig(delta=1.5))
     assert (cfg.k, cfg.max_tokens, cfg.delta, cfg.estimator) == (5, 33, 1.5, "eigenscore")
 
 

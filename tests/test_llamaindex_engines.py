@@ -27,7 +27,6 @@ from workflows.testing import WorkflowTestRunner
 
 from llamaindex_seakr import (
     AnswerChosenEvent,
-    ConcurrentBackend,
     PassagesRerankedEvent,
     PassagesRetrievedEvent,
     QuestionAnsweredEvent,
@@ -39,10 +38,10 @@ from llamaindex_seakr import (
     SeaKRWorkflow,
     StepAssessedEvent,
     StepFinishedEvent,
-    concurrent_backend,
 )
 from llamaindex_seakr.threads import iterate_in_thread
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning import RetrievalError, SeaKR
 

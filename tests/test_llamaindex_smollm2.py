@@ -42,6 +42,7 @@ from llamaindex_seakr import (
 )
 from seakr_integrations.demo import demo_index
 from seakr_integrations.reasoning import SeaKR
+from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.jsonform import number_from_json
 from seakr_integrations.retrieval.corpus import read_corpus
 
@@ -76,7 +77,8 @@ def llm(hf_smollm2) -> SeaKRLLM:
 @pytest.fixture(scope="module")
 def config(llm):
     """The loop's settings with delta resolved, as SeaKR resolves it (the traces are checked against it)."""
-    return SeaKR(llm.backend, None, llm.seakr_config(num_exemplars=2, max_steps=1, max_docs=1, n_candidates=2)).config
+    settings = SeaKRConfig(num_exemplars=2, max_steps=1, max_docs=1, n_candidates=2)
+    return SeaKR(llm.backend, None, llm.loop_config(settings)).config
 
 
 @pytest.fixture(scope="module")

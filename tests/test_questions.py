@@ -7,7 +7,7 @@ import pytest
 
 from seakr_integrations.demo import demo_corpus_path, demo_questions
 from seakr_integrations.evaluation import Question, read_questions
-from seakr_integrations.retrieval import read_corpus
+from seakr_integrations.retrieval.corpus import read_corpus
 
 GOOD = {"id": "q1", "question": "Which country is the Eiffel Tower in?", "answers": ["France"], "context": []}
 

@@ -13,8 +13,8 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 
 from seakr_integrations.calibration import PAPER_DELTA
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.records import FinalTrace
 from seakr_integrations.reasoning.seakr_loop import choose as _choose
-from seakr_integrations.reasoning.trace import FinalTrace
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 CONFIG = SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10, delta=PAPER_DELTA)  # the authors' decisions (parity)
@@ -80,7 +80,7 @@ def test_uncertain_step_retrieves_and_keeps_the_least_uncertain_passage():
     ]
     values = [c.uncertainty.value for c in first.candidates]
     assert values[1] < values[0] < values[2]
-    assert first.chosen == "p2" and first.accepted == "It is in France"
+    assert first.chosen_passage_id == "p2" and first.accepted == "It is in France"
     assert len(backend.batches[1]) == 3  # the three candidates were scored in one back-end call
     assert result.steps[1].decision == "answer"
     second_prompt = backend.batches[2][0][0]
@@ -111,7 +111,7 @@ def test_no_new_candidates_ends_the_loop():
 
     retriever = FakeRetriever(default=[passage("p1")])  # the only passage is chosen in round one
     result = SeaKR(ScriptedBackend(respond), retriever, CONFIG).answer("What is it?")
-    assert [s.chosen for s in result.steps] == ["p1", None]
+    assert [s.chosen_passage_id for s in result.steps] == ["p1", None]
     assert result.stop_reason == "no new passages"
 
     empty = FakeRetriever(default=[])
@@ -137,7 +137,7 @@ def test_tie_keeps_search_order_and_empty_generation_scores_inf():
     assert step.query == "capital France"  # nothing generated: the question's content words
     ranks = [c.rank_value for c in step.candidates]
     assert ranks[0] == float("inf") and ranks[1] == ranks[2]
-    assert step.chosen == "p2"  # p1 is empty; p2 and p3 tie, so search order decides
+    assert step.chosen_passage_id == "p2"  # p1 is empty; p2 and p3 tie, so search order decides
     json.loads(result.to_json())  # inf is written as "inf" in strict JSON
     assert result.to_dict()["steps"][0]["candidates"][0]["rank_value"] == "inf"
 
@@ -227,7 +227,7 @@ def test_single_hop_direct_when_certain_else_best_passage():
     backend = ScriptedBackend(uncertain)
     result = SeaKR(backend, retriever, config).answer("capital of france")
     assert retriever.queries == [("capital of france", 3)]
-    assert result.strategy == "passage" and result.answer == "Paris" and result.steps[0].chosen == "p2"
+    assert result.strategy == "passage" and result.answer == "Paris" and result.steps[0].chosen_passage_id == "p2"
     assert [len(parse(p)[1]) for p, _ in backend.batches[1]] == [1, 1]  # each passage alone, one batch
 
 

@@ -10,7 +10,6 @@ from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import (
     AnswerChosen,
-    Observer,
     PassagesReranked,
     PassagesRetrieved,
     QuestionAnswered,
@@ -18,6 +17,7 @@ from seakr_integrations.reasoning import (
     StepAssessed,
     StepFinished,
 )
+from seakr_integrations.reasoning.events import Observer
 
 
 def eiffel(prompt, config):
@@ -113,7 +113,7 @@ def test_rerank_orders_by_uncertainty_and_matches_the_loops_pick():
     loop = SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=DOCS), CONFIG).answer(
         "Which country is the Eiffel Tower in?"
     )
-    assert loop.steps[0].chosen == ranked[0].passage.id
+    assert loop.steps[0].chosen_passage_id == ranked[0].passage.id
     assert [c.uncertainty for c in loop.steps[0].candidates] == [
         c.uncertainty for c in sorted(ranked, key=lambda c: c.rank)
     ]

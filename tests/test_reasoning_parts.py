@@ -6,9 +6,11 @@ import pytest
 from fakes import CharTokenizer
 
 from seakr_integrations.outputs import Continuation, token_offsets
-from seakr_integrations.reasoning import SeaKRConfig, build_query, extract_answer, has_answer, is_unknown
+from seakr_integrations.reasoning import SeaKRConfig
+from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
+from seakr_integrations.reasoning.query import build_query
 
 
 @pytest.mark.parametrize(
@@ -102,13 +104,10 @@ def test_prompt_follows_the_paper_format():
     )
     assert prompt == expected
     assert PromptBuilder([])("Q?") == "Answer in the same format as before. \nQuestion: Q?\nAnswer: "
-    # In a chat template "Answer:" opens the assistant turn, so the model continues its answer ...
+    # In a chat template "Answer:" opens the assistant turn, so the model continues its answer.
     chat = PromptBuilder([], chat=lambda user: f"<user>{user}</user>")
     assert chat("Q?") == "<user>Answer in the same format as before. \nQuestion: Q?</user>Answer:"
     assert chat("Q?", ["A step"]) == "<user>Answer in the same format as before. \nQuestion: Q?</user>Answer: A step."
-    # ... or, as in the first evaluation runs, ends the user turn.
-    old = PromptBuilder([], chat=lambda user: f"<user>{user}</user>", answer_prefix=False)
-    assert old("Q?", ["A step"]) == "<user>Answer in the same format as before. \nQuestion: Q?\nAnswer:</user>A step."
 
 
 def test_stops_and_config_validation():
@@ -133,10 +132,11 @@ def test_stops_and_config_validation():
         ({"exemplar_style": "trivia"}, "2wiki"),
         ({"on_retrieval_error": "ignore"}, "answer_without"),
         ({"mask_threshold": 2.0}, "probability"),
-        ({"chat_answer_prefix": "yes"}, "chat_answer_prefix='yes'"),
     ]:
         with pytest.raises(ValueError, match=message):
             SeaKRConfig(**bad)
+    with pytest.raises(TypeError, match="chat_answer_prefix"):  # removed: "Answer:" always opens the assistant turn
+        SeaKRConfig(chat_answer_prefix=True)
 
 
 def test_text_pieces_replay_a_generation_token_by_token_and_join_to_its_text():

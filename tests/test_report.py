@@ -1,12 +1,25 @@
-"""seakr report: tables, AUROC and PNG plots from results files; bad input is named."""
+"""The project's report (``python -m experiments.report``): tables, AUROC and PNG plots from results files; bad
+input is named."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from test_cli import _seakr
 
-from seakr_integrations.evaluation.method_runs import load_runs
-from seakr_integrations.evaluation.report import write_report
-from seakr_integrations.evaluation.report_tables import bootstrap_interval
+from experiments.method_runs import load_runs
+from experiments.report import write_report
 from seakr_integrations.evaluation.results import ResultsFile
+from seakr_integrations.evaluation.summary import bootstrap_interval
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _report(*args):
+    """``python -m experiments.report ARGS`` from the repository's root, where the package ``experiments`` is."""
+    return subprocess.run(
+        [sys.executable, "-m", "experiments.report", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
 
 
 def _run(tmp_path, method, f1s, dataset="hotpotqa_dev.jsonl", uncertainty=None, stem=None, lm_calls=4):
@@ -102,7 +115,7 @@ def test_report_bad_input(tmp_path):
     ResultsFile.open(path, {"method": "seakr"}).close()
     with pytest.raises(ValueError, match="holds no results yet"):
         load_runs([path])
-    done = _seakr("report", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "r.md"))
+    done = _report(str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "r.md"))
     assert done.returncode == 2 and "missing.jsonl" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -110,9 +123,9 @@ def test_report_command(tmp_path):
     _run(tmp_path, "seakr", [1.0, 0.0])
     bad = tmp_path / "profile.json"
     bad.write_text("{")
-    done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"), "--profiles", str(bad))
+    done = _report(str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"), "--profiles", str(bad))
     assert done.returncode == 2 and "not a calibration profile" in done.stderr
-    done = _seakr("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"))
+    done = _report(str(tmp_path / "runs"), "--out", str(tmp_path / "r.md"))
     assert done.returncode == 0, done.stderr
     assert "wrote" in done.stdout and (tmp_path / "r_f1.png").exists()
 
@@ -163,3 +176,12 @@ def test_traces_are_read_through_the_typed_loader_whatever_release_wrote_them(tm
         out.append({"id": "q9", "prediction": "x", "em": 0.0, "f1": 0.0, "trace": {**trace, "schema_version": 9}})
     with pytest.raises(ValueError, match="newer.jsonl, question 'q9': .*schema_version 9.*upgrade"):
         load_runs([newer])
+
+
+def test_a_seakr_run_renamed_for_the_rules_it_ran_is_the_one_compared(tmp_path):
+    _run(tmp_path, "seakr", [1.0, 1.0, 0.5, 0.0, 1.0], stem="seakr-paper")  # method seakr, its file named for its rules
+    _run(tmp_path, "cot", [0.0, 0.0, 0.5, 0.0, 0.0])
+    text = write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()
+    assert "| seakr (seakr-paper) | 5 | 60.0 | 70.0 |" in text and "| cot | 5 | +60.0 | " in text
+    _run(tmp_path, "seakr", [0.0, 0.0, 0.0, 0.0, 0.0], stem="seakr-other")  # two files of method seakr: which one?
+    assert "F1 difference" not in write_report(load_runs([tmp_path / "runs"]), tmp_path / "r.md").read_text()

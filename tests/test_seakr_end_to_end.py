@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from seakr_integrations.calibration import PAPER_DELTA
-from seakr_integrations.reasoning import SeaKR, SeaKRConfig, has_answer
+from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.answer import has_answer
 from seakr_integrations.retrieval.bm25 import BM25Index
 from seakr_integrations.retrieval.corpus import read_corpus
 
@@ -60,9 +61,9 @@ def check_trace(result, queries, prompts_sent):
             if step.candidates:
                 best = min(step.candidates, key=lambda c: (c.rank_value, c.rank))
                 assert best.chosen and sum(c.chosen for c in step.candidates) == 1
-                assert step.chosen == best.passage.id and step.accepted == best.generation.strip()
+                assert step.chosen_passage_id == best.passage.id and step.accepted == best.generation.strip()
                 assert [c.rank for c in step.candidates] == sorted(c.rank for c in step.candidates)
-                chosen.append(step.chosen)
+                chosen.append(step.chosen_passage_id)
             else:
                 assert step.stop in ("repeated query", "no new passages")
         assert (step.stop is not None) == (i == len(result.steps) - 1)

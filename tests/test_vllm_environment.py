@@ -7,22 +7,26 @@ import os
 import pytest
 
 from seakr_integrations.backends import vllm as vllm_backend
-from seakr_integrations.backends.vllm import _environment, engine_start_environment
+from seakr_integrations.backends import vllm_settings
+from seakr_integrations.backends.vllm import _environment
+from seakr_integrations.backends.vllm_settings import engine_environment
 
-START_VARS = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_NUM_OF_RESERVED_CPU", "LD_PRELOAD")
+START_VARS = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_NUM_OF_RESERVED_CPU", "LD_PRELOAD", "VLLM_USE_V2_MODEL_RUNNER")
 
 
 @pytest.fixture
 def clean_env(monkeypatch):
     for name in START_VARS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(vllm_backend, "_intel_openmp", lambda: "/venv/lib/libiomp5.so")
+    monkeypatch.setattr(vllm_settings, "_intel_openmp", lambda: "/venv/lib/libiomp5.so")
     return monkeypatch
 
 
 def test_start_environment_fills_only_what_the_user_left_unset(clean_env):
-    assert engine_start_environment(on_cpu=False) == {}  # nothing to set on a GPU
-    assert engine_start_environment(on_cpu=True, kv_cache_space_gib=3) == {
+    assert engine_environment(on_cpu=False) == {"VLLM_USE_V2_MODEL_RUNNER": "0"}  # the hook's runner, GPU or CPU
+    clean_env.setenv("VLLM_USE_V2_MODEL_RUNNER", "0")
+    assert engine_environment(on_cpu=False) == {}
+    assert engine_environment(on_cpu=True, kv_cache_space_gib=3) == {
         "VLLM_CPU_KVCACHE_SPACE": "3",
         "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
         "LD_PRELOAD": "/venv/lib/libiomp5.so",
@@ -30,11 +34,11 @@ def test_start_environment_fills_only_what_the_user_left_unset(clean_env):
     clean_env.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
     clean_env.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "1")
     clean_env.setenv("LD_PRELOAD", "/lib/libjemalloc.so")
-    assert engine_start_environment(on_cpu=True) == {"LD_PRELOAD": "/lib/libjemalloc.so:/venv/lib/libiomp5.so"}
+    assert engine_environment(on_cpu=True) == {"LD_PRELOAD": "/lib/libjemalloc.so:/venv/lib/libiomp5.so"}
     clean_env.setenv("LD_PRELOAD", "/lib/libgomp.so")  # an OpenMP runtime of the user's: keep it alone
-    assert engine_start_environment(on_cpu=True) == {}
+    assert engine_environment(on_cpu=True) == {}
     clean_env.delenv("LD_PRELOAD")
-    assert engine_start_environment(on_cpu=True, preload_intel_openmp=False, kv_cache_space_gib=None) == {}
+    assert engine_environment(on_cpu=True, preload_intel_openmp=False, kv_cache_space_gib=None) == {}
 
 
 def test_environment_applies_during_the_block_and_restores_after_even_on_error(clean_env):

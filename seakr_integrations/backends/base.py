@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from seakr_integrations.backends.stream import BatchingStream, GenerationStream
+from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
-__all__ = ["SelfAwareBackend", "eos_scoring_sequence"]
+__all__ = ["BatchingStream", "SelfAwareBackend", "chat_template_prompt", "eos_scoring_sequence"]
+
+
+def chat_template_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
+    """``messages`` in ``tokenizer``'s chat template with the assistant turn opened, as text.
+
+    Raises:
+        ValueError: The tokenizer has no chat template.
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("this model's tokenizer has no chat template: send a plain prompt instead")
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
 
 def eos_scoring_sequence(prompt_ids: Sequence[int], token_ids: Sequence[int], eos_token_id: int) -> list[int]:
@@ -107,12 +118,14 @@ class SelfAwareBackend(ABC):
         """``user_message`` wrapped in the model's chat template (with the assistant turn opened), or unchanged
         when the tokenizer has no template.  SeaKR's prompts are plain text; instruct models answer them better
         inside their template."""
-        tokenizer = getattr(self, "tokenizer", None)
-        if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        if not self.has_chat_template:
             return user_message
-        return tokenizer.apply_chat_template(
-            [{"role": "user", "content": user_message}], tokenize=False, add_generation_prompt=True
-        )
+        return self.chat_messages_prompt([{"role": "user", "content": user_message}])
+
+    def chat_messages_prompt(self, messages: Sequence[dict[str, str]]) -> str:
+        """A conversation (``{"role", "content"}`` turns) in the model's chat template, with the assistant turn
+        opened: the one place a prompt is put in a chat template (see :func:`chat_template_prompt`)."""
+        return chat_template_prompt(self.tokenizer, messages)
 
     @property
     def default_layer(self) -> int:
@@ -233,3 +246,59 @@ class SelfAwareBackend(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model_name!r}, layers={self.num_layers}, hidden={self.hidden_size})"
+
+
+class BatchingStream(GenerationStream):
+    """Runs whatever is pending when it is collected as one ``generate`` call per (layer, source).
+
+    The back-end is free again after each call, so prompts submitted while a batch runs (by questions whose
+    searches just came back) join the next one.  A batch that fails is run again prompt by prompt, so a bad prompt
+    fails only its own ticket.
+
+    Args:
+        backend: The back-end whose ``generate`` serves the batches.
+    """
+
+    def __init__(self, backend: SelfAwareBackend) -> None:
+        self.backend = backend
+        self._pending: dict[int, tuple[str, SamplingConfig]] = {}
+        self._next_ticket = 0
+
+    def submit(self, prompt: str, config: SamplingConfig) -> int:
+        self.backend._checked_prompts([prompt])
+        if not isinstance(config, SamplingConfig):
+            raise ValueError(f"config must be a SamplingConfig, got {type(config).__name__}")
+        ticket = self._next_ticket
+        self._next_ticket += 1
+        self._pending[ticket] = (prompt, config)
+        return ticket
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def collect(self) -> list[Finished]:
+        batch, self._pending = self._pending, {}
+        groups: dict[tuple[int | None, str], list[int]] = {}
+        for ticket, (_, config) in batch.items():
+            groups.setdefault((config.layer, config.source), []).append(ticket)
+        finished: list[Finished] = []
+        for tickets in groups.values():
+            finished.extend(self._run(tickets, batch))
+        return finished
+
+    def _run(self, tickets: list[int], batch: dict[int, tuple[str, SamplingConfig]]) -> list[Finished]:
+        try:
+            outputs = self.backend.generate([batch[t][0] for t in tickets], [batch[t][1] for t in tickets])
+        except Exception as error:
+            if len(tickets) == 1:
+                return [(tickets[0], error)]
+            return [item for t in tickets for item in self._run([t], batch)]
+        return list(zip(tickets, outputs, strict=True))
+
+    def cancel(self, tickets: Iterable[int] | None = None) -> None:
+        if tickets is None:
+            self._pending.clear()
+            return
+        for ticket in tickets:
+            self._pending.pop(ticket, None)

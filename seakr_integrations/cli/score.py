@@ -25,7 +25,7 @@ SCORE_MAX_TOKENS = 64
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``seakr score`` and its options to ``sub``."""
-    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.params import HiddenSource, SamplingConfig, choices
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.uncertainty.registry import estimator_names
 
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     score.add_argument("-k", type=int, default=s.k, help=f"number of samples (default {s.k})")
     score.add_argument("--max-tokens", type=int, default=SCORE_MAX_TOKENS)
     score.add_argument("--layer", type=int, default=s.layer, help="0-based layer (default L/2 - 1)")
-    score.add_argument("--source", choices=["mlp", "residual"], default=s.source)
+    score.add_argument("--source", choices=choices(HiddenSource), default=s.source)
     score.add_argument("--seed", type=int, default=s.seed)
     score.add_argument(
         "--estimator",

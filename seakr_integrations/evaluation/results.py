@@ -50,7 +50,6 @@ def config_fingerprint(config: Mapping[str, Any]) -> str:
 
 
 _ADDED_SETTINGS: dict[str, Any] = {
-    "chat_answer_prefix": False,
     "rerank_margin": 0.0,
     "final_margin": 0.0,
     "knowledge_needs_passages": False,
@@ -59,20 +58,34 @@ _ADDED_SETTINGS: dict[str, Any] = {
 """SeaKR settings added after results files were written, with the value those files' runs had: a header that
 lacks one is read with it, so an old file resumes under the settings that reproduce it (and only those)."""
 
+_REMOVED_SETTINGS: dict[str, Any] = {"chat_answer_prefix": True}
+"""SeaKR settings removed since results files were written, with the one value today's code runs: a header holding
+that value reads as one without the key, so its file resumes under today's config; any other value stays (nothing
+today reproduces it: ``chat_answer_prefix=False`` ended the chat template's user turn with ``Answer:``)."""
+
 
 def _as_of_now(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with the settings added since it was written filled in at their old values."""
+    """``config`` as today's settings spell it: the settings added since it was written filled in at their old
+    values, and the removed ones that hold today's value left out."""
     config = _method_settings(config)
     seakr = config.get("seakr")
     if not isinstance(seakr, Mapping):
         return config
-    return {**config, "seakr": {**_ADDED_SETTINGS, **seakr}}
+    if "chat_answer_prefix" not in seakr and not set(seakr) & set(_ADDED_SETTINGS):
+        # Written before chat_answer_prefix existed ("Answer:" ended the user turn); a header written after it was
+        # removed lacks it too, but holds the settings added since it came in.
+        seakr = {"chat_answer_prefix": False, **seakr}
+    seakr = {**_ADDED_SETTINGS, **seakr}
+    removed = _REMOVED_SETTINGS
+    return {**config, "seakr": {k: v for k, v in seakr.items() if not (k in removed and v == removed[k])}}
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
     out = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, "<missing>"), new.get(key, "<missing>")
+        if prefix == "seakr." and key in _REMOVED_SETTINGS and b == "<missing>":
+            b = _REMOVED_SETTINGS[key]  # what this run does, though no longer a setting
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             out += _differences(a, b, f"{prefix}{key}.")
         elif a != b:

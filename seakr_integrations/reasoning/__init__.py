@@ -1,12 +1,16 @@
-"""SeaKR's reasoning: the loop, its prompts, query building, answer extraction and the decision trace."""
+"""SeaKR's reasoning: the loop, its prompts, query building, answer extraction and the decision trace.
 
-from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
+This package exports what a user of the loop writes (``SeaKR``, ``SeaKRConfig``, the trace tables) and what it
+gives back: the trace records, the gate's decision and the events of ``SeaKR.iter_events``.  The loop's parts
+(prompts, exemplars, query building, answer extraction, the adapters' ``Observer`` and metadata records) are
+imported from their modules.
+"""
+
 from seakr_integrations.reasoning.config import SeaKRConfig
-from seakr_integrations.reasoning.decisions import CandidateScore, FinalChoice, GateDecision, GateReason
+from seakr_integrations.reasoning.decisions import GateDecision, GateReason
 from seakr_integrations.reasoning.events import (
     AnswerChosen,
     GateDecided,
-    Observer,
     PassagesReranked,
     PassagesRetrieved,
     QuestionAnswered,
@@ -15,52 +19,33 @@ from seakr_integrations.reasoning.events import (
     StepAssessed,
     StepFinished,
 )
-from seakr_integrations.reasoning.exemplars import EXEMPLAR_SETS, Exemplar, exemplars
-from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
+from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
 from seakr_integrations.reasoning.tables import candidate_rows, final_rows, step_rows
-from seakr_integrations.reasoning.trace import (
-    Assessment,
-    CandidateTrace,
-    FinalTrace,
-    SeaKRResult,
-    StepTrace,
-    StopReason,
-)
+from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = [
-    "EXEMPLAR_SETS",
     "AnswerChosen",
     "Assessment",
-    "CandidateScore",
-    "FinalChoice",
+    "CandidateTrace",
+    "FinalTrace",
     "GateDecided",
     "GateDecision",
     "GateReason",
-    "Observer",
     "PassagesReranked",
     "PassagesRetrieved",
     "QuestionAnswered",
     "QuestionFailed",
-    "SeaKREvent",
-    "StepAssessed",
-    "StepFinished",
-    "BuiltQuery",
-    "CandidateTrace",
-    "Exemplar",
-    "FinalTrace",
     "RetrievalError",
     "SeaKR",
     "SeaKRConfig",
+    "SeaKREvent",
     "SeaKRResult",
+    "StepAssessed",
+    "StepFinished",
     "StepTrace",
     "StopReason",
-    "build_query",
     "candidate_rows",
-    "exemplars",
-    "extract_answer",
     "final_rows",
-    "has_answer",
-    "is_unknown",
     "step_rows",
 ]

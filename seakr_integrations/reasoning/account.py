@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 
 from seakr_integrations.quoting import quoted
-from seakr_integrations.reasoning.trace import SeaKRResult, StepTrace, StopReason
+from seakr_integrations.reasoning.records import StepTrace, StopReason
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.record import Uncertainty
 
 __all__ = ["decision_account"]

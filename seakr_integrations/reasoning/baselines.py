@@ -23,8 +23,9 @@ from seakr_integrations.reasoning.answer import extract_answer, has_answer
 from seakr_integrations.reasoning.calls import NOT_MEASURED
 from seakr_integrations.reasoning.events import StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.reasoner import Reasoner
+from seakr_integrations.reasoning.records import FinalTrace, StepTrace
 from seakr_integrations.reasoning.state import Program, QuestionState
-from seakr_integrations.reasoning.trace import FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 
 __all__ = ["BASELINES", "FLARE", "Baseline", "ChainOfThought", "IRCoT", "SingleRetrieval"]

@@ -16,6 +16,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.scored import probe_calls, probe_uncertainty, prompt_fits
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
@@ -24,11 +25,11 @@ from seakr_integrations.reasoning.events import PassagesRetrieved
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import BuiltQuery, build_query
+from seakr_integrations.reasoning.records import FinalTrace, StepTrace
 from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Scored, Search
-from seakr_integrations.reasoning.trace import FinalTrace, StepTrace
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
-from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_after, probe_sampling, unprobed
+from seakr_integrations.uncertainty.prompt import PROBE_TOKENS
 from seakr_integrations.uncertainty.registry import REGISTRY
 
 __all__ = ["NOT_MEASURED", "ModelCalls", "RetrievalError"]
@@ -63,7 +64,6 @@ class ModelCalls:
         self.builder = PromptBuilder(
             exemplars(config.style, config.num_exemplars),
             backend.chat_prompt if use_chat else None,
-            answer_prefix=config.chat_answer_prefix,
         )
         self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
         self._tokenize_text: Callable[[str], list[int]] = lambda text: list(
@@ -74,12 +74,7 @@ class ModelCalls:
     # -------------------------------------------------------------------------------------------- prompts
     def fits(self, prompt: str, budget: int | None = None) -> bool:
         """Whether ``prompt`` has at most ``budget`` tokens (default: room left for a full continuation)."""
-        budget = self._budget if budget is None else budget
-        # Every token covers at least one byte, so a prompt with fewer bytes than the budget (plus room for the
-        # special tokens the tokenizer adds) fits without tokenising it twice (the back-end tokenises it again).
-        if len(prompt.encode("utf-8")) + 8 <= budget:
-            return True
-        return len(self.backend.tokenize(prompt)) <= budget
+        return prompt_fits(self.backend, prompt, self._budget if budget is None else budget)
 
     def prompt(self, state: QuestionState, steps: Sequence[str], passages: Sequence[Passage]) -> str:
         """The prompt, dropping the oldest passages while it does not fit the model's context."""
@@ -163,20 +158,12 @@ class ModelCalls:
         return scores
 
     def probe_calls(self, prompts: Sequence[str], outputs: Sequence[SelfAwareOutput]) -> list[Call | None]:
-        """The "prompt" estimator's probe calls (worded and set up by ``uncertainty.prompt``), one after each call,
-        with the call's prompt and generation in front (``None`` where that does not fit the model's context)."""
-        sampling = probe_sampling(self.config.sampling())
-        probes = [probe_after(p, o.greedy.text) for p, o in zip(prompts, outputs, strict=True)]
-        budget = self.backend.max_context - PROBE_TOKENS
-        return [(p, sampling) if self.fits(p, budget) else None for p in probes]
+        """The "prompt" estimator's probe after each call (``backends.scored.probe_calls``)."""
+        return probe_calls(self.backend, prompts, outputs, self.config.sampling())
 
     def probe_uncertainty(self, reply: SelfAwareOutput | None) -> Uncertainty:
         """The "prompt" estimator's score of a probe's reply; a probe that did not fit counts as uncertain."""
-        if reply is None:
-            return unprobed(
-                f"the probe does not fit {self.backend.model_name}'s context; the model counts as uncertain"
-            )
-        return estimate(reply, "prompt")
+        return probe_uncertainty(self.backend, reply)
 
     def final_answers(
         self,

@@ -6,21 +6,32 @@ framework adapters pass it through unchanged.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
 
-from seakr_integrations.params import HiddenSource, SamplingConfig, check_int, check_real
+from seakr_integrations.params import HiddenSource, SamplingConfig, check_choice, check_int, check_real
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
 
-__all__ = ["PAPER_RULES", "SeaKRConfig", "check_band"]
+__all__ = [
+    "PAPER_RULES",
+    "ContentFilter",
+    "ExemplarStyle",
+    "FinalStrategy",
+    "Mode",
+    "RetrievalErrorPolicy",
+    "RetrievePolicy",
+    "SeaKRConfig",
+    "changed_settings",
+    "check_band",
+]
 
 Mode = Literal["multi_hop", "single_hop"]
 ContentFilter = Literal["stopwords", "spacy"]
 RetrievalErrorPolicy = Literal["raise", "answer_without"]
 RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
-_STYLES = ("2wiki", "hotpotqa", "simple")
+ExemplarStyle = Literal["2wiki", "hotpotqa", "simple"]
 _SAMPLING = SamplingConfig()
 """The sampling fields' defaults are SamplingConfig's: declared there once."""
 _SAMPLING_FIELDS = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source")
@@ -74,9 +85,6 @@ class SeaKRConfig:
             ``"simple"`` for single-hop and ``"hotpotqa"`` for multi-hop.
         num_exemplars: How many exemplars of the style to show (the paper: 10).
         chat_template: Wrap prompts in the model's chat template; ``None`` does so when the tokenizer has one.
-        chat_answer_prefix: With a chat template, open the assistant turn with ``Answer:`` so the model continues
-            its answer.  ``False`` ends the user turn with it (the first evaluation runs' prompts), which made a
-            small instruct model start many answers with a new ``Question:``.
         on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
             was gathered so far and record the failure in the trace).
         search_timeout: Seconds one search may take before it counts as failed (a ``TimeoutError`` handled by
@@ -155,10 +163,9 @@ class SeaKRConfig:
     mask_threshold: float = 0.9
     query_max_tokens: int = 64
     content_filter: ContentFilter = "stopwords"
-    exemplar_style: str | None = None
+    exemplar_style: ExemplarStyle | None = None
     num_exemplars: int = 10
     chat_template: bool | None = None
-    chat_answer_prefix: bool = True
     on_retrieval_error: RetrievalErrorPolicy = "raise"
     search_timeout: float | None = 120.0
     retrieve: RetrievePolicy = "uncertain"
@@ -182,8 +189,7 @@ class SeaKRConfig:
                 f"base_stops={self.base_stops!r}: a list of strings, e.g. base_stops=[{self.base_stops!r}]"
             )
         object.__setattr__(self, "base_stops", tuple(self.base_stops))
-        if self.mode not in ("multi_hop", "single_hop"):
-            raise ValueError(f"mode={self.mode!r}: choose 'multi_hop' or 'single_hop'")
+        check_choice("mode", self.mode, Mode)
         check_estimator(self.estimator)
         alpha = check_real("alpha", self.alpha, f"a small positive float (SeaKR: {DEFAULT_ALPHA})")
         if alpha <= 0:
@@ -212,12 +218,10 @@ class SeaKRConfig:
         if num_exemplars < 0:
             raise ValueError(f"num_exemplars={num_exemplars!r}: must be an integer >= 0 (the paper: 10)")
         checked["num_exemplars"] = num_exemplars
-        if self.content_filter not in ("stopwords", "spacy"):
-            raise ValueError(f"content_filter={self.content_filter!r}: choose 'stopwords' or 'spacy'")
-        if self.exemplar_style is not None and self.exemplar_style not in _STYLES:
-            raise ValueError(f"exemplar_style={self.exemplar_style!r}: choose one of {', '.join(_STYLES)} or None")
-        if self.on_retrieval_error not in ("raise", "answer_without"):
-            raise ValueError(f"on_retrieval_error={self.on_retrieval_error!r}: choose 'raise' or 'answer_without'")
+        check_choice("content_filter", self.content_filter, ContentFilter)
+        if self.exemplar_style is not None:
+            check_choice("exemplar_style", self.exemplar_style, ExemplarStyle)
+        check_choice("on_retrieval_error", self.on_retrieval_error, RetrievalErrorPolicy)
         if self.search_timeout is not None:
             timeout = check_real("search_timeout", self.search_timeout, "seconds > 0, or None to wait for ever")
             if timeout <= 0:
@@ -225,15 +229,12 @@ class SeaKRConfig:
                     f"search_timeout={self.search_timeout!r}: must be > 0 seconds, or None to wait for ever"
                 )
             checked["search_timeout"] = timeout
-        if self.retrieve not in ("uncertain", "always", "never"):
-            raise ValueError(f"retrieve={self.retrieve!r}: choose 'uncertain' (SeaKR), 'always' or 'never'")
+        check_choice("retrieve", self.retrieve, RetrievePolicy, "SeaKR")
         if not isinstance(self.chat_template, (bool, type(None))):
             raise ValueError(
                 f"chat_template={self.chat_template!r}: pass True, False, or None (use the template when the "
                 "tokenizer has one)"
             )
-        if not isinstance(self.chat_answer_prefix, bool):
-            raise ValueError(f"chat_answer_prefix={self.chat_answer_prefix!r}: must be True (default) or False")
         if not isinstance(self.rerank, bool):
             raise ValueError(
                 f"rerank={self.rerank!r}: must be True (the paper's self-aware re-ranking) or False (keep the search "
@@ -267,10 +268,7 @@ class SeaKRConfig:
                 )
         if self.cascade_band is not None:
             checked["cascade_band"] = check_band(self.cascade_band)
-        if self.final_strategy not in ("choose", "rationales", "knowledge"):
-            raise ValueError(
-                f"final_strategy={self.final_strategy!r}: choose 'choose' (SeaKR), 'rationales' or 'knowledge'"
-            )
+        check_choice("final_strategy", self.final_strategy, FinalStrategy, "SeaKR")
         if type(self.k) is int and self.k == 0:
             raise ValueError(
                 "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"
@@ -390,3 +388,11 @@ PAPER_RULES: dict[str, Any] = {
 }
 """The settings whose defaults differ from the paper's decisions, at the paper's values (``SeaKRConfig.paper()``;
 ``docs/decision_rules.md`` says why the defaults differ)."""
+
+
+def changed_settings(config: SeaKRConfig) -> dict[str, Any]:
+    """The settings of ``config`` that differ from ``SeaKRConfig()``'s defaults: what a repr shows, and what a
+    component's config says "otherwise" about the settings it would take from its model."""
+    default = SeaKRConfig()
+    names = [f.name for f in fields(config)]
+    return {name: getattr(config, name) for name in names if getattr(config, name) != getattr(default, name)}

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
 
 if TYPE_CHECKING:
     from seakr_integrations.reasoning.config import SeaKRConfig
-    from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, FinalTrace, SeaKRResult
+    from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace
+    from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = [
     "CANDIDATE_METADATA_KEYS",
@@ -183,18 +183,6 @@ class GateDecision:
         if self.reason is GateReason.UNCOVERED_ENTITY:
             return "an entity the question compares has no kept passage yet, so it retrieves"
         return f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})"
-
-    @property
-    def retrieved(self) -> bool:
-        """Deprecated: ``retrieve`` (LangChain's old name)."""
-        warn_renamed("GateDecision.retrieved", "GateDecision.retrieve")
-        return self.retrieve
-
-    @property
-    def num_nodes(self) -> int:
-        """Deprecated: ``len(decision.documents)`` (LlamaIndex's old field)."""
-        warn_renamed("GateDecision.num_nodes", "len(GateDecision.documents)")
-        return len(self.documents)
 
     def to_metadata(self) -> dict[str, Any]:
         """The keys put on every document (node) the gated retriever returns (``GATE_METADATA_KEYS``)."""

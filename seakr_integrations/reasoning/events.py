@@ -22,9 +22,7 @@ QuestionFailed     ``question_failed``         ``seakr_question_failed``    ``Qu
 GateDecided        ``gate_decided``            ``seakr_gate_decided``       ``GateDecidedEvent`` (instrumentation)
 =================  ==========================  ===========================  =========================================
 
-``EVENT_TYPES`` lists the core classes; ``LEGACY_KINDS`` the names older releases used for the same phases
-(``assessed``, ``retrieved``, ``reranked``, ``step``, ``final``, ``answered``, ``failed``, ``gate``), which the
-LangChain adapter still emits (``seakr_assessed``...) next to the new ones for one release.
+``EVENT_TYPES`` lists the core classes.
 """
 
 from __future__ import annotations
@@ -35,9 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from seakr_integrations._deprecation import warn_renamed
 from seakr_integrations.reasoning.decisions import FinalChoice, GateDecision
-from seakr_integrations.reasoning.trace import CandidateTrace, FinalTrace, SeaKRResult, StepTrace, _plain
+from seakr_integrations.reasoning.jsonform import _plain
+from seakr_integrations.reasoning.records import CandidateTrace, FinalTrace, StepTrace
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_TYPES",
-    "LEGACY_KINDS",
     "AnswerChosen",
     "GateDecided",
     "Observer",
@@ -124,12 +122,6 @@ class PassagesReranked(SeaKREvent):
     candidates: tuple[CandidateTrace, ...]
     chosen_passage_id: str | None
 
-    @property
-    def chosen(self) -> str | None:
-        """Deprecated: ``chosen_passage_id``."""
-        warn_renamed("PassagesReranked.chosen", "PassagesReranked.chosen_passage_id")
-        return self.chosen_passage_id
-
 
 @dataclass(frozen=True)
 class StepFinished(SeaKREvent):
@@ -192,18 +184,6 @@ EVENT_TYPES: tuple[type[SeaKREvent], ...] = (
     GateDecided,
 )
 """Every core event, in the order the loop emits them (the gate's stands alone)."""
-
-LEGACY_KINDS: dict[str, str] = {
-    "step_assessed": "assessed",
-    "passages_retrieved": "retrieved",
-    "passages_reranked": "reranked",
-    "step_finished": "step",
-    "answer_chosen": "final",
-    "question_answered": "answered",
-    "question_failed": "failed",
-    "gate_decided": "gate",
-}
-"""The ``kind`` each phase had in older releases (their LangChain custom events were ``seakr_<old kind>``)."""
 
 
 def langchain_event_name(event: type[SeaKREvent] | SeaKREvent) -> str:

@@ -2,8 +2,9 @@
 
 Strict JSON has no ``Infinity`` or ``NaN``, yet a trace holds them (an uncertainty that could not be computed is
 ``inf``).  They are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (as ``seakr serve`` sends them) and
-read back as the same floats, so a saved trace reads back as the trace that was saved.  Older releases wrote them
-as ``null`` (schema version 1), which reads back as ``inf``, the only non-finite value they wrote.
+read back as the same floats, so a saved trace reads back as the trace that was saved.  Schema version 1 (traces
+written before the version was recorded) has them as ``null``, which reads back as ``inf``, the only non-finite
+value it held.
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def uncertainty_from_dict(data: dict[str, Any] | None) -> Uncertainty:
 
 
 def trace_version(data: Any) -> int | None:
-    """The ``schema_version`` of a trace's JSON form: 1 for an older release's trace (no version, its keys),
-    ``None`` when ``data`` is not a SeaKR trace at all (e.g. the closed-book method's record).
+    """The ``schema_version`` of a trace's JSON form: 1 for a trace written before the version was recorded (no
+    version, its keys), ``None`` when ``data`` is not a SeaKR trace at all (e.g. the closed-book method's record).
 
     Raises:
         ValueError: The version is newer than this release reads, or not a version number.

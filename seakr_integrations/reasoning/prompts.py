@@ -38,16 +38,12 @@ class PromptBuilder:
     """Renders ``exemplars + context + question + steps`` and, when asked, wraps it in a chat template.
 
     With a chat template the exemplars, context and question form the user turn; ``Answer:`` and the steps so far
-    start the assistant turn, so the model continues its own answer.  ``answer_prefix=False`` leaves ``Answer:``
-    at the end of the user turn instead (the prompts of the first evaluation runs, kept to reproduce them).
+    start the assistant turn, so the model continues its own answer.
     """
 
-    def __init__(
-        self, exemplars: Sequence[Exemplar], chat: Callable[[str], str] | None = None, answer_prefix: bool = True
-    ) -> None:
+    def __init__(self, exemplars: Sequence[Exemplar], chat: Callable[[str], str] | None = None) -> None:
         self.demos = "\n\n".join(e.render() for e in exemplars)
         self.chat = chat
-        self.answer_prefix = answer_prefix
 
     def __call__(self, question: str, steps: Sequence[str] = (), passages: Sequence[str] = ()) -> str:
         """The prompt of one call.
@@ -64,6 +60,4 @@ class PromptBuilder:
         continuation = " ".join(_sentence(s) for s in steps if strip_periods(s).strip())
         if self.chat is None:
             return head + _ANSWER + " " + continuation
-        if self.answer_prefix:
-            return self.chat(head.rstrip("\n")) + _ANSWER + (" " + continuation if continuation else "")
-        return self.chat(head + _ANSWER) + continuation
+        return self.chat(head.rstrip("\n")) + _ANSWER + (" " + continuation if continuation else "")

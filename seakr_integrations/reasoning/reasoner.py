@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.scored import probe_scores
 from seakr_integrations.calibration import resolve_band, resolve_delta
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
@@ -22,9 +23,10 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
 from seakr_integrations.reasoning.query import has_words
+from seakr_integrations.reasoning.records import Assessment, CandidateTrace
 from seakr_integrations.reasoning.seakr_loop import SeaKRLoop
 from seakr_integrations.reasoning.state import Program, QuestionState
-from seakr_integrations.reasoning.trace import Assessment, CandidateTrace, SeaKRResult
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
@@ -295,10 +297,7 @@ class SeaKR(Reasoner):
     def probe_uncertainties(self, prompts: list[str], outputs: list[SelfAwareOutput]) -> list[Uncertainty]:
         """The "prompt" estimator's uncertainty of finished calls: one batched probe asks the model, after each
         call's prompt and generation, whether it has sufficient knowledge (``1 - P(yes)`` of its greedy reply)."""
-        probes = self.calls.probe_calls(prompts, outputs)
-        sent = [p for p in probes if p is not None]
-        replies = iter(self.backend.generate([p for p, _ in sent], [c for _, c in sent]) if sent else [])
-        return [self.calls.probe_uncertainty(None if p is None else next(replies)) for p in probes]
+        return probe_scores(self.backend, prompts, outputs, self.config.sampling())
 
 
 def _add_note(error: BaseException, note: str) -> None:

@@ -41,16 +41,10 @@ from seakr_integrations.reasoning.entities import (
 )
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.gate import Gate
+from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
 from seakr_integrations.reasoning.state import Program, QuestionState
-from seakr_integrations.reasoning.trace import (
-    Assessment,
-    CandidateTrace,
-    FinalTrace,
-    SeaKRResult,
-    StepTrace,
-    StopReason,
-)
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
@@ -367,8 +361,9 @@ class SeaKRLoop:
 
 
 def best(candidates: Sequence[CandidateTrace]) -> int:
-    """Index of the least uncertain candidate; ties keep the search order."""
-    return min(range(len(candidates)), key=lambda i: (candidates[i].rank_value, i))
+    """Index of the least uncertain candidate; ties keep the search order (``rules.pick_passage`` with no margin:
+    the one "least uncertain" rule)."""
+    return pick_passage([c.rank_value for c in candidates])
 
 
 def choose(rationales: FinalTrace, knowledge: FinalTrace, margin: float = 0.0) -> FinalTrace:

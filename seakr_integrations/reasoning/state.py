@@ -15,7 +15,8 @@ from typing import Any
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.events import AnswerChosen, Observer, SeaKREvent
-from seakr_integrations.reasoning.trace import FinalTrace, SeaKRResult, StepTrace
+from seakr_integrations.reasoning.records import FinalTrace, StepTrace
+from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 

@@ -6,13 +6,14 @@ The reasoning loop depends only on :class:`Retriever` (``search(query, k) -> lis
 ``seakr index``.  For large corpora, :class:`ElasticsearchRetriever` searches an Elasticsearch cluster (built with
 :func:`build_elasticsearch_index` or ``seakr index CORPUS --es URL --index NAME``); its modules import the
 ``elasticsearch`` client only when used, so this package imports without it.
+
+Exported: what a user builds or searches with, and the errors a search or build can raise; corpus reading
+(``corpus``) and the cluster connection (``es_connection``) are imported from their modules.
 """
 
 from typing import Any
 
-from seakr_integrations.retrieval.corpus import iter_passages, read_corpus, validate_passage
 from seakr_integrations.retrieval.elasticsearch import ElasticsearchRetriever
-from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
 from seakr_integrations.retrieval.es_errors import (
     AuthenticationError,
     ClusterUnreachableError,
@@ -29,7 +30,6 @@ __all__ = [
     "BM25Index",
     "ClusterUnreachableError",
     "ElasticsearchBackendError",
-    "ElasticsearchConnection",
     "ElasticsearchRetriever",
     "IncompleteIndexError",
     "IndexBuild",
@@ -38,9 +38,6 @@ __all__ = [
     "Passage",
     "Retriever",
     "build_elasticsearch_index",
-    "iter_passages",
-    "read_corpus",
-    "validate_passage",
 ]
 
 

@@ -27,6 +27,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from seakr_integrations.retrieval.es_errors import (
+    ENV_API_KEY,
+    ENV_CA_CERTS,
+    ENV_PASSWORD,
+    ENV_URL,
+    ENV_USERNAME,
     AuthenticationError,
     ElasticsearchBackendError,
     translate_client_error,
@@ -45,11 +50,6 @@ __all__ = [
     "Secret",
 ]
 
-ENV_URL = "ELASTICSEARCH_URL"
-ENV_API_KEY = "ELASTICSEARCH_API_KEY"
-ENV_USERNAME = "ELASTICSEARCH_USERNAME"
-ENV_PASSWORD = "ELASTICSEARCH_PASSWORD"
-ENV_CA_CERTS = "ELASTICSEARCH_CA_CERTS"
 
 _INSTALL = "pip install 'seakr-integrations[elasticsearch]'"
 

@@ -8,10 +8,28 @@ would catch anyway (``ConnectionError``, ``PermissionError``, ``LookupError``, `
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
+ENV_URL = "ELASTICSEARCH_URL"
+ENV_API_KEY = "ELASTICSEARCH_API_KEY"
+ENV_USERNAME = "ELASTICSEARCH_USERNAME"
+ENV_PASSWORD = "ELASTICSEARCH_PASSWORD"
+ENV_CA_CERTS = "ELASTICSEARCH_CA_CERTS"
+"""The environment variables a connection reads (``es_connection``), named here so that the errors can say which
+one to set without importing the connection."""
+
+
+class ClientSide(Protocol):
+    """What an error message needs from the connection it happened on (``es_connection.ElasticsearchConnection``)."""
+
+    url: str
+    request_timeout: float
+    max_retries: int
+    auth: Any
+    auth_source: Any
+
+    def scrub(self, text: str) -> str: ...
+
 
 __all__ = [
     "AuthenticationError",
@@ -60,7 +78,7 @@ def how_to_build(url: str, index: str) -> str:
 
 def translate_client_error(
     exc: BaseException,
-    conn: ElasticsearchConnection,
+    conn: ClientSide,
     action: str,
     index: str | None = None,
     elapsed: float | None = None,
@@ -76,14 +94,6 @@ def translate_client_error(
         index: The index concerned, if any.
         elapsed: Seconds the request ran, when known (said in timeouts and unreachable errors).
     """
-    from seakr_integrations.retrieval.es_connection import (
-        ENV_API_KEY,
-        ENV_CA_CERTS,
-        ENV_PASSWORD,
-        ENV_URL,
-        ENV_USERNAME,
-    )
-
     try:
         import elastic_transport
         import elasticsearch

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.backends.base import eos_scoring_sequence
+from seakr_integrations.backends.vllm_settings import request_params
 from seakr_integrations.backends.vllm_stream import continuation
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
@@ -137,29 +138,9 @@ class ServerEngine:
 
     # ------------------------------------------------------------------------------------------- requests
     def params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
-        """vLLM parameters of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs."""
-        from vllm.sampling_params import RequestOutputKind
-
-        common = {"max_tokens": config.max_tokens, "min_tokens": config.min_tokens, "stop": list(config.stop)}
-        greedy = self._params(temperature=0.0, logprobs=0, **common)
-        top = (
-            {"extra_args": {"seakr_top_k": max(config.top_k, 0), "seakr_top_p": config.top_p}}
-            if self._custom
-            else {"top_k": config.top_k if config.top_k > 0 else -1, "top_p": config.top_p}
-        )
-        sampled = None
-        if config.k:
-            sampled = self._params(
-                n=config.k,
-                temperature=config.temperature,
-                seed=config.seed,
-                logprobs=0,
-                output_kind=RequestOutputKind.CUMULATIVE,
-                **top,
-                **common,
-            )
-        readout = self._params(max_tokens=1, temperature=0.0, detokenize=False)
-        return greedy, sampled, readout
+        """vLLM parameters of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs
+        (``vllm_settings.request_params``, as ``VLLMBackend`` builds them)."""
+        return request_params(self._params, config, custom_top_k_top_p=self._custom)
 
     async def generate(self, prompt: str, ids: list[int], config: SamplingConfig) -> SelfAwareOutput:
         """One prompt's greedy continuation and samples with their EOS vectors."""

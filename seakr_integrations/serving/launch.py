@@ -18,16 +18,19 @@ name (``smollm2``, ``qwen``) resolves to the model installed from PyPI and is se
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+
+from seakr_integrations.backends.vllm_settings import (
+    TOP_K_TOP_P,
+    WORKER_EXTENSION,
+    cpu_engine_settings,
+    engine_environment,
+    max_model_len,
+)
 
 __all__ = ["TOP_K_TOP_P", "WORKER_EXTENSION", "serve", "serve_command"]
-
-TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
-WORKER_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension"
 
 
 def _given(args: Sequence[str], flag: str) -> bool:
@@ -54,29 +57,36 @@ def serve_command(
     ]
     if model in known_model_names():
         defaults.append(("--served-model-name", [model]))
+    context = max_model_len(path)
     if not _given(extra, "--max-model-len"):
-        config = json.loads((Path(path) / "config.json").read_text())
-        defaults.append(("--max-model-len", [str(min(int(config.get("max_position_embeddings") or 8192), 8192))]))
+        defaults.append(("--max-model-len", [str(context)]))
     if on_cpu is None:
         on_cpu = _on_cpu()
     if on_cpu:
-        defaults += [("--block-size", ["32"]), ("--enable-chunked-prefill", [])]
+        defaults += _flags(cpu_engine_settings(context))
     for flag, values in defaults:
-        if _given(extra, flag):
-            continue
-        if flag == "--enable-chunked-prefill":  # off on CPU, with whole prefills of the longest prompt
-            args += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192"]
-        else:
+        if not _given(extra, flag):
             args += [flag, *values]
     args += extra
     env = dict(os.environ)
     plugins = [p for p in env.get("VLLM_PLUGINS", "").split(",") if p]
     env["VLLM_PLUGINS"] = ",".join(dict.fromkeys([*plugins, "seakr"]))
-    env.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
-    if on_cpu:
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    env.update(engine_environment(on_cpu))
     return args, env
+
+
+def _flags(settings: dict[str, object]) -> list[tuple[str, list[str]]]:
+    """Engine arguments as ``vllm serve`` flags (``False`` becomes the ``--no-`` form)."""
+    flags = []
+    for name, value in settings.items():
+        flag = "--" + name.replace("_", "-")
+        if value is False:
+            flags.append(("--no-" + flag[2:], []))
+        elif value is True:
+            flags.append((flag, []))
+        else:
+            flags.append((flag, [str(value)]))
+    return flags
 
 
 def _server_module() -> list[str]:

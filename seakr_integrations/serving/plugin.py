@@ -23,6 +23,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from seakr_integrations.backends.base import chat_template_prompt
 from seakr_integrations.serving.launch import TOP_K_TOP_P
 from seakr_integrations.serving.protocol import BadRequest, Limits, parse_generate
 
@@ -250,6 +251,6 @@ def _chat_prompt(tokenizer: Any, messages: Any) -> str:
     if not getattr(tokenizer, "chat_template", None):
         raise BadRequest("this model's tokenizer has no chat template: send 'prompts' instead of 'messages'")
     try:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return chat_template_prompt(tokenizer, messages)
     except Exception as exc:
         raise BadRequest(f"the chat template rejected these messages: {exc}") from None

@@ -2,19 +2,19 @@
 
 Both sides use these functions, so what the server sends is exactly what the client reads.  Plain JSON types only
 (no numpy on the wire): EOS vectors, sent only when asked for, travel as base64 of little-endian float16 or float32
-rows with their shape; non-finite uncertainties travel as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (strict
-JSON has no such numbers).
+rows with their shape; non-finite numbers travel as the strings ``"inf"``, ``"-inf"`` and ``"nan"``, with the one
+number codec that traces use (``reasoning.jsonform``).
 """
 
 from __future__ import annotations
 
 import base64
-import math
 from typing import Any
 
 import numpy as np
 
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 __all__ = [
@@ -30,17 +30,6 @@ __all__ = [
 ]
 
 VECTOR_DTYPES = ("float16", "float32")
-
-
-def number_to_json(value: float) -> float | str:
-    """``value``, or ``"inf"``/``"-inf"``/``"nan"`` when it is not finite."""
-    if math.isfinite(value):
-        return float(value)
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-
-
-def number_from_json(value: float | str) -> float:
-    return float(value)
 
 
 def encode_vectors(vectors: np.ndarray, dtype: str = "float16") -> dict[str, Any]:

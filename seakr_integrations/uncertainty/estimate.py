@@ -8,13 +8,10 @@ from a ``seakr serve`` server without its vectors carries the server's scores, w
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.record import Uncertainty
-from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, REGISTRY, estimator_names, estimators_for
+from seakr_integrations.uncertainty.registry import REGISTRY
 
 __all__ = ["Uncertainty", "estimate"]
 
@@ -44,26 +41,3 @@ def estimate(output: SelfAwareOutput, estimator: str = "eigenscore", alpha: floa
             )
         return remote
     return entry.score(output, alpha)
-
-
-_DEPRECATED = {
-    "ESTIMATORS": (
-        lambda: estimators_for(GENERATE_PROVIDES),
-        "use seakr_integrations.uncertainty.estimators_for() (the estimators one generate call can feed) or REGISTRY",
-    ),
-    "LOOP_ESTIMATORS": (estimator_names, "use seakr_integrations.uncertainty.estimator_names()"),
-}
-
-
-def deprecated_name(module: str, name: str) -> Any:
-    """The value of a deprecated list of estimator names, with a ``DeprecationWarning`` (module ``__getattr__``)."""
-    if name not in _DEPRECATED:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    value, instead = _DEPRECATED[name]
-    message = f"{module}.{name} is deprecated and will be removed in the next release: {instead}"
-    warnings.warn(message, DeprecationWarning, stacklevel=3)
-    return value()
-
-
-def __getattr__(name: str) -> Any:
-    return deprecated_name(__name__, name)

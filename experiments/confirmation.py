@@ -11,14 +11,17 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from seakr_integrations.evaluation.method_runs import MethodRun, on_shared_questions, run_named
-from seakr_integrations.evaluation.report_decisions import decision_section
-from seakr_integrations.evaluation.report_tables import method_table, paired_lines, shared_questions_note
+from experiments.method_runs import MethodRun, main_run, on_shared_questions, run_named
+from experiments.report_decisions import decision_section
+from experiments.report_tables import paired_lines, shared_questions_note
+from seakr_integrations.evaluation.summary import method_table
 
 __all__ = ["DEFAULT_RUN", "PAPER_RUN", "confirmation_section", "target_lines"]
 
 DEFAULT_RUN = "seakr"
-"""The row of the library's default SeaKR (``--method seakr``)."""
+"""The method of the library's default SeaKR (``--method seakr``): its run is ``seakr.jsonl``, or the one file of
+that method renamed for the rules it ran (``seakr-rules-0-99.jsonl`` in ``runs/confirmation/``); see
+``method_runs.main_run``."""
 
 PAPER_RUN = "seakr-paper"
 """The row of SeaKR with the authors' decision rules (``SeaKRConfig.paper()``): the default before the
@@ -33,8 +36,15 @@ def _is_baseline(run: MethodRun) -> bool:
 def target_lines(runs: Sequence[MethodRun]) -> list[str]:
     """The target's outcome on one dataset's runs (already cut to shared questions): the default SeaKR's F1 at
     least every baseline's, with no more LM calls per question than SeaKR with the paper's rules."""
-    default = run_named(runs, DEFAULT_RUN)
+    default = main_run(runs, DEFAULT_RUN)
     if default is None:
+        several = ", ".join(run.name for run in runs if run.method == DEFAULT_RUN)
+        if several:
+            return [
+                f"Which run is the default? Several of method `{DEFAULT_RUN}` ({several}) and none in "
+                f"`{DEFAULT_RUN}.jsonl`, so the target is not checked.",
+                "",
+            ]
         return [f"No `{DEFAULT_RUN}` results here, so the target is not checked.", ""]
     mine = default.summary()
     baselines = sorted((run for run in runs if _is_baseline(run)), key=lambda r: -r.summary().f1)
@@ -98,7 +108,7 @@ def confirmation_section(runs: Sequence[MethodRun], *, notes: str = "", examples
         lines += shared_questions_note(group, count)
         lines += target_lines(same)
         lines += method_table(same)
-        default = run_named(same, DEFAULT_RUN)
+        default = main_run(same, DEFAULT_RUN)
         if default is not None:
             lines += paired_lines(default, same)
         lines += decision_section(f"{dataset} (confirmation)", same, examples)

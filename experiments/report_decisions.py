@@ -3,14 +3,14 @@ traces, and the questions SeaKR lost by the widest margin with its decisions."""
 
 from __future__ import annotations
 
-from seakr_integrations.evaluation.decisions import (
+from experiments.decisions import (
     RetrievalBenefit,
     decision_summary,
     describe_trace,
     gate_agreement,
     retrieval_benefit,
 )
-from seakr_integrations.evaluation.method_runs import MethodRun, run_named
+from experiments.method_runs import MethodRun, main_run, run_named
 
 __all__ = ["decision_section"]
 
@@ -55,7 +55,7 @@ def decision_section(dataset: str, group: list[MethodRun], examples: int) -> lis
         )
     lines.append("")
     closed = next((run for run in group if run.method == "closed-book"), None)
-    seakr = run_named(group, "seakr")
+    seakr = main_run(group)
     if closed is not None and seakr is not None:
         gate = gate_agreement(seakr.records, closed.records)
         if gate is not None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.scoring import score
-from seakr_integrations.reasoning.trace import number_from_json
+from seakr_integrations.reasoning.jsonform import number_from_json
 
 __all__ = [
     "DecisionSummary",

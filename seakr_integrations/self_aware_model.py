@@ -1,0 +1,227 @@
+"""One self-aware model, described the same way for every framework: where it runs, how it samples, how it scores.
+
+LangChain's ``ChatSeaKR`` / ``SeaKRLLM`` and LlamaIndex's ``SeaKRLLM`` are faces of one thing: a model, loaded in
+this process or served by ``seakr serve``, that answers with its greedy continuation and measures its uncertainty
+from k samples.  ``SelfAwareModel`` holds that description once (validated once), resolves it to one back-end per
+process, applies the chat template in one place, and states the one rule every SeaKR component of both packages
+follows: the loop samples as its model does, unless the component's ``SeaKRConfig`` says otherwise.
+``LoopCache`` builds that component's ``SeaKR`` on first use and keeps it while nothing it depends on changes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
+from seakr_integrations.backends.loading import BACKEND_KINDS, canonical_model_name, shared_backend
+from seakr_integrations.backends.scored import scored_generate
+from seakr_integrations.models import DEFAULT_MODEL, known_model_names
+from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import SamplingConfig, check_real
+from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings
+from seakr_integrations.retrieval.passage import Retriever
+from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
+from seakr_integrations.uncertainty.record import Uncertainty
+from seakr_integrations.uncertainty.registry import check_estimator
+
+__all__ = ["MODEL_SAMPLING", "NOT_SELF_AWARE", "LoopCache", "SelfAwareModel"]
+
+NOT_SELF_AWARE = (
+    "{what} is not a self-aware back-end: SeaKR reads the model's hidden states, which a text-only LLM or chat model "
+    "does not expose. Pass a SelfAwareBackend (HFBackend, VLLMBackend, RemoteBackend), backend='hf' or 'vllm' with "
+    "a model, or base_url= of a `seakr serve` server"
+)
+
+MODEL_SAMPLING = ("k", "temperature", "top_k", "top_p", "max_tokens", "seed", "layer", "source")
+"""The sampling settings a model carries into the SeaKR loop (stops are the loop's own, per call)."""
+
+_servers: dict[tuple[str, str], SelfAwareBackend] = {}
+_servers_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SelfAwareModel:
+    """A self-aware model as both framework adapters name it.
+
+    Attributes:
+        backend: ``"hf"`` (transformers) or ``"vllm"`` to load ``model`` once per process, or a
+            ``SelfAwareBackend`` instance to use as it is.  Unused when ``base_url`` is given.
+        model: A packaged model's short name (``seakr models``) or a local Hugging Face model directory (``None``
+            with ``base_url``: the server's model answers).
+        base_url: A ``seakr serve`` server whose model answers instead (``backend`` and ``model`` are then unused).
+        api_key: That server's API key, if it has one (never shown in a repr).
+        sampling: How the k samples are drawn and where their hidden state is read (``SamplingConfig``).
+        estimator: The uncertainty estimator of every call (``"prompt"`` makes one more greedy call, the probe).
+        alpha: EigenScore's ridge.
+        chat_template: Wrap prompts in the model's chat template: ``None`` does so when the tokenizer has one.
+
+    Raises:
+        ValueError: A bad back-end kind, an unknown model, an API key without a server, bad sampling settings or
+            an unknown estimator (each message says what to pass).
+        TypeError: ``backend`` is an object that is not a self-aware back-end.
+    """
+
+    backend: str | SelfAwareBackend = "hf"
+    model: str | None = DEFAULT_MODEL
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False, compare=False)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    estimator: str = SeaKRConfig.estimator
+    alpha: float = DEFAULT_ALPHA
+    chat_template: bool | None = None
+
+    def __post_init__(self) -> None:
+        backend = "hf" if self.backend is None else self.backend
+        if isinstance(backend, str):
+            if backend not in BACKEND_KINDS:
+                raise ValueError(f"backend={backend!r}: choose one of {BACKEND_KINDS}, or pass a SelfAwareBackend")
+        elif not isinstance(backend, SelfAwareBackend):
+            raise TypeError(NOT_SELF_AWARE.format(what=f"backend={type(backend).__name__}"))
+        object.__setattr__(self, "backend", backend)
+        if self.api_key is not None and self.base_url is None:
+            raise ValueError("api_key is the key of a `seakr serve` server: pass its base_url too")
+        if self.base_url is not None:
+            object.__setattr__(self, "model", None)  # the server's model answers: it is known once connected
+        elif isinstance(backend, SelfAwareBackend):
+            object.__setattr__(self, "model", backend.model_name)
+        elif not _known(self.model or ""):
+            raise ValueError(
+                f"unknown model {self.model!r}: use one of {', '.join(known_model_names())}, a local Hugging Face "
+                "model directory, base_url= of a `seakr serve` server, or backend=<a SelfAwareBackend>"
+            )
+        if not isinstance(self.sampling, SamplingConfig):
+            raise TypeError(f"sampling must be a SamplingConfig, got {type(self.sampling).__name__}")
+        check_estimator(self.estimator)
+        alpha = check_real("alpha", self.alpha, f"a small positive float (SeaKR: {DEFAULT_ALPHA})")
+        if alpha <= 0:
+            raise ValueError(f"alpha={self.alpha!r}: EigenScore's ridge must be positive (SeaKR: {DEFAULT_ALPHA})")
+        if not isinstance(self.chat_template, (bool, type(None))):
+            raise ValueError(f"chat_template={self.chat_template!r}: pass True, False or None (when it has one)")
+
+    # ------------------------------------------------------------------------------------------------ which model
+    @property
+    def kind(self) -> str:
+        """Where it runs, in words: ``"server"``, ``"hf"``, ``"vllm"`` or the back-end instance's class name."""
+        if self.base_url is not None:
+            return "server"
+        return self.backend if isinstance(self.backend, str) else type(self.backend).__name__
+
+    @property
+    def answering_model(self) -> str | None:
+        """The name of the model that answers: the loaded or given model's, a server's once it was asked
+        (``None`` before: a repr never opens a connection)."""
+        if self.base_url is None:
+            return canonical_model_name(str(self.model)) if isinstance(self.backend, str) else self.model
+        with _servers_lock:
+            server = _servers.get(self._server_key())
+        return None if server is None else server.model_name
+
+    def describe(self) -> dict[str, Any]:
+        """What a repr shows: the answering model, where it runs, and the server's URL (never its key)."""
+        out: dict[str, Any] = {"model": self.answering_model or "(the server's)", "backend": self.kind}
+        if self.base_url is not None:
+            out["base_url"] = self.base_url
+        return out
+
+    def resolve(self) -> ConcurrentBackend:
+        """The back-end, loaded (or connected) on first use, once per process for the same model or server, as its
+        process-wide ``ConcurrentBackend`` so that concurrent calls take turns and share batches."""
+        if self.base_url is not None:
+            with _servers_lock:
+                key = self._server_key()
+                if key not in _servers:
+                    from seakr_integrations.backends.remote import RemoteBackend
+
+                    _servers[key] = RemoteBackend(self.base_url, api_key=self.api_key)
+                backend = _servers[key]
+        elif isinstance(self.backend, SelfAwareBackend):
+            backend = self.backend
+        else:
+            backend = shared_backend(self.backend, str(self.model))
+        return concurrent_backend(backend)
+
+    def _server_key(self) -> tuple[str, str]:
+        return (str(self.base_url).rstrip("/"), self.api_key or "")
+
+    # ----------------------------------------------------------------------------------------------- prompts
+    def uses_chat_template(self) -> bool:
+        """Whether prompts go inside the model's chat template (``chat_template=None``: when it has one)."""
+        return self.resolve().uses_chat_template(self.chat_template)
+
+    def prompt(self, text: str) -> str:
+        """``text`` as the prompt the model is given: one user turn in its chat template when it uses one."""
+        return self.resolve().chat_prompt(text) if self.uses_chat_template() else text
+
+    def messages_prompt(self, messages: Sequence[dict[str, str]]) -> str:
+        """A conversation (``{"role", "content"}`` turns) as one prompt in the model's chat template, with the
+        assistant turn opened; without a template, a plain transcript."""
+        backend = self.resolve()
+        if self.uses_chat_template():
+            return backend.chat_messages_prompt(messages)
+        lines = [f"{m['role']}: {m['content']}" for m in messages]
+        return "\n".join([*lines, "assistant:"])
+
+    # ---------------------------------------------------------------------------------------------- the calls
+    def call_sampling(self, stop: Sequence[str] | None = None, **overrides: Any) -> SamplingConfig:
+        """The sampling of one call: the model's, with ``stop`` and per-call ``overrides`` (any ``SamplingConfig``
+        field)."""
+        unknown = set(overrides) - {f.name for f in fields(SamplingConfig)}
+        if unknown:
+            known = sorted(f.name for f in fields(SamplingConfig))
+            raise ValueError(f"unknown generation argument(s) {sorted(unknown)}: use any of {known}")
+        changes: dict[str, Any] = dict(overrides)
+        if stop is not None:
+            changes["stop"] = tuple(stop)
+        return self.sampling.with_(**changes) if changes else self.sampling
+
+    def generate_scored(
+        self, prompts: Sequence[str], stop: Sequence[str] | None = None, **overrides: Any
+    ) -> list[tuple[SelfAwareOutput, Uncertainty]]:
+        """One self-aware call for ``prompts`` (already formatted), each output with its uncertainty; an
+        ``estimator`` override picks another estimator for this call."""
+        estimator = overrides.pop("estimator", self.estimator)
+        config = self.call_sampling(stop, **overrides)
+        return scored_generate(self.resolve(), list(prompts), config, estimator, self.alpha)
+
+    # -------------------------------------------------------------------------------------------- the loop's
+    def loop_config(self, config: SeaKRConfig | None = None) -> SeaKRConfig:
+        """The settings a SeaKR component runs with: the model's sampling, estimator and chat template, except
+        where ``config`` changes a setting from ``SeaKRConfig()``'s default (then ``config``'s wins)."""
+        own: dict[str, Any] = {name: getattr(self.sampling, name) for name in MODEL_SAMPLING}
+        own.update(estimator=self.estimator, alpha=self.alpha, chat_template=self.chat_template)
+        return SeaKRConfig(**{**own, **changed_settings(config or SeaKRConfig())})
+
+
+class LoopCache:
+    """A component's ``SeaKR``: built on first use, rebuilt only when the back-end, the retriever or the settings
+    change (an assignment, a copy with another retriever), so a call never runs with what it was not given."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: Any = None
+
+    def get(self, backend: SelfAwareBackend, retriever: Retriever | None, config: SeaKRConfig) -> Any:
+        """The ``SeaKR`` for these three (a ``reasoning.SeaKR``)."""
+        from seakr_integrations.reasoning.reasoner import SeaKR
+
+        with self._lock:
+            loop = self._loop
+            if loop is None or loop.backend is not backend or loop.retriever is not retriever:
+                loop = None
+            elif loop.requested_config != config:
+                loop = None
+            if loop is None:
+                loop = self._loop = SeaKR(backend, retriever, config)
+            return loop
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> LoopCache:
+        return LoopCache()  # a copy builds its own loop (the lock cannot be copied)
+
+
+def _known(model: str) -> bool:
+    return Path(model).expanduser().is_dir() or model.strip().lower() in known_model_names()
