@@ -43,7 +43,9 @@ def read(path: Path) -> dict[str, dict]:
 
 
 def baseline(ds: str, method: str) -> dict[str, dict]:
-    out: dict[str, dict] = {}
+    """A baseline's rows: from the fold runs made beside SeaKR's (the same machine state, ``cv_seakr.py``) where
+    there are some, else from the earlier runs with the same settings."""
+    out: dict[str, dict] = seakr(ds, method, folds=range(FOLDS))
     for pattern in SOURCES:
         for qid, row in read(ROOT / pattern.format(ds=ds) / f"{method}.jsonl").items():
             out.setdefault(qid, row)
@@ -228,9 +230,11 @@ def main() -> None:
         "",
         "Settings: Qwen2.5-Coder-0.5B-Instruct on vLLM (CPU, 2 cores, float32), k = 10, 64 tokens, BM25 over each",
         "dataset's pooled corpus, batches of 8 questions. SeaKR (`SeaKRConfig()`'s rules) answers each fold with delta",
-        "and the cascade band calibrated on the other folds. The baselines' rows were made by the same settings at",
-        "other times (`bench/eval_report.sh`), so their seconds may differ by a few percent from a run made beside",
-        "SeaKR's.",
+        "and the cascade band calibrated on the other folds. Single retrieval was run on the same folds right after",
+        "SeaKR (`bench/cv_seakr.py --method single-retrieval`); the other baselines' rows were made with the same",
+        "settings at other times (`bench/eval_report.sh`), some beside other work, so their seconds are indicative",
+        "only. The seconds of the target are the ones measured in one run on an idle machine",
+        "([`benchmarks.md`](benchmarks.md), `bench/timing.sh`).",
         "",
         "![F1 against seconds per question](results_pareto.png)",
         "",
