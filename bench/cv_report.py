@@ -82,6 +82,25 @@ def summary(rows: list[dict]) -> dict[str, float]:
     return {k: mean(k) for k in ("f1", "em", "retrievals", "lm_calls", "generated_tokens", "seconds")}
 
 
+def seconds_line(ds: str, seakr_seconds: float, single_seconds: float) -> str:
+    """The seconds part of the target: from the timing run on an idle machine (``bench/timing.sh``: medians of the
+    same 60 questions, one run) when it exists, else from the fold runs above."""
+    timing = {
+        m: read(ROOT / "runs" / "timing" / f"{ds}_dev" / "fold1" / f"{m}.jsonl") for m in ("seakr", "single-retrieval")
+    }
+    if all(timing.values()):
+        ours = float(np.median([r["seconds"] for r in timing["seakr"].values()]))
+        theirs = float(np.median([r["seconds"] for r in timing["single-retrieval"].values()]))
+        where = "median seconds per question on fold 1, one run on an idle machine (`bench/timing.sh`)"
+    else:
+        ours, theirs, where = seakr_seconds, single_seconds, "mean seconds per question of the fold runs above"
+    verdict = "**met**." if ours <= 5 * theirs else "**missed**."
+    return (
+        f"* At most 5x single retrieval's seconds ({where}): {ours:.1f} s against {theirs:.1f} s "
+        f"({ours / theirs:.1f}x): {verdict}"
+    )
+
+
 def gate_stages(rows: list[dict]) -> Counter:
     reasons: Counter = Counter()
     for r in rows:
@@ -299,9 +318,7 @@ def main() -> None:
             + ("**met**." if sums["seakr"]["f1"] >= single["f1"] + 0.03 else "**missed**."),
             f"* No lower than any baseline: the best baseline is {best} at {100 * sums[best]['f1']:.1f}: "
             + ("**met**." if sums["seakr"]["f1"] >= sums[best]["f1"] else "**missed**."),
-            f"* At most 5x single retrieval's seconds: {sums['seakr']['seconds']:.1f} s against "
-            f"{single['seconds']:.1f} s ({sums['seakr']['seconds'] / single['seconds']:.1f}x): "
-            + ("**met**." if sums["seakr"]["seconds"] <= 5 * single["seconds"] else "**missed**."),
+            seconds_line(ds, sums["seakr"]["seconds"], single["seconds"]),
             "* Generated tokens at most half of today's default (its run on lines 220-299: "
             f"{today['generated_tokens']:.0f} per question): {sums['seakr']['generated_tokens']:.0f} "
             f"({sums['seakr']['generated_tokens'] / today['generated_tokens']:.2f}x): "
