@@ -25,7 +25,16 @@ from fastapi.responses import JSONResponse
 
 from seakr_integrations.backends.base import chat_template_prompt
 from seakr_integrations.serving.launch import TOP_K_TOP_P
-from seakr_integrations.serving.protocol import BadRequest, Limits, parse_generate
+from seakr_integrations.serving.protocol import (
+    BadRequest,
+    ChatPromptRequest,
+    DetokenizeRequest,
+    Limits,
+    TokenizeRequest,
+    VectorsRequest,
+    parse,
+    parse_generate,
+)
 
 __all__ = ["SeaKREndpointPlugin", "endpoint_plugin"]
 
@@ -158,32 +167,28 @@ def _router() -> APIRouter:
     @router.post("/tokenize")
     async def tokenize(raw_request: Request) -> Any:
         async def handle(engine: Any, body: Any) -> Any:
-            texts = _strings(body, "texts")
-            special = bool(body.get("add_special_tokens", True))
-            return {"token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in texts]}
+            request = parse(TokenizeRequest, body)
+            special = request.add_special_tokens
+            return {
+                "token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in request.texts]
+            }
 
         return await guarded(raw_request, handle)
 
     @router.post("/detokenize")
     async def detokenize(raw_request: Request) -> Any:
         async def handle(engine: Any, body: Any) -> Any:
-            rows = body.get("token_ids") if isinstance(body, dict) else None
-            if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-                raise BadRequest("'token_ids' must be a list of lists of token ids")
-            vocab = engine.facts.vocab_size
-            for r in rows:
-                if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in r):
-                    raise BadRequest(f"token ids must be integers in 0..{vocab - 1}")
-            skip = bool(body.get("skip_special_tokens", True))
-            return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in rows]}
+            request = parse(DetokenizeRequest, body, vocab_size=engine.facts.vocab_size)
+            skip = request.skip_special_tokens
+            return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in request.token_ids]}
 
         return await guarded(raw_request, handle)
 
     @router.post("/chat_prompt")
     async def chat_prompt(raw_request: Request) -> Any:
         async def handle(engine: Any, body: Any) -> Any:
-            messages = body.get("messages") if isinstance(body, dict) else None
-            return {"prompt": _chat_prompt(engine.tokenizer, messages)}
+            request = parse(ChatPromptRequest, body)
+            return {"prompt": _chat_prompt(engine.tokenizer, [m.model_dump() for m in request.messages])}
 
         return await guarded(raw_request, handle)
 
@@ -192,19 +197,17 @@ def _router() -> APIRouter:
         async def handle(engine: Any, body: Any) -> Any:
             from seakr_integrations.serving.wire import encode_vectors
 
-            rows = body.get("sequences") if isinstance(body, dict) else None
-            limits = raw_request.app.state.seakr_limits
-            if not isinstance(rows, list) or not rows or len(rows) > limits.max_prompts:
-                raise BadRequest(f"'sequences' must be a list of 1 to {limits.max_prompts} token-id lists")
-            for r in rows:
-                if not isinstance(r, list) or not 0 < len(r) <= engine.facts.max_context:
-                    raise BadRequest(f"each sequence must hold 1 to {engine.facts.max_context} token ids")
-                vocab = engine.facts.vocab_size
-                if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in r):
-                    raise BadRequest(f"token ids must be integers in 0..{vocab - 1}")
-            if body.get("layer", engine.layer) != engine.layer or body.get("source", engine.source) != engine.source:
+            request = parse(
+                VectorsRequest,
+                body,
+                limits=raw_request.app.state.seakr_limits,
+                max_context=engine.facts.max_context,
+                vocab_size=engine.facts.vocab_size,
+            )
+            layer, source = request.layer or engine.layer, request.source or engine.source
+            if layer != engine.layer or source != engine.source:
                 raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
-            return {"vectors": encode_vectors(await engine.vectors(rows), "float32")}
+            return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32")}
 
         return await guarded(raw_request, handle)
 
@@ -236,13 +239,6 @@ async def _unless_disconnected(request: Request, work: Any) -> Any:
     if task.cancelled():
         return None
     return task.result()
-
-
-def _strings(body: Any, key: str) -> list[str]:
-    values = body.get(key) if isinstance(body, dict) else None
-    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-        raise BadRequest(f"'{key}' must be a non-empty list of strings")
-    return values
 
 
 def _chat_prompt(tokenizer: Any, messages: Any) -> str:

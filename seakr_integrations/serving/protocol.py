@@ -1,8 +1,10 @@
-"""What a ``POST /v1/seakr/generate`` request may contain, and the server's limits, checked in one place.
+"""The request bodies of seakr's routes, as pydantic models (as vLLM's own protocol defines its requests), and the
+server's limits.
 
-A request names its prompts (or chat conversations) and SeaKR's sampling settings; anything wrong with it is a
-``BadRequest`` whose message says which field and what to send instead, answered as HTTP 400.  The limits protect a
-server shared by many apps: one request cannot ask for thousands of samples or tokens.
+Each body is validated in one place: its model.  Sampling settings are checked by ``SamplingConfig``, as for every
+other caller; the limits and the engine's facts (vocabulary, context) come in as validation context.  Anything
+wrong is a ``BadRequest`` whose message names the field and says what to send instead, answered as HTTP 400.  The
+limits protect a server shared by many apps: one request cannot ask for thousands of samples or tokens.
 """
 
 from __future__ import annotations
@@ -10,13 +12,33 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import estimators_for
 
-__all__ = ["BadRequest", "GenerateRequest", "Limits", "parse_generate"]
+__all__ = [
+    "BadRequest",
+    "ChatPromptRequest",
+    "DetokenizeRequest",
+    "GenerateRequest",
+    "Limits",
+    "TokenizeRequest",
+    "VectorsRequest",
+    "parse",
+    "parse_generate",
+]
 
 
 class BadRequest(ValueError):
@@ -31,7 +53,7 @@ class Limits:
     Attributes:
         max_k: Samples per prompt.
         max_tokens: Tokens generated per continuation.
-        max_prompts: Prompts (or conversations) per request.
+        max_prompts: Prompts (or conversations, or sequences) per request.
         max_prompt_chars: Characters per prompt (the token limit is the model's context, checked after
             tokenising).
     """
@@ -54,96 +76,230 @@ class Limits:
         return cls(**values)
 
 
-@dataclass(frozen=True)
-class GenerateRequest:
-    """A checked request: prompts or conversations, one sampling config for all, what to return."""
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    prompts: list[str] | None
-    messages: list[list[dict[str, str]]] | None
-    config: SamplingConfig
-    estimators: tuple[str, ...]
-    alpha: float
-    return_vectors: bool
-    vector_dtype: str
+
+class Message(_Body):
+    """One turn of a conversation."""
+
+    role: str
+    content: str
+
+
+_SAMPLING = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "stop", "seed", "layer", "source")
+
+
+class GenerateRequest(_Body):
+    """``POST /v1/seakr/generate``: prompts or conversations, one sampling config for all, what to return.  The
+    sampling fields are any JSON value here: ``SamplingConfig`` checks them, with its messages."""
+
+    prompts: list[Any] | None = None
+    messages: list[Any] | None = None
+    k: Any = None
+    temperature: Any = None
+    top_k: Any = None
+    top_p: Any = None
+    max_tokens: Any = None
+    min_tokens: Any = None
+    stop: Any = None
+    seed: Any = None
+    layer: Any = None
+    source: Any = None
+    estimators: Any = ["eigenscore"]
+    alpha: Any = DEFAULT_ALPHA
+    return_vectors: bool = False
+    vector_dtype: Any = "float16"
+    model: str | None = None
+    """Ignored (an OpenAI-style client sends it): the server's model answers."""
+
+    _config: SamplingConfig = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> GenerateRequest:
+        limits: Limits = (info.context or {}).get("limits", Limits())
+        if (self.prompts is None) == (self.messages is None):
+            raise ValueError(
+                "give exactly one of 'prompts' (a list of strings) or 'messages' (a list of conversations)"
+            )
+        items = self.prompts if self.prompts is not None else self.messages
+        if not items:
+            raise ValueError("'prompts' / 'messages' must be a non-empty list")
+        if len(items) > limits.max_prompts:
+            raise ValueError(
+                f"{len(items)} prompts in one request: the limit (max_prompts) is {limits.max_prompts}; split the "
+                "request"
+            )
+        if self.prompts is not None:
+            for i, p in enumerate(self.prompts):
+                if not isinstance(p, str) or not p.strip():
+                    raise ValueError(f"prompt {i} is empty or not a string")
+                if len(p) > limits.max_prompt_chars:
+                    raise ValueError(
+                        f"prompt {i} has {len(p)} characters: the limit (max_prompt_chars) is {limits.max_prompt_chars}"
+                    )
+        else:
+            self.messages = [_conversation(i, c, limits) for i, c in enumerate(self.messages or [])]
+        settings = {name: getattr(self, name) for name in _SAMPLING if getattr(self, name) is not None}
+        k, max_tokens = settings.get("k", SamplingConfig.k), settings.get("max_tokens", SamplingConfig.max_tokens)
+        if isinstance(k, int) and k > limits.max_k:
+            raise ValueError(f"k={k}: the limit (max_k) is {limits.max_k} samples per prompt")
+        if isinstance(max_tokens, int) and max_tokens > limits.max_tokens:
+            raise ValueError(f"max_tokens={max_tokens}: the limit (max_tokens) is {limits.max_tokens}")
+        if "stop" in settings and not isinstance(settings["stop"], list):
+            raise ValueError(f"stop={settings['stop']!r}: must be a list of strings")
+        try:
+            self._config = SamplingConfig(**settings)  # types, finiteness and ranges: checked there, for every caller
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
+        served = estimators_for()  # what one generate call can feed: not the prompt probe, a call of its own
+        if not isinstance(self.estimators, list) or any(e not in served for e in self.estimators):
+            raise ValueError(
+                f"estimators={self.estimators!r}: choose from {list(served)} (the prompt probe is a call of its own)"
+            )
+        self.estimators = tuple(dict.fromkeys(self.estimators))
+        alpha = self.alpha
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < math.inf:
+            raise ValueError(
+                f"alpha={alpha!r}: EigenScore's ridge must be a positive finite number (default {DEFAULT_ALPHA})"
+            )
+        self.alpha = float(alpha)
+        if self.vector_dtype not in ("float16", "float32"):
+            raise ValueError(f"vector_dtype={self.vector_dtype!r}: choose 'float16' or 'float32'")
+        return self
+
+    @property
+    def config(self) -> SamplingConfig:
+        """The one sampling config of every prompt."""
+        return self._config
 
     @property
     def count(self) -> int:
         return len(self.prompts if self.prompts is not None else self.messages or [])
 
 
-_SAMPLING = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "stop", "seed", "layer", "source")
-_KNOWN = {*_SAMPLING, "prompts", "messages", "estimators", "alpha", "return_vectors", "vector_dtype", "model"}
+def _conversation(i: int, conversation: Any, limits: Limits) -> list[dict[str, str]]:
+    turns = conversation if isinstance(conversation, list) else None
+    if not turns or not all(isinstance(m, dict) for m in turns):
+        turns = None
+    else:
+        try:
+            turns = [Message.model_validate(m).model_dump() for m in turns]
+        except ValidationError:
+            turns = None
+    if turns is None:
+        raise ValueError(
+            f"messages[{i}] must be a non-empty list of {{'role': ..., 'content': ...}} objects with strings"
+        )
+    if sum(len(m["content"]) for m in turns) > limits.max_prompt_chars:
+        raise ValueError(f"messages[{i}] is longer than the limit (max_prompt_chars) {limits.max_prompt_chars}")
+    return turns
+
+
+class TokenizeRequest(_Body):
+    """``POST /v1/seakr/tokenize``: texts to token ids."""
+
+    texts: list[str]
+    add_special_tokens: bool = True
+
+    @field_validator("texts")
+    @classmethod
+    def _some(cls, texts: list[str]) -> list[str]:
+        if not texts:
+            raise ValueError("'texts' must be a non-empty list of strings")
+        return texts
+
+
+def _token_ids(rows: list[list[int]], info: ValidationInfo, what: str) -> list[list[int]]:
+    vocab = (info.context or {}).get("vocab_size")
+    for r in rows:
+        if any(isinstance(t, bool) or (vocab is not None and not 0 <= t < vocab) or t < 0 for t in r):
+            raise ValueError(f"token ids must be integers in 0..{vocab - 1 if vocab else 'the vocabulary'} ({what})")
+    return rows
+
+
+class DetokenizeRequest(_Body):
+    """``POST /v1/seakr/detokenize``: token ids to texts."""
+
+    token_ids: list[list[int]]
+    skip_special_tokens: bool = True
+
+    @field_validator("token_ids")
+    @classmethod
+    def _in_vocabulary(cls, rows: list[list[int]], info: ValidationInfo) -> list[list[int]]:
+        return _token_ids(rows, info, "token_ids")
+
+
+class ChatPromptRequest(_Body):
+    """``POST /v1/seakr/chat_prompt``: one conversation in the model's chat template."""
+
+    messages: list[Message]
+
+    @field_validator("messages")
+    @classmethod
+    def _some(cls, messages: list[Message]) -> list[Message]:
+        if not messages:
+            raise ValueError("'messages' must be a non-empty list of {'role': ..., 'content': ...} objects")
+        return messages
+
+
+class VectorsRequest(_Body):
+    """``POST /v1/seakr/vectors``: the hidden state at the last position of each token sequence."""
+
+    sequences: list[list[int]]
+    layer: int | None = None
+    source: str | None = None
+
+    @field_validator("sequences")
+    @classmethod
+    def _sized(cls, rows: list[list[int]], info: ValidationInfo) -> list[list[int]]:
+        context = info.context or {}
+        limits: Limits = context.get("limits", Limits())
+        if not rows or len(rows) > limits.max_prompts:
+            raise ValueError(f"'sequences' must be a list of 1 to {limits.max_prompts} token-id lists")
+        longest = context.get("max_context")
+        if any(not r or (longest is not None and len(r) > longest) for r in rows):
+            raise ValueError(f"each sequence must hold 1 to {longest or 'the context'} token ids")
+        return _token_ids(rows, info, "sequences")
+
+
+Body = TypeVar("Body", bound=_Body)
+
+_FIELD_HINTS = {
+    "prompts": "'prompts' must be a non-empty list of strings",
+    "messages": "'messages' must be a non-empty list of {'role': ..., 'content': ...} objects with strings",
+    "texts": "'texts' must be a non-empty list of strings",
+    "token_ids": "'token_ids' must be a list of lists of token ids",
+    "sequences": "'sequences' must be a list of token-id lists",
+    "return_vectors": "'return_vectors' must be true or false",
+}
+
+
+def parse(model: type[Body], body: Any, **context: Any) -> Body:
+    """``body`` (parsed JSON) as ``model``, or a ``BadRequest`` that names the field and what to send."""
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object with the fields of the route")
+    try:
+        return model.model_validate(body, context=context)
+    except ValidationError as exc:
+        raise BadRequest(_message(model, exc)) from None
+
+
+def _message(model: type[_Body], exc: ValidationError) -> str:
+    unknown = sorted(str(e["loc"][0]) for e in exc.errors() if e["type"] == "extra_forbidden")
+    if unknown:
+        return f"unknown field(s) {unknown}: the known ones are {sorted(model.model_fields)}"
+    error = exc.errors()[0]
+    if error["type"] == "value_error":  # ours: already says what to send
+        return str(error["ctx"]["error"])
+    name = str(error["loc"][0]) if error["loc"] else ""
+    if error["type"] == "missing":
+        return f"'{name}' is required"
+    return _FIELD_HINTS.get(name, f"'{name}': {error['msg']}")
 
 
 def parse_generate(body: Any, limits: Limits) -> GenerateRequest:
-    """Check a request body; raises ``BadRequest`` naming the field and the fix."""
+    """A ``POST /v1/seakr/generate`` body checked against ``limits`` (raises ``BadRequest``)."""
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object with 'prompts' (or 'messages') and settings")
-    unknown = sorted(set(body) - _KNOWN)
-    if unknown:
-        raise BadRequest(f"unknown field(s) {unknown}: the known ones are {sorted(_KNOWN)}")
-    prompts, messages = body.get("prompts"), body.get("messages")
-    if (prompts is None) == (messages is None):
-        raise BadRequest("give exactly one of 'prompts' (a list of strings) or 'messages' (a list of conversations)")
-    items = prompts if prompts is not None else messages
-    if not isinstance(items, list) or not items:
-        raise BadRequest("'prompts' / 'messages' must be a non-empty list")
-    if len(items) > limits.max_prompts:
-        raise BadRequest(
-            f"{len(items)} prompts in one request: the limit (max_prompts) is {limits.max_prompts}; split the request"
-        )
-    if prompts is not None:
-        for i, p in enumerate(prompts):
-            if not isinstance(p, str) or not p.strip():
-                raise BadRequest(f"prompt {i} is empty or not a string")
-            if len(p) > limits.max_prompt_chars:
-                raise BadRequest(
-                    f"prompt {i} has {len(p)} characters: the limit (max_prompt_chars) is {limits.max_prompt_chars}"
-                )
-    else:
-        for i, conversation in enumerate(messages):
-            if not isinstance(conversation, list) or not conversation or not all(_is_message(m) for m in conversation):
-                raise BadRequest(
-                    f"messages[{i}] must be a non-empty list of {{'role': ..., 'content': ...}} objects with strings"
-                )
-            if sum(len(m["content"]) for m in conversation) > limits.max_prompt_chars:
-                raise BadRequest(f"messages[{i}] is longer than the limit (max_prompt_chars) {limits.max_prompt_chars}")
-    settings = {name: body[name] for name in _SAMPLING if name in body and body[name] is not None}
-    k, max_tokens = settings.get("k", SamplingConfig.k), settings.get("max_tokens", SamplingConfig.max_tokens)
-    if isinstance(k, int) and k > limits.max_k:
-        raise BadRequest(f"k={k}: the limit (max_k) is {limits.max_k} samples per prompt")
-    if isinstance(max_tokens, int) and max_tokens > limits.max_tokens:
-        raise BadRequest(f"max_tokens={max_tokens}: the limit (max_tokens) is {limits.max_tokens}")
-    if "stop" in settings and (not isinstance(settings["stop"], list)):
-        raise BadRequest(f"stop={settings['stop']!r}: must be a list of strings")
-    try:
-        config = SamplingConfig(**settings)  # types, finiteness and ranges are checked there, as for every caller
-    except (TypeError, ValueError) as exc:
-        raise BadRequest(str(exc)) from None
-    estimators = body.get("estimators", ["eigenscore"])
-    served = estimators_for()  # what one generate call can feed: not the prompt probe, a call of its own
-    if not isinstance(estimators, list) or any(e not in served for e in estimators):
-        raise BadRequest(
-            f"estimators={estimators!r}: choose from {list(served)} (the prompt probe is a call of its own)"
-        )
-    alpha = body.get("alpha", DEFAULT_ALPHA)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < math.inf:
-        raise BadRequest(
-            f"alpha={alpha!r}: EigenScore's ridge must be a positive finite number (default {DEFAULT_ALPHA})"
-        )
-    vector_dtype = body.get("vector_dtype", "float16")
-    if vector_dtype not in ("float16", "float32"):
-        raise BadRequest(f"vector_dtype={vector_dtype!r}: choose 'float16' or 'float32'")
-    return GenerateRequest(
-        prompts,
-        messages,
-        config,
-        tuple(dict.fromkeys(estimators)),
-        float(alpha),
-        bool(body.get("return_vectors", False)),
-        vector_dtype,
-    )
-
-
-def _is_message(m: Any) -> bool:
-    return isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+    return parse(GenerateRequest, body, limits=limits)
