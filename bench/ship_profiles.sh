@@ -5,6 +5,7 @@
 # band for the default cascade estimator stored beside delta.
 #
 #   bash bench/ship_profiles.sh [MODEL ...]     # default: smollm2 qwen
+#   STYLES="hotpotqa" bash bench/ship_profiles.sh qwen     # only the named prompt styles (default: all three)
 #
 # SmolLM2 runs on Hugging Face (the CLI's default back-end), Qwen on vLLM in float32 (the evaluation's back-end).
 # Each calibration takes the heavy-job lock /tmp/seakr-heavy.lock so that it never shares the CPU with a test run.
@@ -29,6 +30,8 @@ presets=(
   "light|-k 10 --max-tokens 32 --exemplars 4"
 )
 
+wanted=${STYLES:-hotpotqa 2wiki simple}
+
 for model in "${models[@]}"; do
   case "$model" in
     qwen*) backend=(--backend vllm --dtype float32) ;;
@@ -36,6 +39,7 @@ for model in "${models[@]}"; do
   esac
   for s in "${styles[@]}"; do
     IFS='|' read -r style file mode <<<"$s"
+    [[ " $wanted " == *" $style "* ]] || continue
     for p in "${presets[@]}"; do
       IFS='|' read -r preset settings <<<"$p"
       tmp=$(mktemp -d)

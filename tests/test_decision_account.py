@@ -40,3 +40,16 @@ def test_a_certain_step_is_kept_without_search_and_the_account_survives_a_json_r
 def test_without_the_gate_no_delta_is_claimed():
     account = decision_account(answer(delta=50.0, retrieve="always"))
     assert "delta" not in account and account.startswith("step 1: searches at every step (U "), account
+
+
+def test_a_step_decided_before_the_samples_says_why_instead_of_citing_delta():
+    retriever = FakeRetriever(default=[passage("p1", title="Landmarks"), passage("p2", title="Spain")])
+    config = CONFIG.with_(layer=1, delta=50.0, check_claims=True, cascade_estimator="min_token_prob")
+    seakr = SeaKR(ScriptedBackend(respond), retriever, config.with_(cascade_band=(0.0, 1.0)))
+    claims = seakr.answer("Where is landmark 3?")
+    first = decision_account(claims).splitlines()[0]
+    assert claims.steps[0].reason == "unsupported_claim", claims.steps[0]
+    assert first.startswith("step 1: it names something no kept passage covers -> searched for "), first
+    sure = SeaKR(ScriptedBackend(respond), retriever, config.with_(check_claims=False, cascade_band=(1.0, 1.0)))
+    first = decision_account(sure.answer("Where is landmark 3?")).splitlines()[0]
+    assert first.startswith("step 1: sure from its tokens (1 - min p ") and "kept its own step" in first, first

@@ -55,7 +55,11 @@ def test_the_main_job_finds_the_evidence_and_answers_right_without_a_warning(tmp
     assert not PYTHON_WARNING.search(run.stderr), run.stderr[-3000:]
     answer = re.search(r"^answer: (.*)$", run.stdout, re.M)
     assert answer and score(answer.group(1), MAIN_JOB_GOLD).f1 > 0.5, run.stdout
-    assert re.search(r"^step 1: uncertain \(U [-\d.]+ > delta [-\d.]+\) -> searched for ", run.stdout, re.M), run.stdout
+    retrieved = (
+        r"(uncertain \(U [-\d.]+ > delta [-\d.]+\)|it names something no kept passage covers"
+        r"|unsure from its tokens .+?)"
+    )
+    assert re.search(rf"^step 1: {retrieved} -> searched for ", run.stdout, re.M), run.stdout
     kept = re.findall(r"-> kept ['\"](.+?)['\"] \(search rank \d+, U", run.stdout)
     assert {"Butch Van Artsdalen", "Waimea Bay, Hawaii"} <= set(kept), run.stdout  # both supporting passages
     assert re.search(r"^answered from .* \(U [-\d.]+\)", run.stdout, re.M), run.stdout

@@ -113,11 +113,15 @@ def check_trace(response_trace: dict, source_nodes: list[NodeWithScore], spy: Sp
     at = 0
     for i, step in enumerate(steps):
         u = number_from_json(step["uncertainty"]["value"])
-        assert step["uncertainty"]["layer"] == 14 and step["uncertainty"]["estimator"] == "eigenscore"
-        if step["decision"] == "accept":
-            assert u <= config.delta
-        elif step["decision"] == "retrieve":
-            assert u > config.delta or not step["pseudo_generation"].strip()
+        if step["uncertainty"]["estimator"] == "none":  # decided before any sample: the claim check or the screen
+            assert step["reason"] in ("unsupported_claim", "uncovered_entity", "sure_from_tokens", "unsure_from_tokens")
+            assert step["reason"] not in ("sure_from_tokens", "unsure_from_tokens") or step["screen"] is not None
+        else:
+            assert step["uncertainty"]["layer"] == 14 and step["uncertainty"]["estimator"] == "eigenscore"
+        if step["reason"] == "confident":
+            assert step["decision"] == "accept" and u <= config.delta
+        elif step["reason"] == "uncertain":
+            assert step["decision"] == "retrieve" and u > config.delta
         if step["candidates"]:
             ids = returned[at]
             at += 1
@@ -158,17 +162,21 @@ async def test_llm_completes_with_its_uncertainty(llm, hf_smollm2):
 # --------------------------------------------------------------------------------------------- gate over BM25
 def test_gate_over_the_demo_bm25_index(llm, config, bm25):
     retriever = PassageRetriever(bm25, top_k=2)
-    probe = UncertaintyGatedRetriever(retriever, llm, config)
+    paper_gate = config.with_(check_claims=False, cascade_estimator=None)  # the samples decide every step
+    probe = UncertaintyGatedRetriever(retriever, llm, paper_gate)
     u = probe.assess(QUESTION).uncertainty.value
     assert math.isfinite(u)
-    uncertain = UncertaintyGatedRetriever(retriever, llm, config.with_(delta=u - 0.5))
+    uncertain = UncertaintyGatedRetriever(retriever, llm, paper_gate.with_(delta=u - 0.5))
     nodes = uncertain.retrieve(QUESTION)
     assert [n.node.node_id for n in nodes] == [p.id for p in bm25.search(QUESTION, 2)]
     assert all(n.node.metadata["seakr_gate_uncertainty"] == pytest.approx(u) for n in nodes)
     assert uncertain.last_decision.retrieve and uncertain.last_decision.reason == "uncertain"
-    confident = UncertaintyGatedRetriever(retriever, llm, config.with_(delta=u + 0.5))
+    confident = UncertaintyGatedRetriever(retriever, llm, paper_gate.with_(delta=u + 0.5))
     assert confident.retrieve(QUESTION) == [] and not confident.last_decision.retrieve
     assert confident.last_decision.uncertainty == pytest.approx(u)
+    claims = UncertaintyGatedRetriever(retriever, llm, config.with_(delta=1e9))
+    checked = claims.decide(QUESTION)  # the default checks the step's claims first: no passage covers them yet
+    assert checked.retrieve and checked.reason == "unsupported_claim" and "no kept passage" in checked.explanation
 
 
 # ----------------------------------------------------------------------------------- re-ranker over the vectors

@@ -121,7 +121,8 @@ def test_seakr_answers_through_the_server(remote):
     from seakr_integrations.demo import demo_index
     from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 
-    config = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=2)
+    # every step read from the samples' hidden states through the server (no claim check or token screen first)
+    config = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=2, check_claims=False, cascade_estimator=None)
     results = SeaKR(remote, demo_index(), config).answer_many(
         ["Who directed the film Jaws?", "What is the capital of France?"]
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from seakr_integrations.quoting import quoted
+from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.records import StepTrace, StopReason
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.record import Uncertainty
@@ -24,6 +25,14 @@ def _u(u: Uncertainty) -> str:
     return "U inf (it wrote nothing)" if math.isinf(value) else f"U {value:.2f}"
 
 
+_BEFORE_SAMPLES = {
+    GateReason.UNSUPPORTED_CLAIM: "it names something no kept passage covers",
+    GateReason.UNCOVERED_ENTITY: "an entity the question compares has no passage yet",
+    GateReason.UNSURE_FROM_TOKENS: "unsure from its tokens ({doubt}, above the band)",
+}
+"""The retrievals decided before any sample is drawn (``reasoning/gate.py``), in words."""
+
+
 def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
@@ -31,15 +40,20 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     if step.decision == "answer":
         said = quoted(step.pseudo_generation.strip(), 80)
         return head + f"it states the answer ({_u(step.uncertainty)}{than}): {said}"
+    doubt = f"1 - min p {step.screen.value:.2f}" if step.screen is not None else "1 - min p n/a"
     if step.decision == "accept":
-        return (
-            head
-            + f"certain enough ({_u(step.uncertainty)}{than}), kept its own step: "
-            + quoted((step.accepted or step.pseudo_generation).strip(), 80)
+        sure = (
+            f"sure from its tokens ({doubt}, below the band)"
+            if step.reason == GateReason.SURE_FROM_TOKENS
+            else f"certain enough ({_u(step.uncertainty)}{than})"
         )
+        return head + sure + ", kept its own step: " + quoted((step.accepted or step.pseudo_generation).strip(), 80)
+    why = f"{verdict} ({_u(step.uncertainty)}{than})"
     if not step.pseudo_generation.strip() and gate == "uncertain":
-        verdict, than = "it wrote an empty step", ""  # the gate retrieves on an empty step, whatever its U
-    line = head + f"{verdict} ({_u(step.uncertainty)}{than}) -> searched for {quoted(step.query or '', 60)}"
+        why = "it wrote an empty step"  # the gate retrieves on an empty step, whatever its U
+    elif step.reason in _BEFORE_SAMPLES:
+        why = _BEFORE_SAMPLES[step.reason].format(doubt=doubt)
+    line = head + f"{why} -> searched for {quoted(step.query or '', 60)}"
     if step.error:
         return line + f" -> the search failed ({step.error})"
     chosen = next((c for c in step.candidates if c.chosen), None)

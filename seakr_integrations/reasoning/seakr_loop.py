@@ -223,7 +223,7 @@ class SeaKRLoop:
         if not new:
             step.stop = StopReason.NO_NEW_PASSAGES
             return
-        scored = yield from self.score_candidates(state, new)
+        scored = yield from self.score_candidates(state, new, measured=self.config.rerank)
         # rank = position in the search results, counting the passages skipped as already chosen
         positions = {p.id: rank for rank, p in enumerate(found, 1)}
         step.candidates = [c for c, _ in scored]
@@ -246,14 +246,14 @@ class SeaKRLoop:
         )
 
     def score_candidates(
-        self, state: QuestionState, found: Sequence[Passage]
+        self, state: QuestionState, found: Sequence[Passage], measured: bool = True
     ) -> Generator[Any, Any, list[tuple[CandidateTrace, FinalTrace | None]]]:
         """Each passage's uncertainty, all in one request: multi-hop scores the next step written with it after the
         chosen passages; single-hop the answer written from it alone.  An empty generation (single-hop: an unknown
-        answer) ranks last."""
+        answer) ranks last.  ``measured=False`` (the loop without re-ranking: nothing reads a multi-hop candidate's
+        uncertainty) writes the steps without drawing samples."""
         ranked = list(enumerate(found, 1))
         if self.config.mode == "multi_hop":
-            measured = self.config.rerank  # without re-ranking nothing reads a candidate's uncertainty
             calls = [
                 self.calls.call(state, state.steps, [*state.docs, p], sentence=True, measured=measured)
                 for _, p in ranked
