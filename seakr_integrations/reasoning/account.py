@@ -33,13 +33,20 @@ _BEFORE_SAMPLES = {
 """The retrievals decided before any sample is drawn (``reasoning/gate.py``), in words."""
 
 
+def _measured(u: Uncertainty) -> bool:
+    """Whether a reading was taken (a step decided before its samples, or a passage kept without re-ranking, has
+    none)."""
+    return u.value is not None and not math.isnan(u.value)
+
+
 def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
     verdict = {"always": "searches at every step", "never": "never searches"}.get(gate, "uncertain")
     if step.decision == "answer":
         said = quoted(step.pseudo_generation.strip(), 80)
-        return head + f"it states the answer ({_u(step.uncertainty)}{than}): {said}"
+        measured = f" ({_u(step.uncertainty)}{than})" if _measured(step.uncertainty) else ""
+        return head + f"it states the answer{measured}: {said}"
     doubt = f"1 - min p {step.screen.value:.2f}" if step.screen is not None else "1 - min p n/a"
     if step.decision == "accept":
         sure = (
@@ -60,7 +67,9 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     if chosen is None:
         return line + " -> found no new passage"
     others = [c for c in step.candidates if not c.chosen]
-    why = f"search rank {chosen.rank}, {_u(chosen.uncertainty)}"  # rank among all results, not only the new ones
+    why = f"search rank {chosen.rank}"  # rank among all results, not only the new ones
+    if _measured(chosen.uncertainty):  # without re-ranking nothing measures the kept passage's step
+        why += f", {_u(chosen.uncertainty)}"
     if others:
         why += "; the other candidates " + ", ".join(_u(c.uncertainty).removeprefix("U ") for c in others)
     return line + f" -> kept {quoted(chosen.passage.title or chosen.passage.id, 60)} ({why})"
