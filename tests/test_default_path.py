@@ -89,9 +89,9 @@ def test_both_adapters_default_path_is_calibrated_without_a_warning():
         warnings.simplefilter("error", UncalibratedDeltaWarning)
         chain = SeaKRChain(retriever=PassageIndexRetriever.demo(), llm=ChatSeaKR())
         langchain_loop = chain.seakr(None)
-        engine = SeaKRQueryEngine(PassageRetriever(demo_index(progress=False)), SeaKRLLM())
-        light = SeaKRQueryEngine(PassageRetriever(demo_index(progress=False)), SeaKRLLM(), SeaKRConfig.light())
-    assert langchain_loop.profile is not None and engine._seakr.profile == langchain_loop.profile
+        engine = SeaKRQueryEngine(PassageRetriever(demo_index(progress=False)), SeaKRLLM()).seakr
+        light = SeaKRQueryEngine(PassageRetriever(demo_index(progress=False)), SeaKRLLM(), SeaKRConfig.light()).seakr
+    assert langchain_loop.profile is not None and engine.profile == langchain_loop.profile
     assert langchain_loop.config.delta == langchain_loop.profile.delta
-    assert light._seakr.profile is not None and light._seakr.profile.k == 10
+    assert light.profile is not None and light.profile.k == 10
     assert chain.seakr(None) is langchain_loop  # the loop is kept: a resolved delta is not a changed config
