@@ -27,7 +27,9 @@ MAIN_JOB_GOLD = ("Waimea Bay",)
 corpus: "Butch Van Artsdalen" and "Waimea Bay, Hawaii")."""
 PYTHON_WARNING = re.compile(r"\b\w+Warning: ")
 """A Python warning as the warnings module prints it (``UncalibratedDeltaWarning: ...``); vLLM's and torch's own
-log lines are not Python warnings."""
+log lines are not Python warnings, and multiprocessing's resource tracker, which vLLM's engine processes start,
+sometimes reports their leaked semaphores at shutdown ("resource_tracker: There appear to be 1 leaked ..."): those
+lines are left out of the check."""
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +54,8 @@ def test_the_main_job_finds_the_evidence_and_answers_right_without_a_warning(tmp
     )
     print(run.stdout)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert not PYTHON_WARNING.search(run.stderr), run.stderr[-3000:]
+    ours = "\n".join(line for line in run.stderr.splitlines() if "resource_tracker" not in line)
+    assert not PYTHON_WARNING.search(ours), run.stderr[-3000:]  # vLLM's workers' shutdown notes are not ours
     answer = re.search(r"^answer: (.*)$", run.stdout, re.M)
     assert answer and score(answer.group(1), MAIN_JOB_GOLD).f1 > 0.5, run.stdout
     retrieved = (
