@@ -259,3 +259,11 @@ def test_profiles_of_a_plain_server_and_of_hidden_states_never_stand_in_for_each
     (tmp_path / "plain-stub__logprobs__perplexity__k2.json").unlink()
     with pytest.raises(LookupError, match="logprobs only"):
         SeaKRConfig.calibrated(backend, root=tmp_path, **config)
+
+
+def test_seakr_ask_on_a_plain_server_says_which_estimator_to_pass(plain, capsys):
+    from seakr_integrations import cli
+
+    assert cli.main(["ask", "Where is Paris?", "--server", plain, "-q"]) == 2
+    error = capsys.readouterr().err
+    assert "plain OpenAI-compatible server" in error and "--estimator perplexity" in error
