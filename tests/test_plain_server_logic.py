@@ -267,3 +267,17 @@ def test_seakr_ask_on_a_plain_server_says_which_estimator_to_pass(plain, capsys)
     assert cli.main(["ask", "Where is Paris?", "--server", plain, "-q"]) == 2
     error = capsys.readouterr().err
     assert "plain OpenAI-compatible server" in error and "--estimator perplexity" in error
+
+
+def test_calibrating_on_a_plain_server_makes_a_logprobs_profile(backend, tmp_path):
+    from seakr_integrations.demo import demo_index
+    from seakr_integrations.evaluation.calibrate import calibrate_delta
+    from seakr_integrations.evaluation.questions import Question
+
+    questions = [Question("q1", "Where is Paris?", ["France"]), Question("q2", "Where is Lyon?", ["France"])]
+    config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1)
+    profile = calibrate_delta(backend, demo_index(), questions, config, objective="rate", target_rate=0.5)
+    assert profile.layer is None and profile.key == "plain-stub__logprobs__perplexity__k2"
+    assert profile.cascade["estimator"] == "min_token_prob"
+    save_profile(profile, tmp_path)
+    assert SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict()).delta == profile.delta
