@@ -90,7 +90,9 @@ def test_seakr_answers_through_a_stock_vllm_server_and_refuses_eigenscore(stock_
 
         (out,) = backend.generate([PROMPT], k=4, max_tokens=12, stop=["\n"], seed=3)
         assert out.greedy.text.strip() and len(out.greedy.logprobs) == len(out.greedy.token_ids)
-        assert len(out.samples) == 4 and len({tuple(s.token_ids) for s in out.samples}) > 1  # seeded, not identical
+        assert len(out.samples) == 4 and all(len(s.logprobs) == len(s.token_ids) for s in out.samples)
+        (story,) = backend.generate(["Once upon a time"], k=4, max_tokens=12, seed=3)
+        assert len({tuple(s.token_ids) for s in story.samples}) > 1  # n=k seeded samples, not one sample k times
         for name in ("perplexity", "min_token_prob", "ln_entropy", "multi_perplexity"):
             assert estimate(out, name).value >= 0
 
