@@ -41,9 +41,11 @@ HIDDEN_NEEDS = frozenset({"vectors", "logits"})
 """What an estimator may need that a plain server cannot give: the samples' EOS hidden states (EigenScore) and the
 raw logits' logsumexp (energy; the completions route returns normalised log-probabilities only)."""
 
-PLUGIN_COMMAND = "seakr serve MODEL (the `vllm serve` command line it runs: seakr serve --dry-run MODEL)"
-"""How to start a server that reads hidden states: ``seakr serve`` is ``VLLM_PLUGINS=seakr vllm serve`` with the
-settings the read-out needs (``docs/serving.md``)."""
+PLUGIN_COMMAND = (
+    "`seakr serve MODEL`, which runs `VLLM_PLUGINS=seakr vllm serve MODEL_DIR` with the options the read-out needs "
+    "(`seakr serve --dry-run MODEL` prints them; docs/serving.md)"
+)
+"""How to start a server that reads hidden states, in the words of an error message."""
 
 
 def logprob_estimators() -> tuple[str, ...]:

@@ -249,7 +249,10 @@ class RemoteBackend(SelfAwareBackend):
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
         if self.kind == "openai":
-            raise ValueError(openai_plain.unavailable_message("eigenscore", self.base_url, "hidden states for"))
+            raise ValueError(
+                f"{self.base_url} is a plain OpenAI-compatible server: it returns no hidden states to read; start a "
+                f"server with seakr's plugin: {openai_plain.PLUGIN_COMMAND}"
+            )
         reply = self._request("POST", "/v1/seakr/vectors", {"sequences": sequences, "layer": layer, "source": source})
         return decode_vectors(reply["vectors"])
 
