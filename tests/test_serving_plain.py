@@ -88,7 +88,8 @@ def test_seakr_answers_through_a_stock_vllm_server_and_refuses_eigenscore(stock_
         assert "estimator='eigenscore' needs the samples' hidden states" in message
         assert 'estimator="perplexity"' in message and "seakr serve MODEL" in message
 
-        (out,) = backend.generate([PROMPT], k=4, max_tokens=12, stop=["\n"], seed=3)
+        # min_tokens=1, as SeaKRConfig's: without it SmolLM2 ends this raw prompt at once (EOS first)
+        (out,) = backend.generate([PROMPT], k=4, max_tokens=12, min_tokens=1, stop=["\n"], seed=3)
         assert out.greedy.text.strip() and len(out.greedy.logprobs) == len(out.greedy.token_ids)
         assert len(out.samples) == 4 and all(len(s.logprobs) == len(s.token_ids) for s in out.samples)
         (story,) = backend.generate(["Once upon a time"], k=4, max_tokens=12, seed=3)
