@@ -79,6 +79,9 @@ class PlainStub(BaseHTTPRequestHandler):
             self._send(200, {"prompt": "".join(chr(t) for t in body["tokens"] if t)})
         elif self.path == "/v1/completions":
             n, prompts = body["n"], body["prompt"]
+            if len(body["stop"]) > 4:  # as vLLM: the OpenAI API's limit
+                self._send(400, {"error": {"message": "stop: List should have at most 4 items"}})
+                return
             if body["temperature"] == 0:
                 choices = [_choice(i, GREEDY, 0.1) for i in range(len(prompts))]
             else:
@@ -281,3 +284,28 @@ def test_calibrating_on_a_plain_server_makes_a_logprobs_profile(backend, tmp_pat
     assert profile.cascade["estimator"] == "min_token_prob"
     save_profile(profile, tmp_path)
     assert SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict()).delta == profile.delta
+
+
+def test_stop_strings_past_the_apis_four_are_applied_to_what_comes_back(backend):
+    """SeaKR's calls can stop at five strings; a completions request takes four."""
+    stops = ["\n", "Q:", "A:", "###", " in"]
+    (out,) = backend.generate(["Question: Where is Paris?\nAnswer:"], k=3, max_tokens=30, stop=stops)
+    sent = [body for path, body in PlainStub.bodies if path == "/v1/completions"]
+    assert all(body["stop"] == stops[:4] for body in sent)
+    greedy = out.greedy
+    assert greedy.text == " Paris is" and greedy.stop_reason == " in" and greedy.finish_reason == "stop"
+    assert greedy.token_ids == [ord(c) for c in " Paris is in"]  # up to the token that completes the stop string
+    assert len(greedy.logprobs) == len(greedy.token_ids) and greedy.offsets[-1] == len(" Paris is")
+    assert [s.text for s in out.samples] == list(SAMPLES)  # no " in" there: untouched, EOS kept
+    assert out.samples[0].token_ids[-1] == 0
+
+
+def test_a_stop_cut_places_tokens_by_decoding_when_their_strings_do_not_spell_the_text():
+    from seakr_integrations.backends.openai_plain import apply_stops
+    from seakr_integrations.outputs import Continuation
+
+    words = Continuation("ab cd ef", [1, 2, 3], [-0.1, -0.2, -0.3], "length")
+    decode = {(1,): "ab", (1, 2): "ab cd", (1, 2, 3): "ab cd ef"}
+    cut = apply_stops(words, [" cd", "zz"], lambda ids: decode[tuple(ids)])
+    assert (cut.text, cut.token_ids, cut.logprobs, cut.stop_reason) == ("ab", [1, 2], [-0.1, -0.2], " cd")
+    assert apply_stops(words, ["zz"]) is words

@@ -17,13 +17,15 @@ from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.registry import REGISTRY
 
 __all__ = [
     "HIDDEN_NEEDS",
+    "MAX_STOP",
     "PlainTokenizer",
+    "apply_stops",
     "check_estimators",
     "completion_bodies",
     "continuation_from_choice",
@@ -40,6 +42,10 @@ errors; ``None`` for a status in ``absent``)."""
 HIDDEN_NEEDS = frozenset({"vectors", "logits"})
 """What an estimator may need that a plain server cannot give: the samples' EOS hidden states (EigenScore) and the
 raw logits' logsumexp (energy; the completions route returns normalised log-probabilities only)."""
+
+MAX_STOP = 4
+"""Stop strings one completions request may carry (the OpenAI API's limit, which vLLM enforces).  SeaKR's calls
+can have more: the first ``MAX_STOP`` go to the server, and the rest cut what comes back (:func:`apply_stops`)."""
 
 PLUGIN_COMMAND = (
     "`seakr serve MODEL`, which runs `VLLM_PLUGINS=seakr vllm serve MODEL_DIR` with the options the read-out needs "
@@ -136,7 +142,7 @@ def completion_bodies(model: str, prompt_ids: list[list[int]], config: SamplingC
         "prompt": prompt_ids,
         "max_tokens": config.max_tokens,
         "min_tokens": config.min_tokens,
-        "stop": list(config.stop),
+        "stop": list(config.stop[:MAX_STOP]),
         "logprobs": 0,
         "return_token_ids": True,
     }
@@ -147,9 +153,17 @@ def completion_bodies(model: str, prompt_ids: list[list[int]], config: SamplingC
     return bodies
 
 
-def continuation_from_choice(choice: dict[str, Any], where: str, *, offsets: bool = False) -> Continuation:
+def continuation_from_choice(
+    choice: dict[str, Any],
+    where: str,
+    *,
+    offsets: bool = False,
+    stops: Sequence[str] = (),
+    decode: Callable[[list[int]], str] | None = None,
+) -> Continuation:
     """One completion choice as a ``Continuation`` (``offsets``: where each token ends in the text, from the
-    log-probabilities' token strings, when they spell the text).
+    log-probabilities' token strings when they spell the text), cut at the first of ``stops``, the stop strings
+    the server was not sent (:func:`apply_stops`; ``decode`` places the tokens when their strings do not).
 
     Raises:
         ValueError: The choice lacks token ids or log-probabilities, or their counts differ.
@@ -169,13 +183,47 @@ def continuation_from_choice(choice: dict[str, Any], where: str, *, offsets: boo
         raise ValueError(f"{where}/v1/completions ended a continuation with finish_reason={finish!r}")
     stop = choice.get("stop_reason")
     text = str(choice.get("text") or "")
-    return Continuation(
+    continuation = Continuation(
         text,
         [int(t) for t in token_ids],
         [-math.inf if v is None else float(v) for v in values],
         finish,
         stop if isinstance(stop, str) else None,
-        offsets=_offsets(text, logprobs.get("tokens")) if offsets else None,
+        offsets=_offsets(text, logprobs.get("tokens")),
+    )
+    continuation = apply_stops(continuation, stops, decode)
+    if not offsets:
+        continuation.offsets = None
+    return continuation
+
+
+def apply_stops(
+    continuation: Continuation, stops: Sequence[str], decode: Callable[[list[int]], str] | None = None
+) -> Continuation:
+    """``continuation`` ended where the server would have ended it had it taken ``stops`` too: the text cut before
+    the stop string that is complete first, the tokens kept up to the one that completes it (as a server keeps
+    them), ``finish_reason="stop"``.  Unchanged when none of ``stops`` is in its text.
+
+    Token ends come from ``continuation.offsets``, else from ``decode`` (growing prefixes); without either the
+    tokens are kept whole.
+    """
+    found = [(at + len(s), at, s) for s in stops if (at := continuation.text.find(s)) >= 0]
+    if not found:
+        return continuation
+    end, at, stop = min(found)
+    ends = continuation.offsets
+    if ends is None and decode is not None:
+        ends = token_offsets(continuation, decode)
+    keep = len(continuation.token_ids)
+    if ends is not None:
+        keep = next((i + 1 for i, e in enumerate(ends) if e >= end), keep)
+    return Continuation(
+        continuation.text[:at],
+        continuation.token_ids[:keep],
+        continuation.logprobs[:keep],
+        "stop",
+        stop,
+        offsets=None if ends is None else [min(e, at) for e in ends[:keep]],
     )
 
 
@@ -197,8 +245,10 @@ def plain_outputs(
     replies: list[dict[str, Any]],
     layer: int,
     where: str,
+    decode: Callable[[list[int]], str] | None = None,
 ) -> list[SelfAwareOutput]:
-    """The outputs of ``prompts`` from the replies to :func:`completion_bodies` (greedy first, then the samples).
+    """The outputs of ``prompts`` from the replies to :func:`completion_bodies` (greedy first, then the samples),
+    each cut at the stop strings the requests could not carry (``decode``: see :func:`apply_stops`).
 
     Raises:
         ValueError: A reply has the wrong number of choices, or a choice is malformed.
@@ -209,7 +259,10 @@ def plain_outputs(
         choices = sorted(reply.get("choices") or [], key=lambda c: int(c.get("index", 0)))
         if len(choices) != n * len(prompts):
             raise ValueError(f"{where}/v1/completions returned {len(choices)} choices for {len(prompts)} x {n}")
-        continuations = [continuation_from_choice(c, where, offsets=n == 1) for c in choices]
+        stops = config.stop[MAX_STOP:]
+        continuations = [
+            continuation_from_choice(c, where, offsets=n == 1, stops=stops, decode=decode) for c in choices
+        ]
         grouped.append([continuations[i * n : (i + 1) * n] for i in range(len(prompts))])
     samples = grouped[1] if len(grouped) > 1 else [[] for _ in prompts]
     return [

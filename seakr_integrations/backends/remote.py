@@ -215,7 +215,8 @@ class RemoteBackend(SelfAwareBackend):
             with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
                 replies = list(pool.map(lambda b: self._request("POST", "/v1/completions", b), bodies))
             try:
-                return openai_plain.plain_outputs(prompts, prompt_ids, config, replies, layer, self.base_url)
+                decode = self.tokenizer.decode
+                return openai_plain.plain_outputs(prompts, prompt_ids, config, replies, layer, self.base_url, decode)
             except ValueError as error:
                 raise RemoteBackendError(str(error)) from None
         body = self._body(prompts, config, layer)
