@@ -67,8 +67,11 @@ class DeltaProfile:
 
     Attributes:
         model: Canonical model name (see :func:`canonical_model_name`).
-        layer: Decoder layer the hidden states were read from (resolved, 0-based).
-        source: ``"mlp"`` or ``"residual"``.
+        layer: Decoder layer the hidden states were read from (resolved, 0-based), or ``None``: calibrated on a
+            back-end that reads no hidden states (a plain OpenAI-compatible server, ``RemoteBackend.kind ==
+            "openai"``).  ``None`` is part of the key, so such a profile serves only such back-ends, and theirs only
+            it (see :func:`profile_key`).
+        source: ``"mlp"`` or ``"residual"`` (recorded as configured; nothing is read when ``layer`` is ``None``).
         estimator: The uncertainty estimator.
         k: Samples per call.
         delta: The threshold chosen.
@@ -85,7 +88,7 @@ class DeltaProfile:
     """
 
     model: str
-    layer: int
+    layer: int | None
     source: str
     estimator: str
     k: int
@@ -109,9 +112,18 @@ class DeltaProfile:
         return asdict(self)
 
 
-def profile_key(model: str, layer: int, source: str, estimator: str, k: int) -> str:
-    """The file stem of a profile: one per (model, layer, source, estimator, k)."""
-    return f"{canonical_model_name(model)}__layer{layer}__{source}__{estimator}__k{k}"
+def profile_key(model: str, layer: int | None, source: str, estimator: str, k: int) -> str:
+    """The file stem of a profile: one per (model, layer, source, estimator, k).
+
+    ``layer=None`` is a back-end that reads no hidden states (a plain OpenAI-compatible server): its key says
+    ``logprobs`` where the others say which layer and source they read, so a profile calibrated there is never
+    taken for a server or model that reads hidden states, nor the reverse.  The reverse would be exact for an
+    estimator of the greedy tokens alone (perplexity, min_token_prob), but not in general: the samples are drawn
+    by another sampler, and a profile's cascade band was chosen for agreement with its own estimator.  Calibrate on
+    the kind of server that will run.
+    """
+    readout = "logprobs" if layer is None else f"layer{layer}__{source}"
+    return f"{canonical_model_name(model)}__{readout}__{estimator}__k{k}"
 
 
 def prompt_settings(config: Any, chat_default: bool | None = None) -> dict[str, Any]:
@@ -186,7 +198,7 @@ def warn_prompt_mismatch(
     )
 
 
-def profile_path(model: str, layer: int, source: str, estimator: str, k: int, root: Path | None = None) -> Path:
+def profile_path(model: str, layer: int | None, source: str, estimator: str, k: int, root: Path | None = None) -> Path:
     """Where the profile for these settings lives: ``<cache>/calibration/<key>.json`` by default."""
     return (root or cache_dir() / "calibration") / f"{profile_key(model, layer, source, estimator, k)}.json"
 
@@ -208,7 +220,7 @@ def save_profile(profile: DeltaProfile, root: Path | None = None) -> Path:
 
 
 def load_profile(
-    model: str, layer: int, source: str, estimator: str, k: int, root: Path | None = None
+    model: str, layer: int | None, source: str, estimator: str, k: int, root: Path | None = None
 ) -> DeltaProfile | None:
     """The saved profile for these settings, or ``None`` when there is none.
 
@@ -233,7 +245,9 @@ _loaded: dict[str, DeltaProfile] = {}
 root=DIR)``, ``seakr eval --calibrated --profile-dir DIR``) is calibrated even when DIR is not the default one."""
 
 
-def shipped_profile(model: str, layer: int, config: Any, chat_default: bool | None = None) -> DeltaProfile | None:
+def shipped_profile(
+    model: str, layer: int | None, config: Any, chat_default: bool | None = None
+) -> DeltaProfile | None:
     """The shipped profile for these settings whose prompt is the config's, or the nearest one (same exemplar style
     first), or ``None`` when the package ships none for this model, layer, source, estimator and k.
     ``chat_default``: what ``chat_template=None`` means for the model (``prompt_settings``)."""
@@ -249,7 +263,7 @@ def shipped_profile(model: str, layer: int, config: Any, chat_default: bool | No
     )
 
 
-def _uncalibrated(model: str, layer: int, config: Any, delta: float) -> None:
+def _uncalibrated(model: str, layer: int | None, config: Any, delta: float) -> None:
     key = profile_key(model, layer, config.source, config.estimator, config.k)
     if key in _warned:
         return
@@ -257,7 +271,7 @@ def _uncalibrated(model: str, layer: int, config: Any, delta: float) -> None:
     import warnings
 
     warnings.warn(
-        f"delta={delta} is uncalibrated for {canonical_model_name(model)} (layer {layer}, {config.source}, "
+        f"delta={delta} is uncalibrated for {canonical_model_name(model)} ({_readout(layer, config.source)}, "
         f"{config.estimator}, k={config.k}): no profile exists for these settings, the uncertainty's scale depends on "
         f"all of them, and the paper's {PAPER_DELTA} was set for Llama-2-7B, so retrieval may happen always or never. "
         "Calibrate with `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` (the same settings); "
@@ -267,14 +281,20 @@ def _uncalibrated(model: str, layer: int, config: Any, delta: float) -> None:
     )
 
 
+def _readout(layer: int | None, source: str) -> str:
+    """What a profile's key says about the read-out, in words."""
+    return "logprobs only, no hidden states" if layer is None else f"layer {layer}, {source}"
+
+
 def resolve_delta(
-    model: str, layer: int, config: Any, chat_default: bool | None = None
+    model: str, layer: int | None, config: Any, chat_default: bool | None = None
 ) -> tuple[float, DeltaProfile | None]:
     """The delta a SeaKR run uses, and the profile it came from (``None``: no profile; a warning said so).
 
     ``config`` is the run's ``SeaKRConfig``.  Its ``delta=None`` (the default) takes the user's profile for the
     model's settings (``seakr calibrate``) when one exists, else the profile the package ships, else the paper's
-    -6.0 with an :class:`UncalibratedDeltaWarning`.  A number is used as given; it warns when no profile exists for
+    -6.0 with an :class:`UncalibratedDeltaWarning`.  ``layer`` is ``None`` for a back-end that reads no hidden
+    states (``SelfAwareBackend.profile_layer``).  A number is used as given; it warns when no profile exists for
     these settings at all (a profile already loaded from another directory counts when its delta is the number).
     Runs whose gate does not read delta (``retrieve="always"`` or ``"never"``) are not checked.  A profile applied to
     another prompt than its calibration's gives a :class:`CalibrationMismatchWarning`.  Warnings come once per

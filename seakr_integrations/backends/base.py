@@ -56,6 +56,10 @@ class SelfAwareBackend(ABC):
     eos_token_id: int
     supports_logits: bool = False
     """Whether greedy continuations carry ``logit_lse`` (needed by the energy estimator)."""
+    reads_hidden_states: bool = True
+    """Whether samples carry EOS vectors (or a server's scores of them): what EigenScore needs.  ``False`` only for
+    a plain OpenAI-compatible server (``RemoteBackend`` without seakr's routes), which returns logprobs alone: it has
+    no layer to read, and its calibration profiles are its own (``calibration.profile_key``)."""
     last_timings: dict[str, float]
     """Wall-clock seconds of the last ``generate`` call: ``total_s``, and ``readout_s``, the part spent reading
     the EOS vectors (the scoring pass on vLLM; the read-out rows' share of the decode steps on HF)."""
@@ -133,7 +137,18 @@ class SelfAwareBackend(ABC):
         return max(self.num_layers // 2 - 1, 0)
 
     def resolve_layer(self, layer: int | None) -> int:
-        """``layer`` checked against the model, or the default when ``None``."""
+        """``layer`` checked against the model, or the default when ``None``.
+
+        A back-end that reads no hidden states has no layer to choose: ``None`` stands for it as 0, the number its
+        outputs record, and any other layer is refused (it would change nothing, so it is a mistake to pass one).
+        """
+        if not self.reads_hidden_states:
+            if layer is not None:
+                raise ValueError(
+                    f"layer={layer!r}: {self.model_name} is served by a plain OpenAI-compatible server, which returns "
+                    "no hidden states, so there is no layer to read; leave layer unset"
+                )
+            return 0
         if layer is None:
             return self.default_layer
         if not isinstance(layer, (int, np.integer)) or not 0 <= layer < self.num_layers:
@@ -246,6 +261,12 @@ class SelfAwareBackend(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model_name!r}, layers={self.num_layers}, hidden={self.hidden_size})"
+
+    def profile_layer(self, layer: int | None) -> int | None:
+        """The layer a calibration profile of this back-end is keyed by: the resolved layer, or ``None`` when the
+        back-end reads no hidden states (its profiles say so in their key; see ``calibration.profile_key``)."""
+        resolved = self.resolve_layer(layer)
+        return resolved if self.reads_hidden_states else None
 
 
 class BatchingStream(GenerationStream):

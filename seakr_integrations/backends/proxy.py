@@ -40,6 +40,10 @@ class ProxyBackend(SelfAwareBackend):
         return self.inner.supports_logits
 
     @property
+    def reads_hidden_states(self) -> bool:  # type: ignore[override]
+        return self.inner.reads_hidden_states
+
+    @property
     def last_timings(self) -> dict[str, float]:  # type: ignore[override]
         return self.inner.last_timings
 

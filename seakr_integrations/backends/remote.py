@@ -1,10 +1,14 @@
-"""A self-aware back-end over HTTP: the model runs in ``seakr serve`` (vLLM's server with seakr's plugin).
+"""A self-aware back-end over HTTP: the model runs in ``seakr serve`` (vLLM's server with seakr's plugin), or in any
+OpenAI-compatible server that returns logprobs.
 
 Real RAG apps call a model server: one GPU serves many app instances, and the server scales out with vLLM's own
 tensor parallelism and replicas.  ``RemoteBackend`` is the back-end interface over the server's seakr routes, so
 ``SeaKR``, the LangChain and LlamaIndex adapters, the re-rankers and the gates work against a server exactly as
 in-process.  It needs no torch, transformers or vLLM: the server tokenises, generates, reads the hidden states and
-computes the uncertainties; vectors travel only when asked for (``return_vectors=True``).
+computes the uncertainties; vectors travel only when asked for (``return_vectors=True``).  A server without
+seakr's routes (``/v1/seakr/info`` answers 404: a stock ``vllm serve``) is used through its standard routes
+(``backends.openai_plain``): every estimator that needs only token log-probabilities works, and EigenScore is
+refused before any call.
 
 Connections are pooled (httpx), a connection error or a 503 is retried with backoff, every request has a timeout,
 and errors name the URL and the HTTP status, never the API key.
@@ -18,10 +22,11 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from seakr_integrations.backends import openai_plain
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
@@ -53,9 +58,16 @@ class RemoteBackend(SelfAwareBackend):
             the server computes every estimator it serves.
         max_connections: Requests in flight at once (the server batches them in its engine).
 
+    Attributes:
+        kind: ``"seakr"`` (the server has seakr's routes: every estimator) or ``"openai"`` (a plain
+            OpenAI-compatible server: the estimators that need only logprobs; ``reads_hidden_states`` is ``False``).
+
     Raises:
-        RemoteBackendError: The server cannot be reached or is not a seakr server (no ``/v1/seakr/info``).
+        RemoteBackendError: The server cannot be reached, refuses the key, or is a plain server without the
+            ``/tokenize`` route SeaKR's prompts need.
     """
+
+    kind: Literal["seakr", "openai"]
 
     def __init__(
         self,
@@ -82,9 +94,14 @@ class RemoteBackend(SelfAwareBackend):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         limits = httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections)
         self._client = httpx.Client(headers=headers, timeout=self.timeout, limits=limits)
-        info = self._request("GET", "/v1/seakr/info")
+        info = self._request("GET", "/v1/seakr/info", absent=(404,))
+        self.last_timings = {}
+        if info is None:
+            self._connect_plain()
+            return
+        self.kind = "seakr"
         self.info = info
-        """What the server said about itself (``GET /v1/seakr/info``)."""
+        """What the server said about itself (``GET /v1/seakr/info``; for a plain server, what it lists)."""
         self.model_name = str(info["model"])
         self.num_layers = int(info["num_layers"])
         self.hidden_size = int(info["hidden_size"])
@@ -93,11 +110,41 @@ class RemoteBackend(SelfAwareBackend):
         self.supports_logits = bool(info.get("supports_logits"))
         self.estimators = tuple(info.get("estimators", ()))
         self.tokenizer = _RemoteTokenizer(self, bool(info.get("chat_template")))
-        self.last_timings = {}
+
+    def _connect_plain(self) -> None:
+        """Set up a server without seakr's routes: its model, its tokenizer routes, no layers to read."""
+        self.kind = "openai"
+        self.reads_hidden_states = False
+        try:
+            self.model_name, context = openai_plain.served_model(self._request, self.base_url)
+        except (KeyError, TypeError, ValueError) as error:
+            raise RemoteBackendError(f"{self.base_url}: {error}") from None
+        probe = self._request("POST", "/tokenize", {"model": self.model_name, "prompt": "Hi"}, absent=(404,))
+        if probe is None:
+            raise RemoteBackendError(
+                f"{self.base_url} has neither seakr's routes (/v1/seakr/info) nor a /tokenize route: SeaKR builds its "
+                "prompts with the model's tokenizer, which it reads through the server's /tokenize and /detokenize "
+                f"(a stock `vllm serve` has them). Start a vLLM server, or one with seakr's plugin: "
+                f"{openai_plain.PLUGIN_COMMAND}",
+                404,
+            )
+        self.tokenizer = openai_plain.PlainTokenizer(self._request, self.model_name)
+        context = context or probe.get("max_model_len")
+        if context is None:
+            raise RemoteBackendError(f"{self.base_url} does not say its context length (/v1/models max_model_len)")
+        self.max_context = int(context)
+        self.num_layers = self.hidden_size = 0
+        self.eos_token_id = -1
+        self.supports_logits = False
+        self.estimators = openai_plain.logprob_estimators()
+        self.info = {"model": self.model_name, "max_context": self.max_context, "kind": self.kind}
 
     # ------------------------------------------------------------------------------------------------ HTTP
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One JSON request with retries; the parsed reply, or a ``RemoteBackendError`` naming URL and status."""
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, absent: tuple[int, ...] = ()
+    ) -> Any:
+        """One JSON request with retries; the parsed reply (``None`` when the status is in ``absent``: a route the
+        server may lack), or a ``RemoteBackendError`` naming URL and status."""
         import httpx
 
         url = self.base_url + path
@@ -119,6 +166,8 @@ class RemoteBackend(SelfAwareBackend):
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
                 time.sleep(0.5 * 2**attempt)
                 continue
+            if response.status_code in absent:
+                return None
             if response.status_code >= 400:
                 raise RemoteBackendError(
                     f"{method} {url} returned HTTP {response.status_code}: {_server_message(response)}",
@@ -131,57 +180,68 @@ class RemoteBackend(SelfAwareBackend):
         self._client.close()
 
     def __repr__(self) -> str:
-        return f"RemoteBackend({self.base_url!r}, model={self.model_name!r})"
+        plain = ", plain OpenAI-compatible server" if self.kind == "openai" else ""
+        return f"RemoteBackend({self.base_url!r}, model={self.model_name!r}{plain})"
 
     # ------------------------------------------------------------------------------------------- generation
     def tokenize(self, text: str) -> list[int]:
         return self.tokenizer(text).input_ids
 
-    def _body(self, prompts: list[str], configs: list[SamplingConfig], layer: int) -> list[dict[str, Any]]:
-        """One request body per distinct sampling config (the server takes one config per request)."""
-        groups: dict[SamplingConfig, list[int]] = {}
-        for i, config in enumerate(configs):
-            groups.setdefault(config, []).append(i)
-        bodies = []
-        for config, indices in groups.items():
-            bodies.append(
-                {
-                    "prompts": [prompts[i] for i in indices],
-                    "k": config.k,
-                    "temperature": config.temperature,
-                    "top_k": config.top_k,
-                    "top_p": config.top_p,
-                    "max_tokens": config.max_tokens,
-                    "min_tokens": config.min_tokens,
-                    "stop": list(config.stop),
-                    "seed": config.seed,
-                    "layer": layer,
-                    "source": config.source,
-                    "estimators": list(self.estimators),
-                    "return_vectors": self.return_vectors,
-                    "_indices": indices,
-                }
-            )
-        return bodies
-
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
         outputs: list[SelfAwareOutput | None] = [None] * len(prompts)
-        bodies = self._body(prompts, configs, layer)
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(bodies), self.max_connections))) as pool:
-            replies = list(pool.map(self._post_generate, bodies))
-        for body, reply in zip(bodies, replies, strict=True):
-            for i, data in zip(body["_indices"], reply["outputs"], strict=True):
-                outputs[i] = output_from_json(prompts[i], data)
+        groups: dict[SamplingConfig, list[int]] = {}
+        for i, config in enumerate(configs):
+            groups.setdefault(config, []).append(i)
+        jobs = [(indices, config) for config, indices in groups.items()]
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(jobs), self.max_connections))) as pool:
+            done = pool.map(
+                lambda job: self._call([prompts[i] for i in job[0]], [prompt_ids[i] for i in job[0]], job[1], layer),
+                jobs,
+            )
+            for (indices, _), group in zip(jobs, done, strict=True):
+                for i, output in zip(indices, group, strict=True):
+                    outputs[i] = output
         return outputs  # type: ignore[return-value]
 
-    def _post_generate(self, body: dict[str, Any]) -> dict[str, Any]:
-        sent = {k: v for k, v in body.items() if not k.startswith("_")}
-        reply = self._request("POST", "/v1/seakr/generate", sent)
-        if len(reply.get("outputs", ())) != len(sent["prompts"]):
+    def _call(
+        self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int
+    ) -> list[SelfAwareOutput]:
+        """The outputs of prompts that share one sampling config: one seakr request, or a plain server's greedy and
+        sample requests at once."""
+        if self.kind == "openai":
+            bodies = openai_plain.completion_bodies(self.model_name, prompt_ids, config)
+            with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+                replies = list(pool.map(lambda b: self._request("POST", "/v1/completions", b), bodies))
+            try:
+                decode = self.tokenizer.decode
+                return openai_plain.plain_outputs(prompts, prompt_ids, config, replies, layer, self.base_url, decode)
+            except ValueError as error:
+                raise RemoteBackendError(str(error)) from None
+        body = self._body(prompts, config, layer)
+        reply = self._request("POST", "/v1/seakr/generate", body)
+        if len(reply.get("outputs", ())) != len(prompts):
             raise RemoteBackendError(f"{self.base_url}/v1/seakr/generate returned a wrong number of outputs")
-        return reply
+        return [output_from_json(p, data) for p, data in zip(prompts, reply["outputs"], strict=True)]
+
+    def _body(self, prompts: list[str], config: SamplingConfig, layer: int) -> dict[str, Any]:
+        """The ``/v1/seakr/generate`` request of prompts that share one sampling config."""
+        return {
+            "prompts": prompts,
+            "k": config.k,
+            "temperature": config.temperature,
+            "top_k": config.top_k,
+            "top_p": config.top_p,
+            "max_tokens": config.max_tokens,
+            "min_tokens": config.min_tokens,
+            "stop": list(config.stop),
+            "seed": config.seed,
+            "layer": layer,
+            "source": config.source,
+            "estimators": list(self.estimators),
+            "return_vectors": self.return_vectors,
+        }
 
     def stream(self) -> GenerationStream:
         """Each submitted prompt is one HTTP request at once (the server batches concurrent requests in its
@@ -189,6 +249,11 @@ class RemoteBackend(SelfAwareBackend):
         return _RemoteStream(self)
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
+        if self.kind == "openai":
+            raise ValueError(
+                f"{self.base_url} is a plain OpenAI-compatible server: it returns no hidden states to read; start a "
+                f"server with seakr's plugin: {openai_plain.PLUGIN_COMMAND}"
+            )
         reply = self._request("POST", "/v1/seakr/vectors", {"sequences": sequences, "layer": layer, "source": source})
         return decode_vectors(reply["vectors"])
 
@@ -201,12 +266,16 @@ class _RemoteStream(GenerationStream):
         self._next_ticket = 0
 
     def submit(self, prompt: str, config: SamplingConfig) -> int:
-        self.backend._checked_prompts([prompt])
-        layer = self.backend.resolve_layer(config.layer)
-        (body,) = self.backend._body([prompt], [config], layer)
+        backend = self.backend
+        backend._checked_prompts([prompt])
+        layer = backend.resolve_layer(config.layer)
+        ids: list[int] = []
+        if backend.kind == "openai":  # a seakr server tokenises and checks the prompt itself
+            ids = backend.tokenize(prompt)
+            backend._check_fits(0, ids, config)
         ticket = self._next_ticket
         self._next_ticket += 1
-        self._futures[self._pool.submit(self.backend._post_generate, body)] = ticket
+        self._futures[self._pool.submit(backend._call, [prompt], [ids], config, layer)] = ticket
         return ticket
 
     @property
@@ -221,8 +290,7 @@ class _RemoteStream(GenerationStream):
         for future in done:
             ticket = self._futures.pop(future)
             try:
-                reply = future.result()
-                finished.append((ticket, output_from_json(reply["outputs"][0]["prompt"], reply["outputs"][0])))
+                finished.append((ticket, future.result()[0]))
             except Exception as error:
                 finished.append((ticket, error))
         return finished

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.openai_plain import check_estimators
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
@@ -67,9 +68,11 @@ def scored_generate(
     """Generate ``prompts`` and score each output with ``estimator`` (one more greedy call for ``"prompt"``).
 
     Raises:
-        ValueError: Unknown estimator (the message lists them), or what the back-end raises for the call.
+        ValueError: Unknown estimator (the message lists them), one the back-end cannot feed (EigenScore on a plain
+            OpenAI-compatible server), or what the back-end raises for the call.
     """
     estimator = check_estimator(estimator)
+    check_estimators(backend, [("estimator", estimator)])
     outputs = backend.generate(list(prompts), config)
     if estimator == "prompt":
         return list(zip(outputs, probe_scores(backend, prompts, outputs, config), strict=True))

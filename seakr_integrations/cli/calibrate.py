@@ -46,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr calibrate``; the exit status."""
     from seakr_integrations.backends.cached import CachedBackend
+    from seakr_integrations.backends.openai_plain import HIDDEN_NEEDS
     from seakr_integrations.calibration import save_profile
     from seakr_integrations.evaluation.calibrate import calibrate_delta
     from seakr_integrations.uncertainty.registry import REGISTRY
@@ -64,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
     with common.model_backend(args) as backend:
         shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
         for estimator in estimators:
+            if args.all_estimators and not backend.reads_hidden_states and REGISTRY[estimator].needs & HIDDEN_NEEDS:
+                print(f"seakr: {estimator}: skipped, the server returns logprobs only", file=sys.stderr)
+                continue
             if "logits" in REGISTRY[estimator].needs and not backend.supports_logits:
                 print(
                     f"seakr: {estimator}: skipped, {args.backend} returns no logits (use --backend hf)", file=sys.stderr
@@ -98,7 +102,8 @@ def print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfile
             cells += [f"F1 {row['f1']:.3f}", f"EM {row['em']:.3f}", f"{row['retrievals_per_question']:.2f} retrievals"]
         print("  ".join(cells) + ("   <- chosen" if row.get("chosen") else ""))
     print(
-        f"delta = {profile.delta:.4f} for {profile.model} (layer {profile.layer}, {profile.source}, "
+        f"delta = {profile.delta:.4f} for {profile.model} "
+        f"({'logprobs only' if profile.layer is None else f'layer {profile.layer}'}, {profile.source}, "
         f"{profile.estimator}, k={profile.k}) on {profile.questions} questions of {profile.dataset}; saved to {path}. "
         "In the default directory it is what SeaKRConfig() and seakr ask|eval use for this model and these settings "
         "(it wins over a profile shipped with the package); from another, pass --calibrated --profile-dir DIR or use "

@@ -294,7 +294,9 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "--server",
         metavar="URL",
         default=None,
-        help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY)",
+        help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY); "
+        "a plain OpenAI-compatible server such as a stock `vllm serve` works with --estimator perplexity (or another "
+        "estimator that reads logprobs only)",
     )
     p.add_argument("--mode", choices=choices(Mode), default=d.mode)
     p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")

@@ -172,7 +172,7 @@ def calibrate_delta(
             delta = best["delta"]
     return DeltaProfile(
         model=canonical_model_name(backend.model_name),
-        layer=backend.resolve_layer(base.layer),
+        layer=backend.profile_layer(base.layer),
         source=base.source,
         estimator=base.estimator,
         k=base.k,

@@ -76,6 +76,8 @@ class ClosedBookMethod:
             probed = self.seakr.probe_uncertainties([a.output.prompt for a in assessed], [a.output for a in assessed])
         for a, probe in zip(assessed, probed, strict=True):
             provides = GENERATE_PROVIDES if a.output.greedy.logit_lse is not None else GENERATE_PROVIDES - {"logits"}
+            if not self.seakr.backend.reads_hidden_states:  # a plain server: logprobs only
+                provides = provides - {"vectors"}
             scores = {name: estimate(a.output, name, cfg.alpha).value for name in estimators_for(provides)}
             scores[probe.estimator] = probe.value
             scores = {name: value if math.isfinite(value) else None for name, value in scores.items()}

@@ -349,7 +349,7 @@ class SeaKRConfig:
         )
 
         base = cls(**settings)
-        layer = backend.resolve_layer(base.layer)
+        layer = backend.profile_layer(base.layer)
         chat_default = backend.has_chat_template
         where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
         profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
@@ -357,7 +357,8 @@ class SeaKRConfig:
             profile = shipped_profile(backend.model_name, layer, base, chat_default)
         if profile is None:
             raise LookupError(
-                f"no calibrated delta for {backend.model_name} (layer {layer}, {base.source}, {base.estimator}, "
+                f"no calibrated delta for {backend.model_name} "
+                f"({'logprobs only' if layer is None else f'layer {layer}'}, {base.source}, {base.estimator}, "
                 f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
                 "settings first"
             )

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.openai_plain import check_estimators
 from seakr_integrations.backends.scored import probe_scores
 from seakr_integrations.calibration import resolve_band, resolve_delta
 from seakr_integrations.outputs import SelfAwareOutput
@@ -202,6 +203,10 @@ class SeaKR(Reasoner):
         retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).
         config: SeaKR's settings; the authors' defaults when omitted.
 
+    Raises:
+        ValueError: An estimator of ``config`` that the back-end cannot feed (EigenScore, the default, on a plain
+            OpenAI-compatible server: the message says which estimator to pass or which server to start).
+
     Example:
         >>> seakr = SeaKR(HFBackend("smollm2"), BM25Index.open("index/"))  # doctest: +SKIP
         >>> result = seakr.answer("Who lived longer, Alejandro Jodorowsky or Philip Saville?")  # doctest: +SKIP
@@ -216,8 +221,17 @@ class SeaKR(Reasoner):
         super().__init__(backend, retriever, config)
         self.requested_config = self.config
         """The config as given; ``config`` is it with delta resolved (``delta=None``: the calibrated one)."""
-        layer = backend.resolve_layer(self.config.layer)
-        delta, self.profile = resolve_delta(backend.model_name, layer, self.config, backend.has_chat_template)
+        given = self.config
+        check_estimators(
+            backend,
+            [
+                ("estimator", given.estimator),
+                ("cascade_estimator", given.cascade_estimator),
+                ("final_estimator", given.final_estimator),
+            ],
+        )
+        layer = backend.profile_layer(given.layer)
+        delta, self.profile = resolve_delta(backend.model_name, layer, given, backend.has_chat_template)
         """The calibrated-delta profile for this model and these settings (``None``: none exists, a warning said so)."""
         band = resolve_band(self.profile, self.config)
         self.config = cfg = self.config.with_(delta=delta, cascade_band=band)
