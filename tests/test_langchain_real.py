@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 from close import assert_close
+from langchain.agents import create_agent
 from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import PromptTemplate
 from langchain_core.runnables import RunnablePassthrough
@@ -18,6 +20,7 @@ from langchain_seakr import (
     PassageIndexRetriever,
     SeaKRChain,
     SeaKRLLM,
+    SeaKRMiddleware,
     SelfAwareReranker,
     UncertaintyGatedRetriever,
 )
@@ -27,6 +30,8 @@ pytestmark = pytest.mark.slow
 
 CONFIG = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=3)
 QUESTION = "Which country is the director of the film Santa Sangre from?"
+KNOWN = "How many legs does a spider have?"  # SmolLM2: "8", sure
+MULTI_HOP = "The author of Sexual Politics attended which British University?"  # gold: Oxford
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +143,35 @@ def test_a_chat_model_and_a_chain_without_llm_share_one_loaded_model(bm25):
     chain = SeaKRChain(retriever=bm25)  # no llm: the default model
     assert chat.self_aware_backend is chain.backend
     assert chain.backend.inner.model_name == "smollm2-135m-instruct"  # filed under its own name, not the alias
+
+
+class AgentModelInputs(BaseCallbackHandler):
+    """The messages each chat-model run of the agent was given (the self-aware gate's own runs have none)."""
+
+    def __init__(self) -> None:
+        self.messages: list[list] = []
+
+    def on_chat_model_start(self, serialized, messages, **kwargs):
+        self.messages.extend(messages)
+
+
+def test_agent_middleware_retrieves_only_when_the_model_is_unsure(hf_smollm2, bm25):
+    config = SeaKRConfig.light()  # the calibrated delta, and the default gate read in stages
+    judge = ChatSeaKR(backend=hf_smollm2, k=config.k, max_tokens=config.max_tokens)
+    answerer = ChatSeaKR(backend=hf_smollm2, k=2, max_tokens=24)  # the agent's model: SmolLM2 calls no tools
+    middleware = SeaKRMiddleware(llm=judge, config=config, retriever=bm25)
+    agent = create_agent(answerer, system_prompt="Answer the question in a few words.", middleware=[middleware])
+
+    known = agent.invoke({"messages": [("user", KNOWN)]})
+    assert not known["seakr_decision"]["retrieve"] and known["seakr_passages"] == []
+    assert known["seakr_decision"]["reason"] in ("confident", "sure_from_tokens")
+
+    seen = AgentModelInputs()
+    multi = agent.invoke({"messages": [("user", MULTI_HOP)]}, config={"callbacks": [seen]})
+    decision = multi["seakr_decision"]
+    assert decision["retrieve"] and decision["reason"] in ("uncertain", "unsupported_claim", "unsure_from_tokens")
+    (kept,) = multi["seakr_passages"]
+    assert kept["metadata"]["seakr_chosen"] and kept["metadata"]["seakr_gate_retrieve"]
+    assert kept["metadata"]["title"] in ("Kate Millett", "Sexual Politics")  # the passages that lead to Oxford
+    agent_calls = [m for m in seen.messages if m and m[0].type == "system"]
+    assert agent_calls and kept["page_content"] in agent_calls[0][0].content  # the kept passage in the context

@@ -25,8 +25,18 @@ nbclient = pytest.importorskip("nbclient", reason="the notebooks extra is not in
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-EXPECTED = ["01_langchain_quickstart.ipynb", "02_llamaindex_quickstart.ipynb", "03_uncertainty_explorer.ipynb"]
-PLOTS = {"01_langchain_quickstart": 1, "02_llamaindex_quickstart": 1, "03_uncertainty_explorer": 4}
+EXPECTED = [
+    "01_langchain_quickstart.ipynb",
+    "02_llamaindex_quickstart.ipynb",
+    "03_uncertainty_explorer.ipynb",
+    "04_langchain_agent.ipynb",
+]
+PLOTS = {
+    "01_langchain_quickstart": 1,
+    "02_llamaindex_quickstart": 1,
+    "03_uncertainty_explorer": 4,
+    "04_langchain_agent": 1,
+}
 """The least number of plots each notebook shows (the quick starts: at least the picture of the decisions)."""
 MAX_BYTES = 1_000_000
 NOISE = re.compile(r"Traceback|Error:|Warning\b|warn\(|/home/|/Users/|/work/|/tmp/|site-packages|\b[A-Z]:\\")
@@ -51,7 +61,7 @@ def _output_text(output: Any) -> str:
     return json.dumps({k: v for k, v in output.get("data", {}).items() if not k.startswith("image/")})
 
 
-def test_the_three_notebooks_exist_and_are_linked():
+def test_the_notebooks_exist_and_are_linked():
     assert [p.name for p in NOTEBOOKS] == EXPECTED
     readme = (ROOT / "README.md").read_text()
     for path in NOTEBOOKS:

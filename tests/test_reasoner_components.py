@@ -120,6 +120,17 @@ def test_rerank_orders_by_uncertainty_and_matches_the_loops_pick():
     assert seakr.rerank("q?", []) == []
 
 
+def test_search_query_is_the_query_the_loop_searches():
+    question = "Which country is the Eiffel Tower in?"
+    seakr = SeaKR(ScriptedBackend(eiffel), None, CONFIG)
+    query = seakr.search_query(seakr.assess(question))
+    assert query.text == "Eiffel Tower stands" and query.masked == ("Germany",)  # the unsure word is masked
+    loop = SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=DOCS), CONFIG).answer(question)
+    assert loop.steps[0].query == query.text and loop.steps[0].masked_words == list(query.masked)
+    single = SeaKR(ScriptedBackend(eiffel), None, CONFIG.with_(mode="single_hop"))
+    assert single.search_query(single.assess(question)).text == question  # single-hop searches the question
+
+
 def test_rerank_puts_empty_generations_last_and_single_hop_scores_answers():
     def respond(prompt, config):
         _, context, _ = parse(prompt)

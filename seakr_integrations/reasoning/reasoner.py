@@ -23,7 +23,7 @@ from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
-from seakr_integrations.reasoning.query import has_words
+from seakr_integrations.reasoning.query import BuiltQuery, has_words
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace
 from seakr_integrations.reasoning.seakr_loop import SeaKRLoop
 from seakr_integrations.reasoning.state import Program, QuestionState
@@ -267,6 +267,19 @@ class SeaKR(Reasoner):
         for state in states:
             state.steps, state.docs = [s for s in steps if s.strip()], list(passages)
         return self._run_all(states, self.loop.assess, max_in_flight)
+
+    def search_query(
+        self, assessment: Assessment, *, steps: Sequence[str] = (), passages: Sequence[Passage] = ()
+    ) -> BuiltQuery:
+        """The query the loop would search for after ``assessment`` (an uncertain check from :meth:`assess`, with
+        the same ``steps`` and ``passages``): the step's low-confidence words masked, kept on the question
+        (multi-hop); the question itself (single-hop, as the loop searches).  What a stand-alone gate that retrieves
+        on its own (an agent middleware) should search for."""
+        state = QuestionState(assessment.question.strip())
+        state.steps, state.docs = [s for s in steps if s.strip()], list(passages)
+        if self.config.mode == "single_hop":
+            return BuiltQuery(state.question, (), False)
+        return self.loop.search_query(state, assessment.output)
 
     def rerank(
         self,

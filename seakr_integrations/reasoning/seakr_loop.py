@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Generator, Sequence
+from dataclasses import replace
 from typing import Any
 
+from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
 from seakr_integrations.reasoning.calls import ModelCalls
@@ -41,6 +43,7 @@ from seakr_integrations.reasoning.entities import (
 )
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.gate import Gate
+from seakr_integrations.reasoning.query import BuiltQuery
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
 from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
 from seakr_integrations.reasoning.state import Program, QuestionState
@@ -144,12 +147,9 @@ class SeaKRLoop:
         else:
             step.decision = "retrieve"
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-            query = self.calls.query(state, out, cfg.mask_threshold)
-            text_query = query.text
-            if cfg.anchor_queries:
-                text_query = anchor_query(text_query, state.question, self.missing_named(state))
+            query = self.search_query(state, out)
             wanted = uncovered([*named_entities(text), *named_entities(state.question)], state.docs)
-            yield from self.retrieve(state, step, searched, text_query, list(query.masked), wanted)
+            yield from self.retrieve(state, step, searched, query.text, list(query.masked), wanted)
             if step.stop:
                 return step
         if len(state.steps) >= cfg.max_steps:
@@ -157,6 +157,15 @@ class SeaKRLoop:
         elif len(state.docs) >= cfg.max_docs:
             step.stop = StopReason.PASSAGE_LIMIT
         return step
+
+    def search_query(self, state: QuestionState, out: SelfAwareOutput) -> BuiltQuery:
+        """The query an uncertain step searches for: its low-confidence words masked (SPEC section 6), kept on the
+        question with ``anchor_queries``.  One place, so the loop and a stand-alone gate (``SeaKR.search_query``)
+        search alike."""
+        query = self.calls.query(state, out, self.config.mask_threshold)
+        if not self.config.anchor_queries:
+            return query
+        return replace(query, text=anchor_query(query.text, state.question, self.missing_named(state)))
 
     def retrieve(
         self,
