@@ -24,6 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from seakr_integrations.backends.base import chat_template_prompt
+from seakr_integrations.serving.admission import Overloaded, SampleBudget
 from seakr_integrations.serving.launch import TOP_K_TOP_P
 from seakr_integrations.serving.protocol import (
     BadRequest,
@@ -53,7 +54,8 @@ class SeaKREndpointPlugin:
     async def init_state(self, engine_client: Any, state: Any, args: Namespace) -> None:
         from seakr_integrations.serving.engine import ServerEngine
 
-        state.seakr_limits = Limits.from_environment()
+        state.seakr_limits = limits = Limits.from_environment()
+        state.seakr_budget = SampleBudget(limits.max_samples_in_flight, limits.queue_seconds)
         state.seakr = None
         state.seakr_error = "this server has no engine (render-only)"
         if engine_client is None:
@@ -80,9 +82,12 @@ def endpoint_plugin() -> SeaKREndpointPlugin:
 def _router() -> APIRouter:
     router = APIRouter(prefix="/v1/seakr", tags=["seakr"])
 
-    def error(status: int, message: str) -> JSONResponse:
+    def error(status: int, message: str, retry_after: int | None = None) -> JSONResponse:
         kind = {400: "BadRequestError", 503: "ServiceUnavailableError"}.get(status, "InternalServerError")
-        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+        headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+        return JSONResponse(
+            {"error": {"message": message, "type": kind, "code": status}}, status_code=status, headers=headers
+        )
 
     def engine_of(request: Request) -> Any:
         engine = getattr(request.app.state, "seakr", None)
@@ -105,6 +110,8 @@ def _router() -> APIRouter:
             return error(400, str(exc))
         except _Unavailable as exc:
             return error(503, str(exc))
+        except Overloaded as exc:
+            return error(503, str(exc), exc.retry_after)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the server goes on; the client learns why
@@ -115,7 +122,8 @@ def _router() -> APIRouter:
     async def info(raw_request: Request) -> Any:
         async def handle(engine: Any, _: Any) -> Any:
             limits = raw_request.app.state.seakr_limits
-            return {**engine.info(), "limits": dict(limits.__dict__)}
+            budget = raw_request.app.state.seakr_budget
+            return {**engine.info(), "limits": dict(limits.__dict__), "samples_in_flight": budget.in_flight}
 
         return await guarded(raw_request, handle)
 
@@ -141,7 +149,10 @@ def _router() -> APIRouter:
                         f"prompt {i} has {len(p)} tokens: with max_tokens={config.max_tokens} the limit (the model's "
                         f"context of {engine.facts.max_context} tokens) leaves room for {limit}; shorten it"
                     )
-            outputs = await asyncio.gather(*(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True)))
+            async with raw_request.app.state.seakr_budget.admit(len(prompts) * (config.k + 1)):
+                outputs = await asyncio.gather(
+                    *(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True))
+                )
             result = []
             for output in outputs:
                 item = {

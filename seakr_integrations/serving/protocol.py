@@ -47,8 +47,8 @@ class BadRequest(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-request limits; each can be set with an environment variable ``SEAKR_SERVE_<NAME>`` (e.g.
-    ``SEAKR_SERVE_MAX_K=32``) before the server starts.
+    """The server's limits, per request and in all; each can be set with an environment variable
+    ``SEAKR_SERVE_<NAME>`` (e.g. ``SEAKR_SERVE_MAX_K=32``) before the server starts.
 
     Attributes:
         max_k: Samples per prompt.
@@ -56,12 +56,18 @@ class Limits:
         max_prompts: Prompts (or conversations, or sequences) per request.
         max_prompt_chars: Characters per prompt (the token limit is the model's context, checked after
             tokenising).
+        max_samples_in_flight: Sequences (prompts x (k + 1)) of all ``/v1/seakr/generate`` requests running or
+            queued at once; past it a request waits for room (``queue_seconds``), then gets a 503 with
+            ``Retry-After``.
+        queue_seconds: How long a request waits for room under ``max_samples_in_flight`` (0: refused at once).
     """
 
     max_k: int = 64
     max_tokens: int = 1024
     max_prompts: int = 64
     max_prompt_chars: int = 200_000
+    max_samples_in_flight: int = 1024
+    queue_seconds: int = 30
 
     @classmethod
     def from_environment(cls) -> Limits:
