@@ -206,6 +206,7 @@ def test_the_cli_prints_a_missing_field_as_one_clear_line(serve, tmp_path, built
         ("http//127.0.0.1:8000", r"scheme 'http//' looks mistyped"),
         ("127.0.0.1:8000", r"not an http:// or https:// URL"),
         ("http://", r"not an http:// or https:// URL"),
+        ("http://:8000", r"not an http:// or https:// URL"),
         ("http://127.0.0.1:8000/v1/chat/completions", r"names one of the server's routes.*http://127\.0\.0\.1:8000"),
     ],
 )

@@ -57,7 +57,7 @@ def check_base_url(base_url: object) -> str:
         raise ValueError(f"base_url={base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
     url = base_url.strip().rstrip("/")
     parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or "://" not in url:
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "://" not in url:
         typo = _SCHEME_TYPO.match(url)
         hint = ""
         if typo and typo.group(0).lower() not in ("http://", "https://"):
