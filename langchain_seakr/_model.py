@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend
+from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
 from seakr_integrations.models import DEFAULT_MODEL
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
@@ -61,7 +62,10 @@ class SelfAwareModelMixin(BaseModel):
     base_url: str | None = None
     """A ``seakr serve`` server (e.g. ``"http://127.0.0.1:8000"``) whose model to use instead of loading one."""
     api_key: SecretStr | None = None
-    """The server's API key, if it has one."""
+    """The server's API key, if it has one (a key with a newline or a non-ASCII character is refused at once,
+    with a message that never shows it)."""
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds one request to the server may take, its retries included (used with ``base_url``)."""
     model: str | None = Field(default=DEFAULT_MODEL, alias="model_name")
     """A packaged model's short name or a local Hugging Face directory (the back-end's name when one is given;
     ``None`` with ``base_url``: the server's model answers, see ``answering_model``)."""
@@ -109,6 +113,7 @@ class SelfAwareModelMixin(BaseModel):
             model=self.model,
             base_url=self.base_url,
             api_key=key,
+            timeout=self.timeout,
             sampling=sampling,
             estimator=self.estimator,
             alpha=self.alpha,

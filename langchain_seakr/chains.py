@@ -27,6 +27,7 @@ from langchain_seakr._runs import ModelRunObserver
 from langchain_seakr._seakr import SeaKRComponent
 from langchain_seakr.retrievers import PassageIndexRetriever
 from seakr_integrations.reasoning.events import QuestionAnswered, QuestionFailed
+from seakr_integrations.reasoning.reasoner import question_error
 from seakr_integrations.reasoning.trace import SeaKRResult
 
 __all__ = ["SeaKRChain", "SeaKRQuestion", "SeaKRTraceOutput", "question_of"]
@@ -168,12 +169,15 @@ class SeaKRChain(SeaKRComponent, RunnableSerializable[Any, Any]):
     def _batch(self, inputs: list[Any], run_manager: list[CallbackManagerForChainRun]) -> list[Any]:
         outputs: list[Any] = [None] * len(inputs)
         valid: list[int] = []
-        for i, value in enumerate(inputs):
+        for i, value in enumerate(inputs):  # a bad input fails its own slot, named by its place in this batch
             try:
-                question_of(value)
-                valid.append(i)
+                error = question_error(i, question_of(value))
             except ValueError as exc:
-                outputs[i] = exc
+                error = exc
+            if error is None:
+                valid.append(i)
+            else:
+                outputs[i] = error
         if valid:
             questions = [question_of(inputs[i]) for i in valid]
             observers = [self._observer_of(run_manager[i]) for i in valid]

@@ -34,6 +34,7 @@ from llama_index.core.llms.custom import CustomLLM
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend
+from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
 from seakr_integrations.models import DEFAULT_MODEL
 from seakr_integrations.outputs import SelfAwareOutput, text_pieces
 from seakr_integrations.params import SamplingConfig
@@ -66,7 +67,9 @@ class SeaKRLLM(CustomLLM):
             (one loaded model per resolved model and kind, whatever alias names it).
         model: Short model name (``seakr models``) or model directory, when ``backend`` is a kind.
         base_url: A ``seakr serve`` server whose model to use instead (``backend`` and ``model`` are then unused).
-        api_key: That server's API key, if it has one (kept only inside the HTTP client, never in repr).
+        api_key: That server's API key, if it has one (kept only inside the HTTP client, never in repr or an
+            error; a key with a newline or a non-ASCII character is refused at once).
+        timeout: Seconds one request to that server may take, its retries included (used with ``base_url``).
         **kwargs: The fields below, and ``LLM``'s (``callback_manager``, ``system_prompt``...).
 
     Raises:
@@ -113,13 +116,14 @@ class SeaKRLLM(CustomLLM):
         model: str = DEFAULT_MODEL,
         base_url: str | None = None,
         api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
         **kwargs: Any,
     ) -> None:
         if backend is not None and not isinstance(backend, (str, SelfAwareBackend)):
             raise TypeError(NOT_SELF_AWARE.format(what=f"backend={type(backend).__name__}"))
         # where the model runs, resolved now (LlamaIndex reads the context window and the template); the sampling
         # and scoring fields are validated by pydantic below, and ``spec`` joins both
-        spec = SelfAwareModel(backend=backend, model=model, base_url=base_url, api_key=api_key)
+        spec = SelfAwareModel(backend=backend, model=model, base_url=base_url, api_key=api_key, timeout=timeout)
         spec = replace(spec, chat_template=kwargs.get("chat_template"))
         resolved = spec.resolve()
         kwargs["chat_template"] = use_chat = spec.uses_chat_template()

@@ -96,6 +96,16 @@ class NodeSearch:
         name = type(self.retriever).__name__
         try:
             nodes = self.retriever.retrieve(QueryBundle(query))
+        except AttributeError as exc:  # LlamaIndex reads ``.node`` of each item _retrieve returned
+            if exc.name != "node":
+                raise
+            got = type(exc.obj).__name__
+            returned = "a string (or a list of strings)" if got == "str" else f"{got} objects"
+            raise TypeError(
+                f"the retriever {name} returned {returned} where NodeWithScore objects are expected: its "
+                "_retrieve(query_bundle) must return a list of NodeWithScore (e.g. NodeWithScore(node=TextNode("
+                "text=...), score=...)), an empty list when nothing matches"
+            ) from None
         except TypeError as exc:  # LlamaIndex iterates what _retrieve returned before handing it back
             if "NoneType" not in str(exc):
                 raise

@@ -7,9 +7,40 @@ import numbers
 from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
-__all__ = ["HiddenSource", "SamplingConfig", "check_choice", "check_int", "check_real", "choices"]
+__all__ = [
+    "MAX_K",
+    "MAX_TOKENS",
+    "HiddenSource",
+    "SamplingConfig",
+    "check_choice",
+    "check_int",
+    "check_real",
+    "choices",
+    "max_tokens_too_large",
+]
 
 HiddenSource = Literal["mlp", "residual"]
+
+MAX_K = 256
+"""The most samples one call may draw.  SeaKR uses 20 and EigenScore gains little past a few dozen, while the cost
+grows with k (k continuations, and a k x k matrix per call): a typo such as ``k=10**9`` would build a list of a
+billion samples and exhaust the machine's memory before any error.  A server has its own, lower cap
+(``SEAKR_SERVE_MAX_K``)."""
+
+MAX_TOKENS = 32_768
+"""The most tokens one continuation may be asked for: more than any context this package's models have, so a value
+above it is a mistake (``max_tokens=10**9``); the model's own context is checked when it is known
+(``SelfAwareBackend.generate``, ``SeaKR``)."""
+
+
+def max_tokens_too_large(max_tokens: int, model: str, context: int) -> str:
+    """Why ``max_tokens`` cannot run on a model whose context is ``context`` tokens: it leaves no room for a prompt
+    (the continuation, and the EOS read-out, share the context with the prompt)."""
+    return (
+        f"max_tokens={max_tokens:,} leaves no room for a prompt in {model}'s context of {context:,} tokens (the "
+        f"continuation and the prompt share it): pass a max_tokens well below {context:,}, e.g. "
+        f"{min(SamplingConfig.max_tokens, max(1, context // 4))}"
+    )
 
 
 def choices(literal: Any) -> tuple[str, ...]:
@@ -62,11 +93,12 @@ class SamplingConfig:
     Attributes:
         k: Number of sampled continuations (SeaKR: 20).  At least 2: EigenScore compares samples with each other;
             0 asks for the greedy continuation alone (no samples, no read-out), for calls whose uncertainty nobody
-            reads.
+            reads.  At most ``MAX_K`` (256).
         temperature: Sampling temperature of the k samples.
         top_k: Keep only the ``top_k`` most likely tokens (0 or -1 disables).
         top_p: Nucleus sampling mass (1.0 disables).
-        max_tokens: Maximum generated tokens per continuation.
+        max_tokens: Maximum generated tokens per continuation, at most ``MAX_TOKENS`` (32,768) and less than the
+            model's context.
         min_tokens: EOS cannot end a continuation before it has this many tokens (vLLM's ``min_tokens``).  The
             log-probabilities stay those of the unmasked distribution, so a forced token reads as unlikely.
         stop: Stop strings; the text is cut before the first one that appears.
@@ -97,6 +129,11 @@ class SamplingConfig:
                 f"k={k!r}: EigenScore compares the k samples with each other, so it needs at least 2 "
                 "(SeaKR uses k=20); k=0 asks for the greedy continuation alone"
             )
+        if k > MAX_K:
+            raise ValueError(
+                f"k={k:,}: at most {MAX_K} samples per call (SeaKR uses k=20; each sample is a whole continuation, so "
+                f"the cost grows with k); pass a k from 2 to {MAX_K}"
+            )
         temperature = check_real("temperature", self.temperature, "a float >= 0 (SeaKR samples at 1.0)")
         if temperature < 0:
             raise ValueError(f"temperature={temperature}: must be >= 0 (SeaKR samples at 1.0)")
@@ -109,6 +146,12 @@ class SamplingConfig:
         max_tokens = check_int("max_tokens", self.max_tokens, "an integer >= 1")
         if max_tokens < 1:
             raise ValueError(f"max_tokens={max_tokens!r}: must be an integer >= 1")
+        if max_tokens > MAX_TOKENS:
+            raise ValueError(
+                f"max_tokens={max_tokens:,}: at most {MAX_TOKENS:,} tokens per continuation, and less than the model's "
+                f"context (SeaKR's loop writes one sentence or answer per call: {SamplingConfig.max_tokens} is the "
+                "default); pass a smaller max_tokens"
+            )
         min_tokens = check_int("min_tokens", self.min_tokens, f"an integer from 0 to max_tokens={max_tokens}")
         if not 0 <= min_tokens <= max_tokens:
             raise ValueError(f"min_tokens={min_tokens!r}: must be an integer from 0 to max_tokens={max_tokens}")

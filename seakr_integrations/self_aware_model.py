@@ -19,6 +19,7 @@ from typing import Any
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
 from seakr_integrations.backends.loading import BACKEND_KINDS, canonical_model_name, shared_backend
+from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT, check_api_key, check_base_url, check_timeout
 from seakr_integrations.backends.scored import scored_generate
 from seakr_integrations.models import DEFAULT_MODEL, known_model_names
 from seakr_integrations.outputs import SelfAwareOutput
@@ -40,7 +41,7 @@ NOT_SELF_AWARE = (
 MODEL_SAMPLING = ("k", "temperature", "top_k", "top_p", "max_tokens", "seed", "layer", "source")
 """The sampling settings a model carries into the SeaKR loop (stops are the loop's own, per call)."""
 
-_servers: dict[tuple[str, str], SelfAwareBackend] = {}
+_servers: dict[tuple[str, str, float], SelfAwareBackend] = {}
 _servers_lock = threading.Lock()
 
 
@@ -54,15 +55,18 @@ class SelfAwareModel:
         model: A packaged model's short name (``seakr models``) or a local Hugging Face model directory (``None``
             with ``base_url``: the server's model answers).
         base_url: A ``seakr serve`` server whose model answers instead (``backend`` and ``model`` are then unused).
-        api_key: That server's API key, if it has one (never shown in a repr).
+        api_key: That server's API key, if it has one (never shown in a repr or an error; checked here, so a key
+            with a newline or a non-ASCII character is refused at once, not at the first call).
+        timeout: Seconds one request to that server may take, its retries included (unused without ``base_url``).
         sampling: How the k samples are drawn and where their hidden state is read (``SamplingConfig``).
         estimator: The uncertainty estimator of every call (``"prompt"`` makes one more greedy call, the probe).
         alpha: EigenScore's ridge.
         chat_template: Wrap prompts in the model's chat template: ``None`` does so when the tokenizer has one.
 
     Raises:
-        ValueError: A bad back-end kind, an unknown model, an API key without a server, bad sampling settings or
-            an unknown estimator (each message says what to pass).
+        ValueError: A bad back-end kind, an unknown model, a bad ``base_url``, an API key without a server or one
+            that cannot be sent, a bad timeout, bad sampling settings or an unknown estimator (each message says
+            what to pass).
         TypeError: ``backend`` is an object that is not a self-aware back-end.
     """
 
@@ -70,6 +74,7 @@ class SelfAwareModel:
     model: str | None = DEFAULT_MODEL
     base_url: str | None = None
     api_key: str | None = field(default=None, repr=False, compare=False)
+    timeout: float = DEFAULT_TIMEOUT
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     estimator: str = SeaKRConfig.estimator
     alpha: float = DEFAULT_ALPHA
@@ -85,7 +90,10 @@ class SelfAwareModel:
         object.__setattr__(self, "backend", backend)
         if self.api_key is not None and self.base_url is None:
             raise ValueError("api_key is the key of a `seakr serve` server: pass its base_url too")
+        object.__setattr__(self, "api_key", check_api_key(self.api_key))
+        object.__setattr__(self, "timeout", check_timeout(self.timeout))
         if self.base_url is not None:
+            check_base_url(self.base_url)
             object.__setattr__(self, "model", None)  # the server's model answers: it is known once connected
         elif isinstance(backend, SelfAwareBackend):
             object.__setattr__(self, "model", backend.model_name)
@@ -137,7 +145,7 @@ class SelfAwareModel:
                 if key not in _servers:
                     from seakr_integrations.backends.remote import RemoteBackend
 
-                    _servers[key] = RemoteBackend(self.base_url, api_key=self.api_key)
+                    _servers[key] = RemoteBackend(self.base_url, api_key=self.api_key, timeout=self.timeout)
                 backend = _servers[key]
         elif isinstance(self.backend, SelfAwareBackend):
             backend = self.backend
@@ -145,8 +153,8 @@ class SelfAwareModel:
             backend = shared_backend(self.backend, str(self.model))
         return concurrent_backend(backend)
 
-    def _server_key(self) -> tuple[str, str]:
-        return (str(self.base_url).rstrip("/"), self.api_key or "")
+    def _server_key(self) -> tuple[str, str, float]:
+        return (check_base_url(self.base_url), self.api_key or "", self.timeout)
 
     # ----------------------------------------------------------------------------------------------- prompts
     def uses_chat_template(self) -> bool:

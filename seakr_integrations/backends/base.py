@@ -17,7 +17,7 @@ import numpy as np
 
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.params import HiddenSource, SamplingConfig
+from seakr_integrations.params import HiddenSource, SamplingConfig, max_tokens_too_large
 
 __all__ = ["BatchingStream", "SelfAwareBackend", "chat_template_prompt", "eos_scoring_sequence"]
 
@@ -206,6 +206,8 @@ class SelfAwareBackend(ABC):
     def _check_fits(self, index: int, ids: Sequence[int], config: SamplingConfig) -> None:
         """Refuse prompt ``index`` when it leaves no room for ``max_tokens`` in the model's context."""
         # +1: the EOS that is fed back as input to read the vector takes one more position.
+        if config.max_tokens + 2 > self.max_context:
+            raise ValueError(max_tokens_too_large(config.max_tokens, self.model_name, self.max_context))
         if len(ids) + config.max_tokens + 1 > self.max_context:
             raise ValueError(
                 f"prompt {index} has {len(ids)} tokens; with max_tokens={config.max_tokens} (+1 for the EOS read-out) "

@@ -10,8 +10,11 @@ seakr's routes (``/v1/seakr/info`` answers 404: a stock ``vllm serve``) is used 
 (``backends.openai_plain``): every estimator that needs only token log-probabilities works, and EigenScore is
 refused before any call.
 
-Connections are pooled (httpx), a connection error or a 503 is retried with backoff, every request has a timeout,
-and errors name the URL and the HTTP status, never the API key.
+Connections are pooled (httpx), a connection error or a 503 is retried with backoff within the timeout, every
+request has a timeout, and errors name the URL and the HTTP status, never the API key.  The URL, the key and what
+the server answers are checked in ``backends.remote_checks``: a key that cannot be sent, a reply that is not JSON or
+lacks a field, an HTML error page, each is a ``RemoteBackendError`` (or, for the client's own settings, a
+``ValueError``) that says what happened.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ import numpy as np
 
 from seakr_integrations.backends import openai_plain
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.remote_checks import (
+    DEFAULT_TIMEOUT,
+    check_api_key,
+    check_base_url,
+    check_timeout,
+    reply_field,
+    server_message,
+)
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
@@ -52,7 +63,8 @@ class RemoteBackend(SelfAwareBackend):
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"`` (a trailing ``/v1`` is accepted).
         api_key: The server's ``--api-key``, if it has one (sent as a bearer token; never logged or shown).
-        timeout: Seconds one request may take (a generate call of many samples on a CPU can take minutes).
+        timeout: Seconds one request may take (a generate call of many samples on a CPU can take minutes); the
+            retries of one request, with their waits, also end within it.
         retries: Attempts after the first on a connection error or a 502/503/504, with exponential backoff.
         return_vectors: Also fetch the samples' EOS vectors (to compute estimators locally); off by default, as
             the server computes every estimator it serves.
@@ -63,7 +75,10 @@ class RemoteBackend(SelfAwareBackend):
             OpenAI-compatible server: the estimators that need only logprobs; ``reads_hidden_states`` is ``False``).
 
     Raises:
-        RemoteBackendError: The server cannot be reached, refuses the key, or is a plain server without the
+        ValueError: ``base_url`` is not an http(s) URL, ``timeout`` is not a positive number, or ``api_key`` cannot
+            be sent (a newline, whitespace, a non-ASCII character: the message says which, never the key).
+        RemoteBackendError: The server cannot be reached, does not answer within ``timeout``, refuses the key,
+            answers something that is not a seakr or OpenAI-compatible reply, or is a plain server without the
             ``/tokenize`` route SeaKR's prompts need.
     """
 
@@ -74,24 +89,24 @@ class RemoteBackend(SelfAwareBackend):
         base_url: str,
         api_key: str | None = None,
         *,
-        timeout: float = 600.0,
+        timeout: float = DEFAULT_TIMEOUT,
         retries: int = 3,
         return_vectors: bool = False,
         max_connections: int = 32,
     ) -> None:
         import httpx
 
-        url = str(base_url).rstrip("/")
-        if url.endswith("/v1"):
-            url = url[: -len("/v1")]
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url={base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
-        self.base_url = url
-        self.timeout = float(timeout)
+        self.base_url = check_base_url(base_url)
+        self.timeout = check_timeout(timeout)
+        key = check_api_key(api_key)
+        try:
+            httpx.URL(self.base_url)
+        except Exception as error:
+            raise ValueError(f"base_url={base_url!r} is not a valid URL ({error})") from None
         self.retries = int(retries)
         self.return_vectors = bool(return_vectors)
         self.max_connections = int(max_connections)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections)
         self._client = httpx.Client(headers=headers, timeout=self.timeout, limits=limits)
         info = self._request("GET", "/v1/seakr/info", absent=(404,))
@@ -102,14 +117,26 @@ class RemoteBackend(SelfAwareBackend):
         self.kind = "seakr"
         self.info = info
         """What the server said about itself (``GET /v1/seakr/info``; for a plain server, what it lists)."""
-        self.model_name = str(info["model"])
-        self.num_layers = int(info["num_layers"])
-        self.hidden_size = int(info["hidden_size"])
-        self.max_context = int(info["max_context"])
-        self.eos_token_id = int(info["eos_token_id"])
+        where = f"GET {self.base_url}/v1/seakr/info"
+        self.model_name = str(self._field(info, "model", where, str))
+        self.num_layers = self._field(info, "num_layers", where, int)
+        self.hidden_size = self._field(info, "hidden_size", where, int)
+        self.max_context = self._field(info, "max_context", where, int)
+        self.eos_token_id = self._field(info, "eos_token_id", where, int)
         self.supports_logits = bool(info.get("supports_logits"))
-        self.estimators = tuple(info.get("estimators", ()))
+        estimators = info.get("estimators", ())
+        if not isinstance(estimators, list) or not all(isinstance(e, str) for e in estimators):
+            raise RemoteBackendError(f"{where} answered estimators={estimators!r:.80}, not a list of names")
+        self.estimators = tuple(estimators)
         self.tokenizer = _RemoteTokenizer(self, bool(info.get("chat_template")))
+
+    @staticmethod
+    def _field(reply: Any, key: str, where: str, expected: type | tuple[type, ...] | None = None) -> Any:
+        """``reply[key]`` (of the given type), or a ``RemoteBackendError`` naming ``where`` and the field."""
+        try:
+            return reply_field(reply, key, where, expected)
+        except ValueError as error:
+            raise RemoteBackendError(str(error)) from None
 
     def _connect_plain(self) -> None:
         """Set up a server without seakr's routes: its model, its tokenizer routes, no layers to read."""
@@ -117,8 +144,8 @@ class RemoteBackend(SelfAwareBackend):
         self.reads_hidden_states = False
         try:
             self.model_name, context = openai_plain.served_model(self._request, self.base_url)
-        except (KeyError, TypeError, ValueError) as error:
-            raise RemoteBackendError(f"{self.base_url}: {error}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise RemoteBackendError(f"{self.base_url}: {type(error).__name__}: {error}") from None
         probe = self._request("POST", "/tokenize", {"model": self.model_name, "prompt": "Hi"}, absent=(404,))
         if probe is None:
             raise RemoteBackendError(
@@ -129,7 +156,7 @@ class RemoteBackend(SelfAwareBackend):
                 404,
             )
         self.tokenizer = openai_plain.PlainTokenizer(self._request, self.model_name)
-        context = context or probe.get("max_model_len")
+        context = context or (probe.get("max_model_len") if isinstance(probe, dict) else None)
         if context is None:
             raise RemoteBackendError(f"{self.base_url} does not say its context length (/v1/models max_model_len)")
         self.max_context = int(context)
@@ -144,11 +171,15 @@ class RemoteBackend(SelfAwareBackend):
         self, method: str, path: str, body: dict[str, Any] | None = None, *, absent: tuple[int, ...] = ()
     ) -> Any:
         """One JSON request with retries; the parsed reply (``None`` when the status is in ``absent``: a route the
-        server may lack), or a ``RemoteBackendError`` naming URL and status."""
+        server may lack), or a ``RemoteBackendError`` naming URL and status.  Retries stop when their next wait
+        would end after ``timeout``, so a request fails within its time limit."""
         import httpx
 
         url = self.base_url + path
+        started = time.monotonic()
         for attempt in range(self.retries + 1):
+            wait = 0.5 * 2**attempt
+            may_retry = attempt < self.retries and time.monotonic() - started + wait < self.timeout
             try:
                 response = self._client.request(method, url, json=body)
             except httpx.TimeoutException as exc:
@@ -156,24 +187,32 @@ class RemoteBackend(SelfAwareBackend):
                     f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__})"
                 ) from None
             except httpx.TransportError as exc:
-                if attempt < self.retries:
-                    time.sleep(0.5 * 2**attempt)
+                if may_retry:
+                    time.sleep(wait)
                     continue
                 raise RemoteBackendError(
-                    f"{method} {url} failed after {attempt + 1} attempts: {type(exc).__name__}: {exc}; is "
-                    "`seakr serve` running there?"
+                    f"{method} {url} failed after {attempt + 1} attempts in {time.monotonic() - started:.1f} s: "
+                    f"{type(exc).__name__}: {exc}; is `seakr serve` running there?"
                 ) from None
-            if response.status_code in RETRY_STATUSES and attempt < self.retries:
-                time.sleep(0.5 * 2**attempt)
+            if response.status_code in RETRY_STATUSES and may_retry:
+                time.sleep(wait)
                 continue
             if response.status_code in absent:
                 return None
             if response.status_code >= 400:
                 raise RemoteBackendError(
-                    f"{method} {url} returned HTTP {response.status_code}: {_server_message(response)}",
+                    f"{method} {url} returned HTTP {response.status_code}: {server_message(response)}",
                     response.status_code,
                 )
-            return response.json()
+            try:
+                return response.json()
+            except ValueError:
+                start = " ".join(response.text[:80].split()) or "an empty body"
+                raise RemoteBackendError(
+                    f"{method} {url} returned HTTP {response.status_code} but not JSON (it starts {start!r}): is "
+                    "base_url a `seakr serve` server (or an OpenAI-compatible one), not a proxy or another service?",
+                    response.status_code,
+                ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
@@ -221,9 +260,14 @@ class RemoteBackend(SelfAwareBackend):
                 raise RemoteBackendError(str(error)) from None
         body = self._body(prompts, config, layer)
         reply = self._request("POST", "/v1/seakr/generate", body)
-        if len(reply.get("outputs", ())) != len(prompts):
-            raise RemoteBackendError(f"{self.base_url}/v1/seakr/generate returned a wrong number of outputs")
-        return [output_from_json(p, data) for p, data in zip(prompts, reply["outputs"], strict=True)]
+        where = f"POST {self.base_url}/v1/seakr/generate"
+        outputs = self._field(reply, "outputs", where, list)
+        if len(outputs) != len(prompts):
+            raise RemoteBackendError(f"{where} returned {len(outputs)} outputs for {len(prompts)} prompts")
+        try:
+            return [output_from_json(p, data) for p, data in zip(prompts, outputs, strict=True)]
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            raise RemoteBackendError(f"{where} returned a malformed output ({type(error).__name__}: {error})") from None
 
     def _body(self, prompts: list[str], config: SamplingConfig, layer: int) -> dict[str, Any]:
         """The ``/v1/seakr/generate`` request of prompts that share one sampling config."""
@@ -255,7 +299,7 @@ class RemoteBackend(SelfAwareBackend):
                 f"server with seakr's plugin: {openai_plain.PLUGIN_COMMAND}"
             )
         reply = self._request("POST", "/v1/seakr/vectors", {"sequences": sequences, "layer": layer, "source": source})
-        return decode_vectors(reply["vectors"])
+        return decode_vectors(self._field(reply, "vectors", f"POST {self.base_url}/v1/seakr/vectors"))
 
 
 class _RemoteStream(GenerationStream):
@@ -321,7 +365,9 @@ class _RemoteTokenizer:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one tokenizer per back-end, lives as long as it
     def _tokenize(self, text: str, add_special_tokens: bool) -> tuple[int, ...]:
         body = {"texts": [text], "add_special_tokens": add_special_tokens}
-        return tuple(self._backend._request("POST", "/v1/seakr/tokenize", body)["token_ids"][0])
+        reply = self._backend._request("POST", "/v1/seakr/tokenize", body)
+        ids = self._backend._field(reply, "token_ids", f"POST {self._backend.base_url}/v1/seakr/tokenize", list)
+        return tuple(ids[0])
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
         return self._decode(tuple(int(i) for i in ids), skip_special_tokens)
@@ -329,21 +375,9 @@ class _RemoteTokenizer:
     @functools.lru_cache(maxsize=4096)  # noqa: B019
     def _decode(self, ids: tuple[int, ...], skip_special_tokens: bool) -> str:
         body = {"token_ids": [list(ids)], "skip_special_tokens": skip_special_tokens}
-        return self._backend._request("POST", "/v1/seakr/detokenize", body)["texts"][0]
+        reply = self._backend._request("POST", "/v1/seakr/detokenize", body)
+        return self._backend._field(reply, "texts", f"POST {self._backend.base_url}/v1/seakr/detokenize", list)[0]
 
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
-        return self._backend._request("POST", "/v1/seakr/chat_prompt", {"messages": messages})["prompt"]
-
-
-def _server_message(response: Any) -> str:
-    """The error text a server sent (vLLM's and seakr's JSON errors, or the body's start)."""
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text[:300] or "(empty body)"
-    if isinstance(data, dict):
-        error = data.get("error", data.get("detail", data))
-        if isinstance(error, dict):
-            error = error.get("message", error)
-        return str(error)[:500]
-    return str(data)[:500]
+        reply = self._backend._request("POST", "/v1/seakr/chat_prompt", {"messages": messages})
+        return self._backend._field(reply, "prompt", f"POST {self._backend.base_url}/v1/seakr/chat_prompt", str)

@@ -27,7 +27,11 @@ from collections.abc import Sequence
 from seakr_integrations.cli import ask, calibrate, evaluate, index, models, report, score, serve
 from seakr_integrations.cli.common import build_backend as _build_backend  # noqa: F401 - the seam tests replace
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "quiet_transports"]
+
+TRANSPORT_LOGGERS = ("elastic_transport", "elasticsearch", "urllib3", "httpx", "httpcore")
+"""Client libraries that log each failed attempt as a warning with its traceback (Elasticsearch's transport logs
+about 40 lines per retry).  The command reports the failure itself, once, in one line."""
 
 _COMMANDS = (score, ask, evaluate, calibrate, report, index, models, serve)
 """In the order ``seakr --help`` lists them."""
@@ -42,10 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def quiet_transports() -> None:
+    """Show only errors of the HTTP client libraries: a retried connection failure is the command's to report
+    (``SEAKR_LOG_LEVEL=INFO`` or ``WARNING`` shows every attempt again)."""
+    for name in TRANSPORT_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``seakr`` with ``argv`` (default: the process's); the exit status (2: a usage or input error)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
+    if "SEAKR_LOG_LEVEL" not in os.environ:
+        quiet_transports()
     try:
         return int(args.func(args))
     except (ValueError, FileNotFoundError, LookupError, RuntimeError) as exc:

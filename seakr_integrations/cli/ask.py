@@ -45,12 +45,18 @@ def run(args: argparse.Namespace) -> int:
     index, _ = common.open_retriever(args, progress=not (args.json or args.quiet))
     started = time.perf_counter()
     with show_progress(wanted=not (args.json or args.quiet) and sys.stderr.isatty()):
-        log.info("loading %s (%s)", args.model, args.backend)
+        if args.server:
+            log.info("connecting to %s", args.server)
+        else:
+            log.info("loading %s (%s)", args.model, args.backend)
         with common.model_backend(args) as backend:
             result = SeaKR(backend, index, common.calibrated(args, backend, config)).answer(args.question)
+        # the model that answered: a server's own, not the local default --model names
+        model, where = (backend.model_name, "server") if args.server else (args.model, args.backend)
     elapsed = time.perf_counter() - started
     if args.json:
-        print(json.dumps({**result.to_dict(), "model": args.model, "backend": args.backend, "seconds": elapsed}))
+        served = {"server": args.server} if args.server else {}
+        print(json.dumps({**result.to_dict(), "model": model, "backend": where, **served, "seconds": elapsed}))
         return 0
     if args.trace:
         print(result.format())
@@ -59,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
         print(decision_account(result))
     print()
     print(f"answer: {result.answer or '(none)'}")
+    shown_where = f"server {args.server}" if args.server else where
     print(
-        f"took {elapsed:.1f} s, {result.lm_calls} LM calls, {result.searches} searches ({args.backend}, {args.model}, "
+        f"took {elapsed:.1f} s, {result.lm_calls} LM calls, {result.searches} searches ({shown_where}, {model}, "
         f"delta {result.config.get('delta')}); --trace shows every step, candidate and sample"
     )
     return 0

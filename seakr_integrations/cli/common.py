@@ -89,8 +89,10 @@ def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
     """The back-end ``--server``, or ``--backend``, ``--model`` and ``--dtype`` name."""
     if getattr(args, "server", None):
         from seakr_integrations.backends.remote import RemoteBackend
+        from seakr_integrations.backends.remote_checks import check_api_key
 
-        return RemoteBackend(args.server, api_key=os.environ.get("SEAKR_API_KEY") or None)
+        key = check_api_key(os.environ.get("SEAKR_API_KEY") or None, "SEAKR_API_KEY")
+        return RemoteBackend(args.server, api_key=key, timeout=args.timeout)
     from seakr_integrations.backends.loading import load_backend
 
     if args.backend == "vllm":
@@ -272,6 +274,7 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     """The options of every command that runs SeaKR: index, model, back-end and SeaKRConfig settings."""
+    from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
     from seakr_integrations.params import HiddenSource, choices
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.reasoning.config import ExemplarStyle, Mode
@@ -297,6 +300,14 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY); "
         "a plain OpenAI-compatible server such as a stock `vllm serve` works with --estimator perplexity (or another "
         "estimator that reads logprobs only)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --server: seconds one request to the server may take, its retries included (default "
+        f"{DEFAULT_TIMEOUT:g}); a server that does not answer in time is an error naming its URL",
     )
     p.add_argument("--mode", choices=choices(Mode), default=d.mode)
     p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")

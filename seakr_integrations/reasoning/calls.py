@@ -18,6 +18,7 @@ from typing import Any
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.scored import probe_calls, probe_uncertainty, prompt_fits
 from seakr_integrations.outputs import SelfAwareOutput
+from seakr_integrations.params import max_tokens_too_large
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
 from seakr_integrations.reasoning.config import SeaKRConfig
@@ -50,7 +51,8 @@ class ModelCalls:
         config: The settings (exemplars, chat template, sampling, estimator, error policy...).
 
     Raises:
-        ValueError: ``config.chat_template=True`` for a tokenizer without a chat template.
+        ValueError: ``config.chat_template=True`` for a tokenizer without a chat template, or a ``max_tokens``
+            that leaves no room for a prompt in the model's context.
     """
 
     PROBE_TOKENS = PROBE_TOKENS
@@ -70,6 +72,8 @@ class ModelCalls:
             tokenizer(text, add_special_tokens=False).input_ids
         )
         self._budget = backend.max_context - config.max_tokens - 1
+        if self._budget < 1:
+            raise ValueError(max_tokens_too_large(config.max_tokens, backend.model_name, backend.max_context))
 
     # -------------------------------------------------------------------------------------------- prompts
     def fits(self, prompt: str, budget: int | None = None) -> bool:

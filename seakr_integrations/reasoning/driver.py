@@ -2,9 +2,10 @@
 
 Every LM call a program issues goes to the back-end's stream at once (``SelfAwareBackend.stream``: vLLM adds it to
 its running engine batch; other back-ends batch whatever is pending when they are free), and every search goes to
-a small thread pool at once.  The driver thread then waits for whatever finishes first (an engine step's outputs,
-or a search) and hands it to the program that asked, which runs until its next request.  No question waits for
-another question's slowest sample or search: there are no rounds.
+a small pool of daemon threads at once (``search_pool``: a search abandoned after its time limit never keeps the
+process from exiting).  The driver thread then waits for whatever finishes first (an engine step's outputs, or a
+search) and hands it to the program that asked, which runs until its next request.  No question waits for another
+question's slowest sample or search: there are no rounds.
 
 A program's failure (an exception it raises, or a failed call or search it does not handle) ends that question
 alone, reported as ``Failed``; the others go on.  An interrupt, or closing the iterator, cancels every request still
@@ -18,7 +19,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.events import Observer, SeaKREvent
 from seakr_integrations.reasoning.progress import log_progress
+from seakr_integrations.reasoning.search_pool import DaemonPool
 from seakr_integrations.reasoning.state import Call, Generate, Program, QuestionState, Search
 from seakr_integrations.retrieval.passage import Retriever
 
@@ -100,7 +102,7 @@ class Driver:
         searching = 0
         deadlines: dict[Future, tuple[float, QuestionState, Program, Search]] = {}  # searches with a time limit
         abandoned: set[Future] = set()  # timed out: their late results are dropped
-        pool = ThreadPoolExecutor(min(self.max_in_flight, SEARCH_THREADS), thread_name_prefix="seakr-search")
+        pool = DaemonPool(min(self.max_in_flight, SEARCH_THREADS))  # an abandoned search never blocks exit
         stream = self.backend.stream()
 
         def send(state: QuestionState, program: Program, value: Any, error: Exception | None) -> list[Any]:

@@ -31,7 +31,20 @@ from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = ["Reasoner", "RetrievalError", "SeaKR"]
+__all__ = ["Reasoner", "RetrievalError", "SeaKR", "question_error"]
+
+
+def question_error(index: int, question: object) -> ValueError | None:
+    """Why question ``index`` (its place in the caller's batch) cannot be answered: empty, not a string, or no word
+    to search for; ``None`` when it can.  A batch reports this error in that question's place alone."""
+    if not isinstance(question, str) or not question.strip():
+        return ValueError(f"question {index} is empty (or not a string): pass the question text")
+    if not has_words(question):
+        return ValueError(
+            f"question {index} ({quoted(question)}) has no words, so nothing could be searched for: pass the "
+            "question text"
+        )
+    return None
 
 
 class Reasoner(ABC):
@@ -82,13 +95,17 @@ class Reasoner(ABC):
         Args:
             questions: The questions.
             max_in_flight: Questions in progress at once.
-            return_exceptions: Put a failed question's exception in its place (as LangChain's ``batch`` does).
-                Otherwise the first failure (in question order) is raised once every other question has finished;
-                its ``results`` attribute holds every question's result or exception, in order.
+            return_exceptions: Put a failed question's exception in its place (as LangChain's ``batch`` does; an
+                empty or word-less question's ``ValueError`` too, the others answered).  Otherwise such a question
+                is refused before any work starts, and the first other failure (in question order) is raised once
+                every other question has finished; its ``results`` attribute holds every question's result or
+                exception, in order.
 
         Returns:
             The results in the order of ``questions``.
         """
+        if not return_exceptions:
+            self._checked(questions, refuse=True)
         results: list[Any] = [None] * len(questions)
         for i, result in self.iter_answers(questions, max_in_flight=max_in_flight):
             results[i] = result
@@ -104,11 +121,11 @@ class Reasoner(ABC):
         self, questions: Iterable[str], *, max_in_flight: int = 32
     ) -> Iterator[tuple[int, SeaKRResult | Exception]]:
         """Yield ``(index, result)`` as each question finishes (so a long run can save as it goes); a question that
-        failed yields its exception in place of the result, and the others go on.
+        failed, or cannot be answered (empty, not a string, no words), yields its exception in place of the result,
+        and the others go on.
 
         Raises:
-            ValueError: A question is empty or not a string (checked before any work starts), or
-                ``max_in_flight`` < 1.
+            ValueError: ``questions`` is a single string, or ``max_in_flight`` < 1.
         """
         for event in self.iter_events(questions, max_in_flight=max_in_flight, return_exceptions=True):
             if isinstance(event, QuestionAnswered):
@@ -132,20 +149,25 @@ class Reasoner(ABC):
             questions: The questions.
             max_in_flight: How many questions run together (their LM calls share the engine's batches).
             observers: One ``Observer`` (or ``None``) per question: hooks for its model calls, searches and events.
-            return_exceptions: Only report failures as ``QuestionFailed`` events.  Otherwise the first failure is
-                also raised, after every other question has finished.
+            return_exceptions: Only report failures as ``QuestionFailed`` events (an empty or word-less question's
+                ``ValueError`` first, each in its own place).  Otherwise such a question is refused before any work
+                starts, and the first failure is raised after every other question has finished.
 
         Raises:
-            ValueError: A question is empty or not a string (checked before any work starts), a wrong number of
-                observers, or ``max_in_flight`` < 1.
+            ValueError: A question is empty, not a string or has no words (without ``return_exceptions``; checked
+                before any work starts), a wrong number of observers, or ``max_in_flight`` < 1.
             RetrievalError: The retriever failed and ``on_retrieval_error`` is ``"raise"`` (see
                 ``return_exceptions``).
         """
         if self.retriever is None:
             raise ValueError("this SeaKR has no retriever: pass one to SeaKR(backend, retriever) to answer questions")
-        states = self._states(questions, observers)
+        states, refused = self._states(questions, observers, refuse=not return_exceptions)
         driver = Driver(self.backend, self.retriever, max_in_flight)
         first: Exception | None = None
+        for state, error in refused:  # each in its own place; the others are answered
+            failed = QuestionFailed(state.index, state.question, error)
+            state.observer.on_event(failed)
+            yield failed
         for item in driver.run((s, self.program(s)) for s in states):
             if isinstance(item, Answered):
                 event: SeaKREvent = QuestionAnswered(item.state.index, item.state.question, item.value)
@@ -161,22 +183,35 @@ class Reasoner(ABC):
             raise first
 
     # -------------------------------------------------------------------------------------------- helpers
-    def _states(self, questions: Iterable[str], observers: Sequence[Observer | None] | None) -> list[QuestionState]:
+    @staticmethod
+    def _checked(questions: Iterable[str], refuse: bool) -> tuple[list[Any], dict[int, ValueError]]:
+        """The questions as a list, and the error of each that cannot be answered (``refuse``: the first raised)."""
         if isinstance(questions, str):
             raise ValueError("questions must be a list of strings; pass [question] for a single one")
         questions = list(questions)
-        for i, q in enumerate(questions):
-            if not isinstance(q, str) or not q.strip():
-                raise ValueError(f"question {i} is empty (or not a string): pass the question text")
-            if not has_words(q):
-                raise ValueError(
-                    f"question {i} ({quoted(q)}) has no words, so nothing could be searched for: pass the question text"
-                )
+        errors = {i: e for i, q in enumerate(questions) if (e := question_error(i, q)) is not None}
+        if errors and refuse:
+            raise errors[min(errors)]
+        return questions, errors
+
+    def _states(
+        self, questions: Iterable[str], observers: Sequence[Observer | None] | None, refuse: bool = True
+    ) -> tuple[list[QuestionState], list[tuple[QuestionState, ValueError]]]:
+        """The states of the questions to answer, and those refused with their errors (``refuse``: raise the
+        first instead)."""
+        questions, errors = self._checked(questions, refuse)
         if observers is None:
             observers = [None] * len(questions)
         elif len(observers) != len(questions):
             raise ValueError(f"{len(observers)} observers for {len(questions)} questions: pass one per question")
-        return [QuestionState(q.strip(), i, o) for i, (q, o) in enumerate(zip(questions, observers, strict=True))]
+        states: list[QuestionState] = []
+        refused: list[tuple[QuestionState, ValueError]] = []
+        for i, (q, o) in enumerate(zip(questions, observers, strict=True)):
+            if i in errors:
+                refused.append((QuestionState(q if isinstance(q, str) else repr(q), i, o), errors[i]))
+            else:
+                states.append(QuestionState(q.strip(), i, o))
+        return states, refused
 
     def _run_all(
         self, states: list[QuestionState], program: Callable[[QuestionState], Program], max_in_flight: int
@@ -263,7 +298,7 @@ class SeaKR(Reasoner):
         max_in_flight: int = 32,
     ) -> list[Assessment]:
         """``assess`` for many questions, their calls sharing the engine; results in order."""
-        states = self._states(questions, observers)
+        states, _ = self._states(questions, observers)
         for state in states:
             state.steps, state.docs = [s for s in steps if s.strip()], list(passages)
         return self._run_all(states, self.loop.assess, max_in_flight)
@@ -312,7 +347,7 @@ class SeaKR(Reasoner):
     ) -> list[list[CandidateTrace]]:
         """``rerank`` for many ``(question, passages)`` pairs, their calls sharing the engine; results in order."""
         requests = list(requests)
-        states = self._states([q for q, _ in requests], observers)
+        states, _ = self._states([q for q, _ in requests], observers)
         for state, (_, found) in zip(states, requests, strict=True):
             bad = [type(p).__name__ for p in found if not isinstance(p, Passage)]
             if bad:

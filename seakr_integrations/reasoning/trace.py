@@ -31,6 +31,7 @@ from seakr_integrations.reasoning.jsonform import (
     SCHEMA_VERSION,
     _numbers_from_json,
     _plain,
+    check_field_types,
     number_from_json,
     trace_version,
 )
@@ -124,6 +125,10 @@ class SeaKRResult:
                 + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
             )
         try:
+            check_field_types(data)
+        except ValueError as err:
+            raise ValueError(f"malformed SeaKR trace (schema_version {version}): {err}") from None
+        try:
             passages = [
                 Passage(str(p["id"]), p.get("title") or "", p.get("text") or "", number_from_json(p.get("score")))
                 for p in data.get("passages") or []
@@ -143,7 +148,9 @@ class SeaKRResult:
                 searches=int(data.get("searches", 0)),
                 config=_numbers_from_json(dict(data.get("config") or {})),
             )
-        except (KeyError, TypeError, AttributeError) as err:
+        except KeyError as err:
+            raise ValueError(f"malformed SeaKR trace (schema_version {version}): the field {err} is missing") from None
+        except (TypeError, AttributeError, ValueError) as err:
             raise ValueError(f"malformed SeaKR trace (schema_version {version}): {type(err).__name__}: {err}") from None
 
     @classmethod

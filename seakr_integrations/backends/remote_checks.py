@@ -1,0 +1,171 @@
+"""What ``RemoteBackend`` checks before and after each request: the URL, the API key, the timeout, and the shape of
+what the server answered.
+
+A client's own mistakes should fail at once and say what to fix, and a server that answers something else than a
+seakr (or OpenAI-compatible) server should fail with the URL and what came back, not with a ``KeyError`` or a
+``JSONDecodeError`` from deep inside.  An API key is a secret: the checks say what is wrong with it (a newline,
+a space, a non-ASCII character) and never show the key or any part of it, and a bad key is refused before any
+request, so no retry blames the server for it.  These checks are kept here, apart from the HTTP plumbing, so each
+entry point (``RemoteBackend``, ``SelfAwareModel`` behind ``ChatSeaKR`` and both ``SeaKRLLM``, the CLI's
+``SEAKR_API_KEY``) validates the same way, once, where the value is accepted.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from seakr_integrations.params import check_real
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "check_api_key",
+    "check_base_url",
+    "check_timeout",
+    "reply_field",
+    "server_message",
+]
+
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one request to a model server may take, by default (a generate call of many samples on a CPU server can
+take minutes).  ``RemoteBackend(timeout=)``, ``ChatSeaKR`` / ``SeaKRLLM(timeout=)`` and ``seakr ... --timeout``."""
+
+_SCHEME_TYPO = re.compile(r"^(h?t?t?p?s?)(:/{0,3}|/{1,3})", re.IGNORECASE)
+
+
+def check_timeout(value: object) -> float:
+    """``value`` as seconds > 0, or a ``ValueError`` saying what to pass."""
+    seconds = check_real("timeout", value, f"seconds > 0 (default {DEFAULT_TIMEOUT:g})")
+    if seconds <= 0:
+        raise ValueError(f"timeout={value!r}: must be > 0 seconds (default {DEFAULT_TIMEOUT:g})")
+    return seconds
+
+
+def check_base_url(base_url: object) -> str:
+    """The server's root URL: ``base_url`` without a trailing ``/`` or ``/v1``.
+
+    Raises:
+        ValueError: Not an ``http://`` or ``https://`` URL with a host (a typo'd scheme such as ``htp://`` or
+            ``http:/`` is named as such), or a URL of one route (``.../v1/chat/completions``) rather than the
+            server's.
+    """
+    if not isinstance(base_url, str) or not base_url.strip():
+        raise ValueError(f"base_url={base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
+    url = base_url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "://" not in url:
+        typo = _SCHEME_TYPO.match(url)
+        hint = ""
+        if typo and typo.group(0).lower() not in ("http://", "https://"):
+            hint = f" (the scheme {typo.group(0)!r} looks mistyped)"
+        raise ValueError(
+            f"base_url={base_url!r} is not an http:// or https:// URL{hint}: give the server's URL, e.g. "
+            "http://127.0.0.1:8000"
+        )
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        url = url[: url.rstrip("/").rfind("/v1")]
+    elif "/v1/" in path + "/":
+        root = url[: url.find("/v1/")]
+        raise ValueError(
+            f"base_url={base_url!r} names one of the server's routes: give the server's root URL ({root}); the "
+            "client adds /v1/... itself"
+        )
+    return url
+
+
+def check_api_key(key: object, source: str = "api_key") -> str | None:
+    """``key`` when it can be sent as a bearer token; ``None`` for no key (``None`` or ``""``).
+
+    The checks run before any request, so a key that cannot be sent is never retried against the server, and
+    their messages never contain the key or any part of it (``source`` names where it came from, e.g.
+    ``"SEAKR_API_KEY"``).
+
+    Raises:
+        TypeError: Not a string.
+        ValueError: It holds whitespace (a newline, a carriage return, a tab or a space), a non-ASCII character, or
+            another character that is not printable; the message says which, and how to fix it.
+    """
+    if key is None or key == "":
+        return None
+    if not isinstance(key, str):
+        raise TypeError(f"{source} must be a string, got {type(key).__name__}")
+    problem = _key_problem(key)
+    if problem is not None:
+        raise ValueError(f"the API key ({source}) {problem}")
+    return key
+
+
+def _key_problem(key: str) -> str | None:
+    """What makes ``key`` unsendable, in words that never quote it."""
+    for char, what in (("\n", "a newline"), ("\r", "a carriage return")):
+        if char in key:
+            where = "inside it" if char in key.rstrip("\r\n") else "at its end"
+            return f"contains {what} ({where}); strip it (keys pasted from files often end in one)"
+    if key != key.strip():
+        return "starts or ends with whitespace; strip it (a copied key often carries a space or a tab)"
+    if any(c.isspace() for c in key):
+        return "contains whitespace; an API key is one word: check that the whole key, and only it, was pasted"
+    for char in key:
+        if not char.isascii():
+            name = unicodedata.name(char, "").lower() or "a non-ASCII character"
+            return (
+                f"contains a non-ASCII character ({name}); HTTP headers carry ASCII only: copy the key again from "
+                "where the server's --api-key was set (an editor may have replaced a quote or a dash)"
+            )
+        if not char.isprintable():
+            return "contains a control character that is not printable; copy the key again"
+    return None
+
+
+def reply_field(reply: Any, key: str, where: str, expected: type | tuple[type, ...] | None = None) -> Any:
+    """``reply[key]``, or a ``ValueError`` naming ``where`` (method and URL) and the missing or wrong-typed field."""
+    if not isinstance(reply, Mapping):
+        raise ValueError(f"{where} answered {type(reply).__name__}, not a JSON object{_not_seakr()}")
+    if key not in reply:
+        shown = ", ".join(sorted(map(str, reply))[:8]) or "none"
+        raise ValueError(f"{where} answered without the field {key!r} (fields: {shown}){_not_seakr()}")
+    value = reply[key]
+    kinds = () if expected is None else expected if isinstance(expected, tuple) else (expected,)
+    if kinds and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+        raise ValueError(f"{where} answered {key}={value!r:.60}, not a {_type_names(kinds)}{_not_seakr()}")
+    return value
+
+
+def _type_names(kinds: tuple[type, ...]) -> str:
+    names = {"str": "string", "int": "integer", "float": "number", "list": "list", "dict": "object"}
+    return " or ".join(names.get(t.__name__, t.__name__) for t in kinds)
+
+
+def _not_seakr() -> str:
+    return (
+        ": is base_url a `seakr serve` server (or an OpenAI-compatible one) of this version, not a proxy or another "
+        "service?"
+    )
+
+
+def server_message(response: Any) -> str:
+    """The error text a server sent: vLLM's and seakr's JSON errors, an HTML page's title (a proxy's or web
+    server's error page), or the start of the body."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text or ""
+        if "html" in response.headers.get("content-type", "").lower() or text.lstrip()[:15].lower().startswith(
+            ("<!doctype html", "<html")
+        ):
+            title = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+            body = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", text)).strip()
+            shown = html.unescape(title.group(1).strip() if title else body)[:200] or "(empty page)"
+            return f"an HTML page ({shown!r}), not a JSON error: is there a proxy or another web server at this URL?"
+        return text[:300].strip() or "(empty body)"
+    if isinstance(data, dict):
+        error = data.get("error", data.get("detail", data))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        return str(error)[:500]
+    return str(data)[:500]

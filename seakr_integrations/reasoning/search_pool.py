@@ -1,0 +1,91 @@
+"""The threads the driver runs searches on: a small pool of daemon threads.
+
+A search that outlives ``search_timeout`` is abandoned: its question fails (or goes on without it) on time, but the
+thread cannot be stopped, since Python has no way to kill a thread.  ``concurrent.futures.ThreadPoolExecutor`` joins
+its threads when the interpreter exits, so one hung search would keep the whole process alive until it returned
+(a 60 s search delayed exit by 58 s).  This pool's threads are daemons: the interpreter exits without waiting for a
+search nobody waits for any more.  A search that is still running at exit is simply dropped, which is what
+abandoning it meant.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+__all__ = ["DaemonPool"]
+
+
+class DaemonPool:
+    """``submit`` and ``shutdown`` as ``ThreadPoolExecutor`` has them, on at most ``max_workers`` daemon threads
+    (started as work arrives)."""
+
+    def __init__(self, max_workers: int, name: str = "seakr-search") -> None:
+        if max_workers < 1:
+            raise ValueError(f"max_workers={max_workers!r}: must be >= 1")
+        self.max_workers = max_workers
+        self.name = name
+        self._work: queue.SimpleQueue[tuple[Future, Callable[..., Any], tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0  # threads waiting for work
+        self._queued = 0  # work no thread has taken yet
+        self._closed = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future:
+        """Run ``fn(*args)`` on a pool thread; its future."""
+        future: Future = Future()
+        thread = None
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot submit a search to a pool that was shut down")
+            self._work.put((future, fn, args))
+            self._queued += 1
+            if self._queued > self._idle and len(self._threads) < self.max_workers:
+                thread = threading.Thread(target=self._serve, name=f"{self.name}-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+        if thread is not None:  # started outside the lock, so it takes the work at once (as the executor's do)
+            thread.start()
+        return future
+
+    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None:
+        """Stop taking work; cancel what has not started (``cancel_futures``), and let each thread end once its
+        current search returns (``wait``: wait for them, which a hung search would make for ever)."""
+        with self._lock:
+            self._closed = True
+            threads = list(self._threads)
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._work.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in threads:
+            self._work.put(None)
+        if wait:
+            for thread in threads:
+                thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            item = self._work.get()
+            with self._lock:
+                self._idle -= 1
+                self._queued -= item is not None
+            if item is None:
+                return
+            future, fn, args = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    result = fn(*args)
+                except BaseException as error:  # handed to whoever waits on the future, as the executor does
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)
