@@ -245,7 +245,7 @@ BAD_KEYS = [
 def test_a_key_that_cannot_be_sent_is_refused_at_once_without_showing_it(serve, key, message):
     url = serve(lambda path: (200, "application/json", json.dumps(INFO).encode()))
     for make in (
-        lambda: RemoteBackend(url, api_key=key, retries=3),
+        lambda: RemoteBackend(url, api_key=key),
         lambda: ChatSeaKR(base_url=url, api_key=key),
         lambda: SeaKRLLM(base_url=url, api_key=key),
     ):

@@ -147,7 +147,7 @@ def test_the_client_retries_a_busy_server_and_sends_the_key(stub):
     from seakr_integrations.backends.remote import RemoteBackend
 
     Stub.script = [(503, 0.0), (503, 0.0)]
-    backend = RemoteBackend(stub + "/v1", api_key="sk-secret-1", retries=2)
+    backend = RemoteBackend(stub + "/v1", api_key="sk-secret-1")
     assert backend.model_name == "stub" and backend.num_layers == 4
     assert Stub.seen == ["Bearer sk-secret-1"] * 3
     assert "sk-secret-1" not in repr(backend)
@@ -168,8 +168,8 @@ def test_client_errors_name_the_url_and_status_never_the_key(stub):
 def test_an_unreachable_server_is_a_clear_error_after_the_retries():
     from seakr_integrations.backends.remote import RemoteBackend, RemoteBackendError
 
-    with pytest.raises(RemoteBackendError, match=r"127\.0\.0\.1:9.*2 attempts.*seakr serve"):
-        RemoteBackend("http://127.0.0.1:9", retries=1)
+    with pytest.raises(RemoteBackendError, match=r"127\.0\.0\.1:9.*failed after \d+ attempts.*seakr serve"):
+        RemoteBackend("http://127.0.0.1:9")
     with pytest.raises(ValueError, match="give the server's URL"):
         RemoteBackend("localhost:8000")
 

@@ -47,6 +47,8 @@ from seakr_integrations.serving.wire import decode_vectors, output_from_json
 __all__ = ["RemoteBackend", "RemoteBackendError"]
 
 RETRY_STATUSES = (502, 503, 504)
+FIRST_CONTACT = 5.0
+"""Seconds of retries before a server has answered once: a wrong URL or a server not started fails fast."""
 
 
 class RemoteBackendError(RuntimeError):
@@ -63,9 +65,11 @@ class RemoteBackend(SelfAwareBackend):
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"`` (a trailing ``/v1`` is accepted).
         api_key: The server's ``--api-key``, if it has one (sent as a bearer token; never logged or shown).
-        timeout: Seconds one request may take (a generate call of many samples on a CPU can take minutes); the
-            retries of one request, with their waits, also end within it.
-        retries: Attempts after the first on a connection error or a 502/503/504, with exponential backoff.
+        timeout: Seconds one request may take (a generate call of many samples on a CPU can take minutes), its
+            retries included.  A connection error or a 502/503/504 is retried with backoff (0.5 s doubling to 8 s,
+            or the server's ``Retry-After``): for a server that has answered before (a restart, an overload) until
+            ``timeout`` has passed, so a question goes on through the gap; at first contact for ``FIRST_CONTACT``
+            seconds at most, so a wrong URL fails fast.
         return_vectors: Also fetch the samples' EOS vectors (to compute estimators locally); off by default, as
             the server computes every estimator it serves.
         max_connections: Requests in flight at once (the server batches them in its engine).
@@ -90,7 +94,6 @@ class RemoteBackend(SelfAwareBackend):
         api_key: str | None = None,
         *,
         timeout: float = DEFAULT_TIMEOUT,
-        retries: int = 3,
         return_vectors: bool = False,
         max_connections: int = 32,
     ) -> None:
@@ -103,7 +106,7 @@ class RemoteBackend(SelfAwareBackend):
             httpx.URL(self.base_url)
         except Exception as error:
             raise ValueError(f"base_url={base_url!r} is not a valid URL ({error})") from None
-        self.retries = int(retries)
+        self._answered = False  # whether the server has answered once: then a gap is a restart, worth waiting for
         self.return_vectors = bool(return_vectors)
         self.max_connections = int(max_connections)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -172,14 +175,17 @@ class RemoteBackend(SelfAwareBackend):
     ) -> Any:
         """One JSON request with retries; the parsed reply (``None`` when the status is in ``absent``: a route the
         server may lack), or a ``RemoteBackendError`` naming URL and status.  Retries stop when their next wait
-        would end after ``timeout``, so a request fails within its time limit."""
+        would end after the patience (``timeout``, or ``FIRST_CONTACT`` before the server first answered), so a
+        request fails within its time limit."""
         import httpx
 
         url = self.base_url + path
         started = time.monotonic()
-        for attempt in range(self.retries + 1):
-            wait = 0.5 * 2**attempt
-            may_retry = attempt < self.retries and time.monotonic() - started + wait < self.timeout
+        patience = self.timeout if self._answered else min(self.timeout, FIRST_CONTACT)
+        attempt = 0
+        while True:
+            attempt += 1
+            wait = min(0.5 * 2 ** (attempt - 1), 8.0)
             try:
                 response = self._client.request(method, url, json=body)
             except httpx.TimeoutException as exc:
@@ -187,16 +193,19 @@ class RemoteBackend(SelfAwareBackend):
                     f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__})"
                 ) from None
             except httpx.TransportError as exc:
-                if may_retry:
+                if time.monotonic() - started + wait < patience:
                     time.sleep(wait)
                     continue
                 raise RemoteBackendError(
-                    f"{method} {url} failed after {attempt + 1} attempts in {time.monotonic() - started:.1f} s: "
+                    f"{method} {url} failed after {attempt} attempts in {time.monotonic() - started:.1f} s: "
                     f"{type(exc).__name__}: {exc}; is `seakr serve` running there?"
                 ) from None
-            if response.status_code in RETRY_STATUSES and may_retry:
-                time.sleep(wait)
-                continue
+            if response.status_code in RETRY_STATUSES:
+                wait = _retry_after(response, wait)
+                if time.monotonic() - started + wait < patience:
+                    time.sleep(wait)
+                    continue
+            self._answered = True
             if response.status_code in absent:
                 return None
             if response.status_code >= 400:
@@ -213,7 +222,6 @@ class RemoteBackend(SelfAwareBackend):
                     "base_url a `seakr serve` server (or an OpenAI-compatible one), not a proxy or another service?",
                     response.status_code,
                 ) from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
         self._client.close()
@@ -381,3 +389,11 @@ class _RemoteTokenizer:
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
         reply = self._backend._request("POST", "/v1/seakr/chat_prompt", {"messages": messages})
         return self._backend._field(reply, "prompt", f"POST {self._backend.base_url}/v1/seakr/chat_prompt", str)
+
+
+def _retry_after(response: Any, default: float) -> float:
+    """The wait a 503 asks for (``Retry-After`` in seconds, at most 60), else ``default``."""
+    try:
+        return min(max(float(response.headers.get("Retry-After", default)), 0.0), 60.0)
+    except ValueError:  # an HTTP date: rare from a server; back off as usual
+        return default
