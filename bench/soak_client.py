@@ -81,7 +81,7 @@ def main() -> None:
     questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()]
     chain = SeaKRChain(
         retriever=PassageIndexRetriever.from_path(args.index),
-        llm=ChatSeaKR(base_url=args.url, timeout=600, retry_seconds=args.retry_seconds),
+        llm=ChatSeaKR(base_url=args.url, timeout=600),
         config=SeaKRConfig(**SETTINGS),
     )
     client = httpx.Client(timeout=600)
