@@ -31,19 +31,28 @@ RESULTS = (
     "runs/cv/{ds}_dev",
     "runs/confirmation/{ds}_dev",
 )
-SIGNALS = [  # (key, where it is in a row, what it needs)
-    ("EigenScore (SeaKR)", ("scores", "eigenscore"), "k samples + their hidden-state read-outs"),
-    ("LN-entropy", ("scores", "ln_entropy"), "k samples"),
-    ("multi-perplexity", ("scores", "multi_perplexity"), "k samples"),
-    ("prompt probe", ("scores", "prompt"), "one more greedy call"),
-    ("energy", ("scores", "energy"), "greedy + a logits hook in the engine"),
-    ("perplexity", ("scores", "perplexity"), "greedy only"),
-    ("1 - least token probability", ("cheap", "one_minus_min_prob"), "greedy only"),
-    ("mean token entropy", ("cheap", "mean_entropy"), "greedy + top-20 log-probabilities"),
-    ("largest token entropy", ("cheap", "max_entropy"), "greedy + top-20 log-probabilities"),
-    ("length in tokens", ("cheap", "length"), "greedy only"),
+SIGNALS = [  # (name, where it is in a row, what it needs, the library's estimator of it: None when it is none)
+    ("EigenScore (SeaKR)", ("scores", "eigenscore"), "k samples + their hidden-state read-outs", "eigenscore"),
+    ("LN-entropy", ("scores", "ln_entropy"), "k samples", "ln_entropy"),
+    ("multi-perplexity", ("scores", "multi_perplexity"), "k samples", "multi_perplexity"),
+    ("prompt probe", ("scores", "prompt"), "one more greedy call", "prompt"),
+    ("energy", ("scores", "energy"), "greedy + a logits hook in the engine", "energy"),
+    ("perplexity", ("scores", "perplexity"), "greedy only", "perplexity"),
+    ("1 - least token probability", ("cheap", "one_minus_min_prob"), "greedy only", "min_token_prob"),
+    ("mean token entropy", ("cheap", "mean_entropy"), "greedy + top-20 log-probabilities", None),
+    ("largest token entropy", ("cheap", "max_entropy"), "greedy + top-20 log-probabilities", None),
+    ("length in tokens", ("cheap", "length"), "greedy only", None),
 ]
 _WORD = re.compile(r"\w+")
+
+
+def _on_plain_server(estimator: str | None) -> str:
+    """Whether SeaKR serves this signal from a stock ``vllm serve`` (token log-probabilities only, no plugin)."""
+    from seakr_integrations.backends.openai_plain import logprob_estimators
+
+    if estimator is None:
+        return "not a library estimator"
+    return "yes" if estimator in logprob_estimators() else "no (needs seakr serve)"
 
 
 def auroc_ci(scores: list[float], labels: list[bool], draws: int = 2000) -> tuple[float, float, float]:
@@ -137,10 +146,10 @@ def main() -> None:
             f"both baselines' results; the claim is wrong on {sum(w for _, w in wrong)} of {len(wrong)} steps that add "
             "words of their own.",
             "",
-            "| signal | needs | AUROC: retrieval helps | AUROC: claim wrong |",
-            "| --- | --- | --- | --- |",
+            "| signal | needs | on a plain vLLM server | AUROC: retrieval helps | AUROC: claim wrong |",
+            "| --- | --- | --- | --- | --- |",
         ]
-        for name, where, needs in SIGNALS:
+        for name, where, needs, estimator in SIGNALS:
             cells = []
             for pairs in (helps, wrong):
                 scores = [value(r, where) for r, _ in pairs]
@@ -149,7 +158,7 @@ def main() -> None:
                     continue
                 point, low, high = auroc_ci(scores, [label for _, label in pairs])
                 cells.append(f"{point:.2f} ({low:.2f}-{high:.2f})")
-            out.append(f"| {name} | {needs} | {cells[0]} | {cells[1]} |")
+            out.append(f"| {name} | {needs} | {_on_plain_server(estimator)} | {cells[0]} | {cells[1]} |")
         out += [
             "",
             f"Cost per question of this first step, measured in the same run (batches of 16 questions): the greedy "
