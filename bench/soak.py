@@ -147,7 +147,7 @@ def main() -> None:
                 if now >= next_sample:
                     memory.append({"minute": round((now - started) / 60, 1), "rss_mb": _rss_mb(server.pid)})
                     print(json.dumps(memory[-1]), flush=True)
-                    next_sample += args.sample_seconds
+                    next_sample = max(next_sample + args.sample_seconds, now + 1)  # no catch-up after a restart
                 if kill_at is not None and now >= kill_at:
                     os.killpg(server.pid, signal.SIGKILL)
                     server.wait()
