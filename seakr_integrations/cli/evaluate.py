@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                     f"{summary.retrievals:.2f} retrievals, {summary.lm_calls:.1f} LM calls, "
                     f"{summary.generated_tokens:.0f} tokens, {summary.seconds:.1f} s) -> {out}"
                     + (
-                        f"\n  {summary.failed} question(s) failed and scored 0; their rows say why"
+                        f"\n  {summary.failed} question(s) failed and scored 0; their rows say why (rerun to retry)"
                         if summary.failed
                         else ""
                     )
