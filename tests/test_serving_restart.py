@@ -85,6 +85,7 @@ class Scenario:
     rows_first: list[dict] = field(default_factory=list)
     rows_again: list[dict] = field(default_factory=list)
     eval_ids: list[str] = field(default_factory=list)
+    eval_header: dict = field(default_factory=dict)
 
 
 def _rows(path: Path) -> list[dict]:
@@ -210,6 +211,7 @@ def scenario(tmp_path_factory) -> Scenario:
         seen.rows_first = _rows(out)
         again = subprocess.run(_eval_command(url, out), env=env, capture_output=True, text=True, timeout=READY)
         seen.eval_again, seen.rows_again = again, _rows(out)
+        seen.eval_header = json.loads(out.read_text().splitlines()[0])
         seen.eval_ids = [q.id for q in demo_questions()[:EVAL_QUESTIONS]]
         print(  # the numbers the report quotes (pytest -rA shows them)
             f"short client: {sum(not isinstance(r, Exception) for r in seen.short_results)} answered, "
@@ -266,5 +268,6 @@ def test_seakr_eval_interrupted_by_a_kill_resumes_with_no_lost_or_duplicated_row
     answered_before = {r["id"]: r for r in scenario.rows_first if not r.get("error")}
     assert answered_before  # and the rerun left them as they were
     assert {r["id"]: r for r in scenario.rows_again if r["id"] in answered_before} == answered_before
+    assert scenario.eval_header["config"]["model"] == "smollm2"  # the server's model, not the local default
     summary = json.loads(again.stdout)["seakr"]
     assert summary["questions"] == EVAL_QUESTIONS and summary["failed"] == 0
