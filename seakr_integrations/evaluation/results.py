@@ -214,8 +214,9 @@ class ResultsFile:
         self.records.append(dict(record))
 
     def _replace_failed(self, qid: str, line: str) -> None:
-        """Put ``line`` in place of question ``qid``'s failed row: the whole file written to a temporary file,
-        fsync'ed and renamed over it, so a kill at any moment leaves either the old file or the new one."""
+        """Drop question ``qid``'s failed row and add ``line`` at the end: the whole file written to a temporary
+        file, fsync'ed and renamed over it, so a kill at any moment leaves either the old file or the new one (never
+        the question twice, never neither)."""
         assert self._handle is not None
         kept = []
         for raw in self.path.read_bytes().splitlines(keepends=True):
