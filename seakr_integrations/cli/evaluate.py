@@ -8,10 +8,11 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 from seakr_integrations.cli import common
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "run_setup"]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,6 +44,18 @@ def results_path(args: argparse.Namespace, method: str, methods: int) -> str:
         return args.out if methods == 1 else f"{os.path.splitext(args.out)[0]}.{method}.jsonl"
     dataset = os.path.splitext(os.path.basename(args.dataset))[0]
     return os.path.join(args.out_dir or os.path.join("runs", dataset), f"{method}.jsonl")
+
+
+def run_setup(args: argparse.Namespace, described: dict[str, Any], model: Any, where: str) -> dict[str, Any]:
+    """What a results file's header records of the run: the method, the dataset, the retriever and the model that
+    answered.  With ``--server`` that is the server's own model (``--model`` names a local default the run never
+    loads), so a file resumes only against a server of the same model, whatever its URL (a restart on another port
+    resumes)."""
+    if getattr(args, "server", None):
+        answering = {"model": model.model_name, "backend": "server", "dtype": None}
+    else:
+        answering = {"model": args.model, "backend": args.backend, "dtype": args.dtype}
+    return {**described, "dataset": os.path.basename(args.dataset), "retriever": where, **answering}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,14 +97,7 @@ def run(args: argparse.Namespace) -> int:
                 estimator=config.estimator
             )
             method = make_method(name, backend, retriever, method_config, **options)
-            setup = {
-                **method.describe(),
-                "dataset": os.path.basename(args.dataset),
-                "retriever": where,
-                "model": args.model,
-                "backend": args.backend,
-                "dtype": args.dtype,
-            }
+            setup = run_setup(args, method.describe(), model, where)
             out = results_path(args, name, len(methods))
             with ResultsFile.open(out, setup) as results:
                 if results.cut_short:
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
                     f"{summary.retrievals:.2f} retrievals, {summary.lm_calls:.1f} LM calls, "
                     f"{summary.generated_tokens:.0f} tokens, {summary.seconds:.1f} s) -> {out}"
                     + (
-                        f"\n  {summary.failed} question(s) failed and scored 0; their rows say why"
+                        f"\n  {summary.failed} question(s) failed and scored 0; their rows say why (rerun to retry)"
                         if summary.failed
                         else ""
                     )

@@ -10,6 +10,9 @@ questions already answered, and resuming must not mix results of two different s
 * a file replaced or deleted under a running evaluation (``git stash``/``checkout``, an editor, a sync tool) is
   noticed before the next write: it is reopened and the results it lacks are written back, with a warning.
   Appending to the handle held open would put every later question into a deleted file, without a word.
+* a question that failed (a row with an ``error``: a server down past its timeout, a search that failed) is not done:
+  a rerun answers it again, and its new row replaces the failed one (the file is rewritten through a temporary
+  file and an atomic rename), so the file holds each question once and a failure never stays for good.
 """
 
 from __future__ import annotations
@@ -127,14 +130,17 @@ class ResultsFile:
     Attributes:
         path: The file.
         config: The configuration of the run that writes it.
-        done: Ids of the questions already answered (read from the file when resuming).
-        records: Every result record in the file, resumed ones first, in file order.
+        done: Ids of the questions answered (read from the file when resuming); a failed question's id is not
+            here but in ``failed``, so a rerun answers it again.
+        failed: Ids of the questions whose row in the file is a failure (it has an ``error``).
+        records: Every result record in the file, resumed ones first, in file order (failed rows included).
         cut_short: Bytes of an incomplete last line removed when the file was opened (0 normally).
     """
 
     path: Path
     config: dict[str, Any]
     done: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
     records: list[dict[str, Any]] = field(default_factory=list)
     cut_short: int = 0
     _handle: IO[str] | None = field(default=None, repr=False)
@@ -174,7 +180,8 @@ class ResultsFile:
                 with open(path, "r+b") as f:
                     f.truncate(path.stat().st_size - results.cut_short)
             results.records = [r for r in records if isinstance(r, dict) and "id" in r]
-            results.done = {str(r["id"]) for r in results.records}
+            results.failed = {str(r["id"]) for r in results.records if r.get("error")}
+            results.done = {str(r["id"]) for r in results.records} - results.failed
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             header = {"format": FORMAT, "fingerprint": fingerprint, "config": config}
@@ -186,18 +193,54 @@ class ResultsFile:
         return results
 
     def append(self, record: Mapping[str, Any]) -> None:
-        """Write one question's result (must hold its ``id``) durably before returning."""
+        """Write one question's result (must hold its ``id``) durably before returning; the result of a question
+        whose row is a failure replaces that row (so the file holds each question once)."""
         if self._handle is None:
             raise ValueError(f"{self.path} is closed")
         qid = str(record["id"])
         self._follow_replacement()
         if qid in self.done:
             raise ValueError(f"{self.path} already holds a result for question {qid!r}")
-        self._handle.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self.done.add(qid)
+        line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+        if qid in self.failed:
+            self._replace_failed(qid, line)
+            self.records = [r for r in self.records if str(r["id"]) != qid]
+        else:
+            self._handle.write(line)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+        self.failed.discard(qid)
+        (self.failed if record.get("error") else self.done).add(qid)
         self.records.append(dict(record))
+
+    def _replace_failed(self, qid: str, line: str) -> None:
+        """Drop question ``qid``'s failed row and add ``line`` at the end: the whole file written to a temporary
+        file, fsync'ed and renamed over it, so a kill at any moment leaves either the old file or the new one (never
+        the question twice, never neither)."""
+        assert self._handle is not None
+        kept = []
+        for raw in self.path.read_bytes().splitlines(keepends=True):
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError:
+                row = None
+            if isinstance(row, dict) and str(row.get("id")) == qid and "format" not in row:
+                continue  # its failed row: the new line goes at the end, with the newest results
+            kept.append(raw)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        with open(temporary, "wb") as f:
+            f.writelines(kept)
+            f.write(line.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, self.path)
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the rename itself survives a power cut
+        finally:
+            os.close(directory)
+        self._handle.close()
+        self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def _follow_replacement(self) -> None:
         """Reopen the file if something replaced or deleted it since it was opened, writing back what it lacks."""
@@ -212,9 +255,15 @@ class ResultsFile:
         self._handle.close()
         self._handle = None
         reopened = ResultsFile.open(self.path, self.config)  # refuses a file of another configuration
-        missing = [r for r in self.records if str(r["id"]) not in reopened.done]
+        missing = [
+            r
+            for r in self.records
+            if str(r["id"]) not in reopened.done | reopened.failed
+            or (not r.get("error") and str(r["id"]) in reopened.failed)
+        ]
         for record in missing:
             reopened.append(record)
+        self.failed = reopened.failed
         self.done, self.records, self._handle = reopened.done, reopened.records, reopened._handle
         warnings.warn(
             f"{self.path} was {'deleted' if now is None else 'replaced by another file'} while this run wrote to it "

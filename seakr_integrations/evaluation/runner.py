@@ -3,7 +3,8 @@
 The loop is deliberately plain: take the questions the results file does not hold yet, answer them in small
 batches (questions in one batch share back-end batches), score each answer as SPEC section 8 says, append each
 record durably, and keep a running EM/F1 on the progress bar.  A question that fails is recorded as a failed row
-(scored 0, with its error) and the others go on.  Killing it at any point loses at most the batch
+(scored 0, with its error) and the others go on; running the same command again answers it again (a server that was
+down is up by then), its new row in place of the failed one.  Killing it at any point loses at most the batch
 in flight; running the same command again continues from there.
 """
 
@@ -104,7 +105,8 @@ def evaluate(
     progress: bool = True,
     keep_trace: bool = True,
 ) -> EvalSummary:
-    """Answer the questions ``results`` does not hold yet, appending one scored record per question.
+    """Answer the questions ``results`` does not hold an answer to yet (failed ones again), writing one scored
+    record per question.
 
     Args:
         method: What answers.
