@@ -73,6 +73,7 @@ stop_server() {
   kill -KILL -- "-$SERVER" 2>/dev/null || true
 }
 trap stop_server EXIT
+trap 'exit 143' TERM INT
 until curl -sf "$URL/health" >/dev/null; do
   if ! kill -0 "$SERVER" 2>/dev/null; then
     echo "FAILED: seakr serve exited; the end of its log:" >&2
