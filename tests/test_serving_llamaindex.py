@@ -9,6 +9,7 @@ instrumentation.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ APP = Path(__file__).resolve().parents[1] / "bench" / "three_apps" / "llamaindex
 def _app():
     spec = importlib.util.spec_from_file_location("llamaindex_app", APP)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pydantic resolves the app's annotations through its module
     spec.loader.exec_module(module)
     return module
 
