@@ -111,3 +111,29 @@ def test_seakr_answers_through_a_stock_vllm_server_and_refuses_eigenscore(stock_
     for r in results:
         assert r.steps and r.steps[0].uncertainty.estimator == "perplexity" and r.lm_calls >= 2
         assert r.answer is not None
+
+
+def test_an_agent_gated_by_seakr_runs_on_a_stock_server_and_refuses_eigenscore(stock_server):
+    from langchain.agents import create_agent
+
+    from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRMiddleware
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    retriever = PassageIndexRetriever.demo(k=3)
+    answerer = ChatSeaKR(base_url=stock_server, estimator="perplexity", k=2, max_tokens=24, timeout=300)
+    config = SeaKRConfig(estimator="perplexity", k=4, max_tokens=24, num_exemplars=2, max_steps=2, delta=1.0)
+    judge = ChatSeaKR(base_url=stock_server, estimator="perplexity", k=4, max_tokens=24, timeout=300)
+    agent = create_agent(answerer, middleware=[SeaKRMiddleware(llm=judge, config=config, retriever=retriever)])
+    state = agent.invoke({"messages": [("user", "The author of Sexual Politics attended which British University?")]})
+    decision = state["seakr_decision"]
+    assert decision["reason"] and isinstance(decision["retrieve"], bool)
+    assert state["messages"][-1].content.strip()
+    if decision["retrieve"]:
+        assert state["seakr_passages"]  # what the gate kept went into the turn
+
+    eigen = ChatSeaKR(base_url=stock_server, k=4, max_tokens=24, timeout=300)  # the default estimator: EigenScore
+    refused = create_agent(answerer, middleware=[SeaKRMiddleware(llm=eigen, retriever=retriever)])
+    with pytest.raises(ValueError) as raised:
+        refused.invoke({"messages": [("user", "Who directed the film Jaws?")]})
+    message = str(raised.value)
+    assert "estimator='eigenscore' needs the samples' hidden states" in message and "seakr serve MODEL" in message
