@@ -62,18 +62,22 @@ def _wait_ready(url: str, server: subprocess.Popen, log: Path, limit: float = 60
     raise SystemExit(f"seakr serve did not answer within {limit:g} s:\n{log.read_text()[-3000:]}")
 
 
-def _rss_mb(pid: int) -> float:
-    """Resident memory of a process and its children (vLLM's engine core runs in a child), in MB."""
-    total, todo = 0, [pid]
+def _rss_mb(pid: int) -> dict[str, float]:
+    """Resident memory of a process and its children, in MB: in all, and by process name (vLLM's API server, its
+    engine core and its worker), so that a growth can be placed."""
+    by_name: dict[str, float] = {}
+    todo = [pid]
     while todo:
         p = todo.pop()
         try:
-            total += int(Path(f"/proc/{p}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            rss = int(Path(f"/proc/{p}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+            name = Path(f"/proc/{p}/comm").read_text().strip()
+            by_name[name] = round(by_name.get(name, 0.0) + rss, 1)
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-    return round(total / 1e6, 1)
+    return {"rss_mb": round(sum(by_name.values()), 1), "by_process_mb": by_name}
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -145,7 +149,7 @@ def main() -> None:
             while any(c.poll() is None for c in clients):
                 now = time.time()
                 if now >= next_sample:
-                    memory.append({"minute": round((now - started) / 60, 1), "rss_mb": _rss_mb(server.pid)})
+                    memory.append({"minute": round((now - started) / 60, 1), **_rss_mb(server.pid)})
                     print(json.dumps(memory[-1]), flush=True)
                     next_sample = max(next_sample + args.sample_seconds, now + 1)  # no catch-up after a restart
                 if kill_at is not None and now >= kill_at:
