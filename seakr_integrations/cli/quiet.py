@@ -16,9 +16,10 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["ENGINE_LOG", "OWN_LOGGERS", "TAIL_LINES", "engine_log_path", "engine_output_to_log", "log_tail"]
 
@@ -29,7 +30,8 @@ TAIL_LINES = 20
 """Lines of the log a failed command prints: enough for a Python traceback's end and vLLM's reason."""
 
 OWN_LOGGERS = ("seakr", "seakr_integrations", "langchain_seakr", "llamaindex_seakr")
-"""Loggers whose warnings are the command's own and still reach the terminal while the engine's output is logged."""
+"""Loggers (and modules) whose warnings are the command's own, such as ``UncalibratedDeltaWarning``: they still reach
+the terminal while the engine's output is logged."""
 
 
 def engine_log_path() -> Path:
@@ -59,8 +61,8 @@ class _Own(logging.Filter):
 def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> Iterator[TextIO]:
     """For the block, send everything written to file descriptor 2 (``sys.stderr``, C++ code, child processes) to
     ``path`` (default :func:`engine_log_path`), and yield the stream the command's own lines go to (the terminal's
-    standard error).  Warnings of ``OWN_LOGGERS`` reach that stream too.  Descriptor 2 is restored afterwards; when
-    the block raises, the log's last lines are printed there first, with the log's path.
+    standard error).  Log records and Python warnings of ``OWN_LOGGERS`` reach that stream too.  Descriptor 2 is
+    restored afterwards; when the block raises, the log's last lines are printed there first, with the log's path.
 
     With ``enabled=False`` nothing is redirected and the stream is ``sys.stderr``.
     """
@@ -76,10 +78,12 @@ def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> I
     handler.addFilter(_Own())
     handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
     root = logging.getLogger()
+    shown = warnings.showwarning
     try:
         with open(path, "wb") as log_file:
             os.dup2(log_file.fileno(), 2)
         root.addHandler(handler)
+        warnings.showwarning = _show_own_warnings_on(console, shown)
         yield console
     except BaseException:
         _restore(saved)
@@ -89,10 +93,26 @@ def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> I
             print("\n".join(f"  {line}" for line in tail), file=sys.stderr)
         raise
     finally:
+        warnings.showwarning = shown
         root.removeHandler(handler)
         console.close()
         _restore(saved)
         os.close(saved)
+
+
+def _show_own_warnings_on(console: TextIO, show: Any) -> Any:
+    """``warnings.showwarning`` that prints warnings of our own categories on ``console``, and passes the others
+    (torch's and vLLM's) to ``show``, which writes them to the log."""
+
+    def showwarning(
+        message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        if file is None and category.__module__.split(".", 1)[0] in OWN_LOGGERS:
+            console.write(warnings.formatwarning(message, category, filename, lineno, line))
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
 
 
 def _restore(saved: int) -> None:
