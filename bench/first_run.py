@@ -9,7 +9,7 @@ processes counts half in each, so shared libraries are not counted twice) and of
     python bench/first_run.py --out /tmp/logs/run -- .venv/bin/seakr ask "..."
 
 prints one JSON line (``wall_s``, ``peak_pss_gb``, ``peak_rss_gb``, ``rc``) and leaves the command's stdout and
-stderr in ``OUT.stdout`` and ``OUT.stderr``.
+stderr in ``OUT.stdout`` and ``OUT.stderr``, and each second's memory by process in ``OUT.memory``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,14 @@ def _tree(root: int) -> list[int]:
     return seen
 
 
+def _name(pid: int) -> str:
+    """The process's name (vLLM renames its engine ``VLLM::EngineCore`` and its worker ``VLLM::Worker``)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
 def _memory_kb(pid: int) -> tuple[int, int]:
     """(PSS, RSS) of ``pid`` in KiB; zeros when it has exited."""
     pss = rss = 0
@@ -62,13 +70,24 @@ def measure(command: list[str], out: Path, every: float) -> dict[str, float]:
     """Run ``command`` to its end; its wall time and its tree's peak PSS and RSS."""
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with open(f"{out}.stdout", "wb") as stdout, open(f"{out}.stderr", "wb") as stderr:
+    with (
+        open(f"{out}.stdout", "wb") as stdout,
+        open(f"{out}.stderr", "wb") as stderr,
+        open(f"{out}.memory", "w") as timeline,
+    ):
         proc = subprocess.Popen(command, stdout=stdout, stderr=stderr)
         peak_pss = peak_rss = 0
+        last = -1.0
         while proc.poll() is None:
-            sums = [_memory_kb(pid) for pid in _tree(proc.pid)]
-            peak_pss = max(peak_pss, sum(p for p, _ in sums))
-            peak_rss = max(peak_rss, sum(r for _, r in sums))
+            pids = _tree(proc.pid)
+            sums = [_memory_kb(pid) for pid in pids]
+            pss, rss = sum(p for p, _ in sums), sum(r for _, r in sums)
+            peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
+            now = time.perf_counter() - started
+            if now - last >= 1.0:  # a timeline, one line a second: when the peak happens, and in which process
+                each = " ".join(f"{_name(pid)}={p / 1e6:.2f}" for pid, (p, _) in zip(pids, sums, strict=True) if p)
+                timeline.write(f"{now:.0f}s pss={pss / 1e6:.2f}GB {each}\n")
+                last = now
             time.sleep(every)
     return {
         "wall_s": round(time.perf_counter() - started, 1),
