@@ -109,3 +109,12 @@ def test_the_backend_starts_its_cpu_engine_with_the_sized_cache(qwen, monkeypatc
         vllm_backend.VLLMBackend(qwen, **given)
     sized = kv_cache_bytes(qwen, seen["context"])
     assert seen.get("kv_cache_memory_bytes") == (sized if expected == "sized" else None)
+
+
+def test_a_command_runs_its_engine_in_its_own_process_unless_the_user_says_otherwise(monkeypatch):
+    from seakr_integrations.backends.vllm_settings import single_process_environment
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    assert single_process_environment() == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    assert single_process_environment() == {}

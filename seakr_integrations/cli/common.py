@@ -95,8 +95,12 @@ def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
         return RemoteBackend(args.server, api_key=key, timeout=args.timeout)
     from seakr_integrations.backends.loading import load_backend
 
-    if args.backend == "vllm" and not getattr(args, "engine_output", False):
-        quiet_vllm_start()
+    if args.backend == "vllm":
+        from seakr_integrations.backends.vllm_settings import single_process_environment
+
+        os.environ.update(single_process_environment())  # a command's engine runs in its own process
+        if not getattr(args, "engine_output", False):
+            quiet_vllm_start()
     return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
 
 
