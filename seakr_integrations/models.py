@@ -8,12 +8,13 @@ leaves no half model behind.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import importlib.util
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ __all__ = [
     "REFERENCE_DTYPE",
     "REFERENCE_MODEL",
     "cache_dir",
+    "convert_here",
     "known_model_names",
     "packaged_model",
     "resolve_model",
@@ -224,8 +226,26 @@ def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> No
 
 
 def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
+    """Convert in a child process: parsing the GGUF (its 150,000-token vocabulary, three times) and dequantising it
+    leave about a gigabyte of Python heap behind that the allocator does not hand back, which a command would
+    carry beside the engine it starts next.  The child's exit frees all of it."""
+    package_root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    code = "import sys; from seakr_integrations.models import convert_here; convert_here(sys.argv[1], sys.argv[2])"
+    done = subprocess.run([sys.executable, "-c", code, str(gguf_path), str(out_dir)], env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"converting {gguf_path.name} to safetensors failed (the converting process exited with "
+            f"{done.returncode}; its messages are above, or in seakr's engine log)"
+        )
+
+
+def convert_here(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> None:
+    """GGUF -> float32 safetensors directory, in this process (``_gguf_to_safetensors`` runs it in a child)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    gguf_path = Path(gguf_path)
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype="float32")
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     # The weights are dequantised in memory; save them as a plain (unquantised) checkpoint.
@@ -234,5 +254,3 @@ def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(str(out_dir), safe_serialization=True, max_shard_size=SHARD_SIZE)
     tokenizer.save_pretrained(str(out_dir))
-    del model
-    gc.collect()  # the float32 weights are freed before the engine loads its own copy
