@@ -226,31 +226,45 @@ def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> No
 
 
 def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
-    """Convert in a child process: parsing the GGUF (its 150,000-token vocabulary, three times) and dequantising it
-    leave about a gigabyte of Python heap behind that the allocator does not hand back, which a command would
-    carry beside the engine it starts next.  The child's exit frees all of it."""
+    """Convert in two child processes at once, the weights in one and the tokenizer in the other: each parses the
+    GGUF's metadata (its 150,000-token vocabulary) on its own core, and their exit frees the Python heap the parsing
+    and dequantising leave behind (about a gigabyte the allocator does not hand back), which a command would carry
+    beside the engine it starts next."""
     package_root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    code = "import sys; from seakr_integrations.models import convert_here; convert_here(sys.argv[1], sys.argv[2])"
-    done = subprocess.run([sys.executable, "-c", code, str(gguf_path), str(out_dir)], env=env, check=False)
-    if done.returncode != 0:
+    code = "import sys; from seakr_integrations.models import convert_here; convert_here(*sys.argv[1:])"
+    children = [
+        subprocess.Popen([sys.executable, "-c", code, str(gguf_path), str(out_dir), part], env=env)
+        for part in ("tokenizer", "model")
+    ]
+    try:
+        codes = [child.wait() for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:  # interrupted: stop the other one too
+                child.kill()
+                child.wait()
+    if any(codes):
         raise RuntimeError(
-            f"converting {gguf_path.name} to safetensors failed (the converting process exited with "
-            f"{done.returncode}; its messages are above, or in seakr's engine log)"
+            f"converting {gguf_path.name} to safetensors failed (the converting processes exited with "
+            f"{', '.join(map(str, codes))}; their messages are above, or in seakr's engine log)"
         )
 
 
-def convert_here(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> None:
-    """GGUF -> float32 safetensors directory, in this process (``_gguf_to_safetensors`` runs it in a child)."""
+def convert_here(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], part: str) -> None:
+    """Write ``part`` (``"model"``: float32 safetensors weights and config; ``"tokenizer"``) of the GGUF as a
+    Hugging Face directory, in this process (``_gguf_to_safetensors`` runs each in a child)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path)
+    if part == "tokenizer":
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        tokenizer.save_pretrained(str(out_dir))
+        return
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype="float32")
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     # The weights are dequantised in memory; save them as a plain (unquantised) checkpoint.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(str(out_dir), safe_serialization=True, max_shard_size=SHARD_SIZE)
-    tokenizer.save_pretrained(str(out_dir))
