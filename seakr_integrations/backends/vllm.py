@@ -28,7 +28,6 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.vllm_settings import (
     CPU_BLOCK_SIZE,
-    ENGINE_SHUTDOWN_S,
     TOP_K_TOP_P,
     WORKER_EXTENSION,
     cpu_engine_settings,
@@ -301,6 +300,6 @@ class VLLMBackend(SelfAwareBackend):
             return
         self.llm = None  # type: ignore[assignment]
         try:
-            llm.llm_engine.engine_core.shutdown(timeout=ENGINE_SHUTDOWN_S)
+            llm.llm_engine.engine_core.shutdown()
         except Exception:  # pragma: no cover - best effort at teardown
             log.debug("vLLM engine shutdown raised", exc_info=True)

@@ -24,7 +24,6 @@ from seakr_integrations.params import SamplingConfig
 
 __all__ = [
     "CPU_BLOCK_SIZE",
-    "ENGINE_SHUTDOWN_S",
     "KV_CACHE_PROMPTS",
     "SERVER_KV_CACHE_PROMPTS",
     "TOP_K_TOP_P",
@@ -48,12 +47,6 @@ WORKER_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension
 CPU_BLOCK_SIZE = 32
 """KV block size on CPU: small blocks let prefix caching serve short prompts too (scoring pass 0.94 s -> 0.2 s)."""
 
-
-ENGINE_SHUTDOWN_S = 15.0
-"""Seconds ``VLLMBackend.close`` gives the engine's process to stop its workers before it is killed.  vLLM's own
-default (5 s) is shorter than the engine's wait for its workers (``VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS``, 5 s, then
-4 s after SIGTERM), so on a busy 2-core machine the engine was killed in the middle of its clean-up and never released
-its multiprocessing lock: the resource tracker then reported "leaked semaphore objects" at exit."""
 
 KV_CACHE_PROMPTS = 3
 """Prompts whose sequences an in-process engine's KV cache holds at once (``VLLMBackend``): the widest step of one
