@@ -161,8 +161,10 @@ def engine_environment(
 def single_process_environment() -> dict[str, str]:
     """The environment that runs vLLM's engine in the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``; on CPU
     vLLM then also runs its worker there), unless the user set it: what a short command on a small machine wants.
-    Two processes fewer to start, each importing torch and vLLM, and one copy of their runtime instead of three: the
-    README's main job on 2 cores takes about 30 s and 2 GB less, with the same answer and decisions.
+    Two processes fewer to start, each importing torch and vLLM, and one copy of their runtime instead of three: on
+    2 cores the engine is up in about 15 s instead of about 40, and the README's main job holds 1 GB less, with the
+    same answer and decisions (docs/benchmarks.md, "The first run").  No engine process also means no
+    multiprocessing resource tracker to report vLLM's leaked semaphores and shared memory at exit.
 
     The command line sets it; a library leaves it to the application, because the engine would then run in the
     host's process, where vLLM's CPU worker also takes over ``torch.set_num_threads``.
