@@ -13,6 +13,8 @@ import importlib.util
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ __all__ = [
     "REFERENCE_DTYPE",
     "REFERENCE_MODEL",
     "cache_dir",
+    "convert_here",
     "known_model_names",
     "packaged_model",
     "resolve_model",
@@ -36,6 +39,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _COMPLETE_MARKER = ".seakr-complete"
+
+SHARD_SIZE = "600MB"
+"""Largest weights file a conversion writes.  vLLM reads a safetensors file through a memory map that stays resident
+until the whole file is read, beside the weights it copied out: one 2.5 GB file (Qwen2.5-Coder-0.5B in float32)
+briefly doubled the engine's memory, 600 MB shards add at most 600 MB.  Saving holds one shard's bytes at a time too.
+SmolLM2 (538 MB) stays one file."""
 
 
 @dataclass(frozen=True)
@@ -217,13 +226,45 @@ def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> No
 
 
 def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
+    """Convert in two child processes at once, the weights in one and the tokenizer in the other: each parses the
+    GGUF's metadata (its 150,000-token vocabulary) on its own core, and their exit frees the Python heap the parsing
+    and dequantising leave behind (about a gigabyte the allocator does not hand back), which a command would carry
+    beside the engine it starts next."""
+    package_root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    code = "import sys; from seakr_integrations.models import convert_here; convert_here(*sys.argv[1:])"
+    children = [
+        subprocess.Popen([sys.executable, "-c", code, str(gguf_path), str(out_dir), part], env=env)
+        for part in ("tokenizer", "model")
+    ]
+    try:
+        codes = [child.wait() for child in children]
+    finally:
+        for child in children:
+            if child.poll() is None:  # interrupted: stop the other one too
+                child.kill()
+                child.wait()
+    if any(codes):
+        raise RuntimeError(
+            f"converting {gguf_path.name} to safetensors failed (the converting processes exited with "
+            f"{', '.join(map(str, codes))}; their messages are above, or in seakr's engine log)"
+        )
+
+
+def convert_here(gguf_path: str | os.PathLike[str], out_dir: str | os.PathLike[str], part: str) -> None:
+    """Write ``part`` (``"model"``: float32 safetensors weights and config; ``"tokenizer"``) of the GGUF as a
+    Hugging Face directory, in this process (``_gguf_to_safetensors`` runs each in a child)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    gguf_path = Path(gguf_path)
+    if part == "tokenizer":
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        tokenizer.save_pretrained(str(out_dir))
+        return
     model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name, dtype="float32")
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     # The weights are dequantised in memory; save them as a plain (unquantised) checkpoint.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.save_pretrained(str(out_dir), safe_serialization=True)
-    tokenizer.save_pretrained(str(out_dir))
+    model.save_pretrained(str(out_dir), safe_serialization=True, max_shard_size=SHARD_SIZE)

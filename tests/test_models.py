@@ -68,6 +68,14 @@ def test_interrupted_conversion_leaves_no_half_model(tmp_path, monkeypatch):
     assert list((tmp_path / "models").iterdir()) == []
 
 
+def test_a_conversion_that_fails_in_its_process_is_an_error_and_leaves_nothing(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a gguf")
+    with pytest.raises(RuntimeError, match="converting bad.gguf to safetensors failed .*exited with 1, 1"):
+        models._gguf_to_safetensors(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.slow
 def test_smollm2_converts_once_and_is_reused(smollm2_dir: Path):
     assert (smollm2_dir / "model.safetensors").is_file() and (smollm2_dir / "tokenizer.json").is_file()

@@ -4,7 +4,8 @@
 The engine: the read-out hook as a worker extension, eager execution and the V1 model runner (a compiled model or
 the V2 runner never fires the hook), prefix caching (read-outs reuse the samples' KV blocks), seakr's top-k/top-p
 logits processor, and on CPU 32-token KV blocks, whole prefills (seeded sampling crashes vLLM's CPU runner when a
-prefill is chunked) and the environment vLLM's CPU worker reads when it starts.  The requests: a greedy one, an
+prefill is chunked), a KV cache sized to SeaKR's request shape (``kv_cache_bytes``) and the environment vLLM's CPU
+worker reads when it starts.  The requests: a greedy one, an
 ``n=k`` one for the samples, and one-token read-outs.
 
 This module imports nothing from vLLM at import time, so the launcher and torch-free tests can read it.
@@ -13,6 +14,7 @@ This module imports nothing from vLLM at import time, so the launcher and torch-
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -21,12 +23,19 @@ from typing import Any
 from seakr_integrations.params import SamplingConfig
 
 __all__ = [
+    "CPU_BLOCK_SIZE",
+    "KV_CACHE_PROMPTS",
+    "SERVER_KV_CACHE_PROMPTS",
     "TOP_K_TOP_P",
     "WORKER_EXTENSION",
     "cpu_engine_settings",
     "engine_environment",
+    "kv_bytes_per_token",
+    "kv_cache_blocks",
+    "kv_cache_bytes",
     "max_model_len",
     "request_params",
+    "single_process_environment",
 ]
 
 TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
@@ -39,20 +48,75 @@ CPU_BLOCK_SIZE = 32
 """KV block size on CPU: small blocks let prefix caching serve short prompts too (scoring pass 0.94 s -> 0.2 s)."""
 
 
+KV_CACHE_PROMPTS = 3
+"""Prompts whose sequences an in-process engine's KV cache holds at once (``VLLMBackend``): the widest step of one
+question, when SeaKR re-ranks its ``n_candidates`` (3) passages.  More run at once are queued by vLLM, not lost;
+``kv_cache_space_gib`` sizes the cache for many questions at once."""
+
+SERVER_KV_CACHE_PROMPTS = 8
+"""The same for ``seakr serve``: eight clients' steps at once (about 2.4 GB for Qwen2.5-Coder-0.5B in float32, the
+2 GiB its server had before the cache was sized)."""
+
+_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
+
+
 def max_model_len(model_dir: str | os.PathLike[str]) -> int:
     """The context to allocate: the model's own, capped at 8,192 tokens (SeaKR's prompts are a few thousand)."""
     config = json.loads((Path(model_dir) / "config.json").read_text())
     return min(int(config.get("max_position_embeddings") or 8192), 8192)
 
 
-def cpu_engine_settings(context: int) -> dict[str, Any]:
+def kv_bytes_per_token(model_dir: str | os.PathLike[str], dtype: str = "auto") -> int:
+    """Bytes one token's keys and values take in every layer: 2 x layers x KV heads x head size x the dtype's bytes
+    (``"auto"``: the checkpoint's; 4 when unknown, which over- rather than under-sizes)."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    config = config.get("text_config", config)
+    heads = int(config["num_attention_heads"])
+    head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    name = str(config.get("torch_dtype") or config.get("dtype") or "float32") if dtype == "auto" else dtype
+    return 2 * int(config["num_hidden_layers"]) * kv_heads * head_dim * _DTYPE_BYTES.get(name.lower(), 4)
+
+
+def kv_cache_blocks(context: int, *, prompts: int, k: int, max_tokens: int, block_size: int) -> int:
+    """KV blocks that ``prompts`` SeaKR calls need at once, each a prompt of up to ``context`` tokens shared (through
+    prefix caching) by its greedy continuation and its ``k`` samples of up to ``max_tokens``: per call, the prompt
+    with one continuation, each sample's own blocks (its copy of the prompt's last, partial block and its tokens),
+    and one block per read-out (a read-out's full blocks are the sample's, cached).  vLLM needs the first term
+    anyway: it refuses a cache that cannot hold one request of ``context`` tokens."""
+    per_sample = 1 + math.ceil(max_tokens / block_size)
+    return prompts * (math.ceil(context / block_size) + k * per_sample + k)
+
+
+def kv_cache_bytes(
+    model_dir: str | os.PathLike[str],
+    context: int,
+    dtype: str = "auto",
+    *,
+    prompts: int = KV_CACHE_PROMPTS,
+    k: int = SamplingConfig.k,
+    max_tokens: int = SamplingConfig.max_tokens,
+    block_size: int = CPU_BLOCK_SIZE,
+) -> int:
+    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes, for ``vllm.LLM(kv_cache_memory_bytes=...)``: for
+    Qwen2.5-Coder-0.5B in float32 with SeaKR's defaults, 0.9 GB instead of the 4 GiB vLLM's CPU worker takes by
+    default (or the 2 GiB seakr set before), which a 2-core machine's first run does not use."""
+    blocks = kv_cache_blocks(context, prompts=prompts, k=k, max_tokens=max_tokens, block_size=block_size)
+    return blocks * block_size * kv_bytes_per_token(model_dir, dtype)
+
+
+def cpu_engine_settings(context: int, kv_cache_memory_bytes: int | None = None) -> dict[str, Any]:
     """The engine arguments a CPU engine needs beyond the defaults (``vllm.LLM`` keyword names; the launcher turns
-    them into ``vllm serve`` flags): 32-token KV blocks, and whole prefills of the longest prompt."""
-    return {
+    them into ``vllm serve`` flags): 32-token KV blocks, whole prefills of the longest prompt, and the KV cache's
+    size when given (``kv_cache_bytes``; a user's ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
+    settings: dict[str, Any] = {
         "block_size": CPU_BLOCK_SIZE,
         "enable_chunked_prefill": False,
         "max_num_batched_tokens": max(context, 4096),
     }
+    if kv_cache_memory_bytes is not None:
+        settings["kv_cache_memory_bytes"] = int(kv_cache_memory_bytes)
+    return settings
 
 
 def _intel_openmp() -> str | None:
@@ -65,14 +129,14 @@ def _intel_openmp() -> str | None:
 
 
 def engine_environment(
-    on_cpu: bool, kv_cache_space_gib: float | None = 2, preload_intel_openmp: bool = True
+    on_cpu: bool, kv_cache_space_gib: float | None = None, preload_intel_openmp: bool = True
 ) -> dict[str, str]:
     """The environment variables an engine starts with, given the current environment (a user's value always wins:
     each is set only when unset).
 
     - ``VLLM_USE_V2_MODEL_RUNNER``: ``"0"``; the read-out hook reads the V1 runner's batch.
-    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib``; vLLM's default (4 GiB) is more than a small model
-      needs on a small machine.
+    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib`` when given (whole GiB, a user's own choice);
+      otherwise the engine is given ``kv_cache_bytes`` (``cpu_engine_settings``), not vLLM's default of 4 GiB.
     - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``.  vLLM keeps one core per worker for its scheduler process;
       on small machines that halves the compute (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s).
     - ``LD_PRELOAD`` (CPU): the user's value followed by the Intel OpenMP runtime that vllm-cpu installs, as vLLM's
@@ -92,6 +156,20 @@ def engine_environment(
     if iomp:
         env["LD_PRELOAD"] = ":".join(p for p in (preload, iomp) if p)
     return env
+
+
+def single_process_environment() -> dict[str, str]:
+    """The environment that runs vLLM's engine in the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``; on CPU
+    vLLM then also runs its worker there), unless the user set it: what a short command on a small machine wants.
+    Two processes fewer to start, each importing torch and vLLM, and one copy of their runtime instead of three: on
+    2 cores the engine is up in about 15 s instead of about 40, and the README's main job holds 1 GB less, with the
+    same answer and decisions (docs/benchmarks.md, "The first run").  No engine process also means no
+    multiprocessing resource tracker to report vLLM's leaked semaphores and shared memory at exit.
+
+    The command line sets it; a library leaves it to the application, because the engine would then run in the
+    host's process, where vLLM's CPU worker also takes over ``torch.set_num_threads``.
+    """
+    return {} if "VLLM_ENABLE_V1_MULTIPROCESSING" in os.environ else {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def request_params(

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 from seakr_integrations.cli import common
+from seakr_integrations.cli.quiet import engine_output_to_log
 
 __all__ = ["add_parser", "run", "show_progress"]
 
@@ -26,6 +27,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
     ask.add_argument(
         "-q", "--quiet", action="store_true", help="no progress lines (shown on a terminal: each decision as made)"
+    )
+    ask.add_argument(
+        "-v",
+        "--verbose",
+        dest="engine_output",
+        action="store_true",
+        help="show what vLLM and torch print (otherwise kept in <cache>/logs/engine.log, shown when a command fails)",
     )
     ask.set_defaults(func=run)
 
@@ -44,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
     config = common.seakr_config(args)
     index, _ = common.open_retriever(args, progress=not (args.json or args.quiet))
     started = time.perf_counter()
-    with show_progress(wanted=not (args.json or args.quiet) and sys.stderr.isatty()):
+    progress = not (args.json or args.quiet) and sys.stderr.isatty()
+    with (
+        engine_output_to_log(enabled=not args.engine_output and not args.server) as console,
+        show_progress(wanted=progress, stream=console),
+    ):
         if args.server:
             log.info("connecting to %s", args.server)
         else:

@@ -96,7 +96,11 @@ def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
     from seakr_integrations.backends.loading import load_backend
 
     if args.backend == "vllm":
-        quiet_vllm_start()
+        from seakr_integrations.backends.vllm_settings import single_process_environment
+
+        os.environ.update(single_process_environment())  # a command's engine runs in its own process
+        if not getattr(args, "engine_output", False):
+            quiet_vllm_start()
     return load_backend(args.backend, args.model, **({"dtype": args.dtype} if args.dtype else {}))
 
 

@@ -23,10 +23,12 @@ import sys
 from collections.abc import Sequence
 
 from seakr_integrations.backends.vllm_settings import (
+    SERVER_KV_CACHE_PROMPTS,
     TOP_K_TOP_P,
     WORKER_EXTENSION,
     cpu_engine_settings,
     engine_environment,
+    kv_cache_bytes,
     max_model_len,
 )
 
@@ -63,7 +65,12 @@ def serve_command(
     if on_cpu is None:
         on_cpu = _on_cpu()
     if on_cpu:
-        defaults += _flags(cpu_engine_settings(context))
+        kv_bytes = (
+            None
+            if "VLLM_CPU_KVCACHE_SPACE" in os.environ
+            else kv_cache_bytes(path, context, _dtype(extra), prompts=SERVER_KV_CACHE_PROMPTS)
+        )
+        defaults += _flags(cpu_engine_settings(context, kv_bytes))
     for flag, values in defaults:
         if not _given(extra, flag):
             args += [flag, *values]
@@ -73,6 +80,16 @@ def serve_command(
     env["VLLM_PLUGINS"] = ",".join(dict.fromkeys([*plugins, "seakr"]))
     env.update(engine_environment(on_cpu))
     return args, env
+
+
+def _dtype(args: Sequence[str]) -> str:
+    """The ``--dtype`` among ``args`` (``auto`` when none): the KV cache's element size follows it."""
+    for i, a in enumerate(args):
+        if a == "--dtype" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--dtype="):
+            return a.split("=", 1)[1]
+    return "auto"
 
 
 def _flags(settings: dict[str, object]) -> list[tuple[str, list[str]]]:

@@ -1,0 +1,122 @@
+"""The CLI's quiet engine output: what vLLM, torch and the engine's processes write to standard error goes to a log
+file while the engine runs, the command's own lines still reach the terminal, and descriptor 2 is restored after."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from seakr_integrations.calibration import UncalibratedDeltaWarning
+from seakr_integrations.cli.quiet import TAIL_LINES, engine_output_to_log, log_tail
+
+
+def _fd2() -> tuple[int, int]:
+    st = os.fstat(2)
+    return st.st_dev, st.st_ino
+
+
+def test_descriptor_2_goes_to_the_log_and_comes_back(tmp_path, capfd):
+    log = tmp_path / "logs" / "engine.log"
+    before = _fd2()
+    with engine_output_to_log(log) as console:
+        os.write(2, b"NUMA MEMBIND warning from C++\n")
+        with open(2, "w", closefd=False) as fd2:  # the CLI's sys.stderr (pytest's capture replaces it here)
+            print("Triton is installed, but doesn't include CPU backend", file=fd2)
+        subprocess.run([sys.executable, "-c", "import sys; print('engine process noise', file=sys.stderr)"], check=True)
+        logging.getLogger("vllm.fake").warning("a vLLM log line")
+        logging.getLogger("seakr_integrations.fake").warning("our own warning")
+        warnings.warn("torch's FutureWarning", FutureWarning, stacklevel=1)
+        warnings.warn("our UncalibratedDeltaWarning", UncalibratedDeltaWarning, stacklevel=1)
+        print("seakr: our progress", file=console)
+    assert _fd2() == before
+    shown = capfd.readouterr().err
+    assert "seakr: our progress" in shown and "our own warning" in shown
+    assert "our UncalibratedDeltaWarning" in shown
+    for noise in ("NUMA", "Triton", "engine process noise", "a vLLM log line", "torch's FutureWarning"):
+        assert noise not in shown
+    logged = log.read_text()
+    assert "NUMA" in logged and "Triton" in logged and "engine process noise" in logged
+    print("after the block", file=sys.stderr)
+    assert "after the block" in capfd.readouterr().err
+
+
+def test_a_failure_prints_the_logs_tail_and_restores_descriptor_2(tmp_path, capfd):
+    log = tmp_path / "engine.log"
+    before = _fd2()
+    with pytest.raises(RuntimeError, match="engine core failed"), engine_output_to_log(log):
+        for i in range(TAIL_LINES + 5):
+            os.write(2, f"line {i}\n".encode())
+        raise RuntimeError("engine core failed")
+    assert _fd2() == before
+    shown = capfd.readouterr().err
+    assert f"last {TAIL_LINES} lines of {log}" in shown
+    assert f"line {TAIL_LINES + 4}" in shown and "line 4\n" not in shown
+
+
+def test_disabled_leaves_standard_error_alone(tmp_path, capfd):
+    with engine_output_to_log(tmp_path / "engine.log", enabled=False) as console:
+        assert console is sys.stderr
+        os.write(2, b"shown as it is\n")
+    assert "shown as it is" in capfd.readouterr().err
+    assert not (tmp_path / "engine.log").exists()
+
+
+def test_log_tail_of_a_missing_file_is_empty(tmp_path):
+    assert log_tail(tmp_path / "none.log") == []
+
+
+def test_seakr_ask_keeps_the_engines_output_in_its_log_and_prints_the_same_answer(tmp_path, capfd, monkeypatch):
+    import json
+
+    from fakes import ScriptedBackend
+    from test_reasoner_components import eiffel
+
+    import seakr_integrations.cli as cli
+    from seakr_integrations.retrieval.bm25 import BM25Index
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": p, "title": p, "text": f"text of {p}"}) + "\n" for p in ("p1", "p2")))
+    BM25Index.build(str(corpus), str(tmp_path / "index"))
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+
+    def noisy_engine(args):
+        os.write(2, b"INFO 05-01 [cpu_worker.py] NUMA MEMBIND warning\n")
+        subprocess.run([sys.executable, "-c", "import sys; print('resource_tracker: noise', file=sys.stderr)"])
+        return ScriptedBackend(eiffel)
+
+    monkeypatch.setattr(cli, "_build_backend", noisy_engine)
+    before = _fd2()
+    argv = [
+        "ask",
+        "Which country is the Eiffel Tower in?",
+        "--index",
+        str(tmp_path / "index"),
+        "-k",
+        "4",
+        "--exemplars",
+        "0",
+    ]
+    assert cli.main([*argv, "--max-tokens", "10"]) == 0
+    assert _fd2() == before
+    quiet = capfd.readouterr()
+    assert "NUMA" not in quiet.err and "resource_tracker" not in quiet.err
+    assert "answer: France" in quiet.out
+    assert "UncalibratedDeltaWarning" in quiet.err  # our own warnings still reach the terminal
+    assert "NUMA" in (tmp_path / "cache" / "logs" / "engine.log").read_text()
+    assert cli.main([*argv, "--max-tokens", "10", "-v"]) == 0
+    shown = capfd.readouterr()
+    assert "NUMA" in shown.err and shown.out == quiet.out.replace(_took(quiet.out), _took(shown.out))
+
+
+def _took(out: str) -> str:
+    """The run's own time in ``seakr ask``'s summary line (``took 0.1 s``), which differs between runs."""
+    import re
+
+    found = re.search(r"took [\d.]+ s", out)
+    assert found, out
+    return found.group(0)
