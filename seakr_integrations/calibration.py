@@ -24,7 +24,9 @@ __all__ = [
     "PAPER_DELTA",
     "CalibrationMismatchWarning",
     "DeltaProfile",
+    "ResolvedConfig",
     "UncalibratedDeltaWarning",
+    "calibrated_config",
     "canonical_model_name",
     "load_profile",
     "profile_key",
@@ -32,6 +34,7 @@ __all__ = [
     "prompt_mismatches",
     "prompt_settings",
     "resolve_band",
+    "resolve_config",
     "resolve_delta",
     "save_profile",
     "shipped_profile",
@@ -277,7 +280,7 @@ def _uncalibrated(model: str, layer: int | None, config: Any, delta: float) -> N
         "Calibrate with `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` (the same settings); "
         "SeaKRConfig() then uses it.",
         UncalibratedDeltaWarning,
-        stacklevel=4,
+        stacklevel=5,
     )
 
 
@@ -311,7 +314,7 @@ def resolve_delta(
         if profile is None:
             _uncalibrated(model, layer, config, PAPER_DELTA)
             return PAPER_DELTA, None
-        warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
+        warn_prompt_mismatch(profile, config, stacklevel=4, chat_default=chat_default)
         return profile.delta, profile
     loaded = _loaded.get(key)  # from another directory: it counts only for the delta it holds
     found = [
@@ -327,7 +330,7 @@ def resolve_delta(
     if profile is None:
         _uncalibrated(model, layer, config, given)
     elif profile.delta == given:
-        warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
+        warn_prompt_mismatch(profile, config, stacklevel=4, chat_default=chat_default)
     return given, profile
 
 
@@ -353,6 +356,70 @@ def resolve_band(profile: DeltaProfile | None, config: Any) -> tuple[float, floa
             f"no cascade band for {config.cascade_estimator} in {where}: every step draws its samples. Calibrate one "
             "with `seakr calibrate` (it stores the band with delta), or set cascade_band=(low, high)",
             UncalibratedDeltaWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     return None
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """A SeaKR config made ready to run on one model by :func:`resolve_config`, with what it read.
+
+    Attributes:
+        config: The config that runs: ``delta`` and ``cascade_band`` filled in.
+        profile: The profile they came from; ``None`` when none exists (a warning said so).
+        requested: The config as given (``delta=None``: "the calibrated one").
+        model: The back-end's model name it was resolved for.
+    """
+
+    config: Any
+    profile: DeltaProfile | None
+    requested: Any
+    model: str
+
+
+def resolve_config(backend: Any, config: Any) -> ResolvedConfig:
+    """The config a SeaKR run on ``backend`` uses: the step that reads the calibration profiles, once per ``SeaKR``.
+
+    ``delta`` comes from :func:`resolve_delta` and the cascade band from :func:`resolve_band` (their docstrings
+    say which profile wins and when a warning is given); the model name, the layer read
+    (``backend.profile_layer``) and whether the tokenizer has a chat template pick the profile.  ``SeaKR(backend,
+    retriever, config)`` calls this itself; ``SeaKR(backend, retriever, resolve_config(backend, config))`` builds
+    it from what was read here, reading no file (the adapters' loop caches do so).
+    """
+    layer = backend.profile_layer(config.layer)
+    delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)
+    resolved = config.with_(delta=delta, cascade_band=resolve_band(profile, config))
+    return ResolvedConfig(resolved, profile, config, backend.model_name)
+
+
+def calibrated_config(backend: Any, config: Any, root: Path | None = None) -> Any:
+    """``config`` with the delta (and cascade band) that ``seakr calibrate`` saved for this back-end's model and these
+    settings (``SeaKRConfig.calibrated``): unlike :func:`resolve_config`, a missing profile is an error.
+
+    Args:
+        backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).
+        config: The ``SeaKRConfig`` (``layer``, ``source``, ``estimator`` and ``k`` also choose the profile).
+        root: Directory of the profiles (default ``<cache>/calibration``, then the profiles the package ships).
+
+    Raises:
+        LookupError: No profile exists for these settings; the message says how to make one.
+
+    Warns:
+        CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
+            template, ``Answer:`` placement) than these.
+    """
+    layer = backend.profile_layer(config.layer)
+    chat_default = backend.has_chat_template
+    model, source, estimator, k = backend.model_name, config.source, config.estimator, config.k
+    profile = load_profile(model, layer, source, estimator, k, root)
+    if profile is None and root is None:
+        profile = shipped_profile(model, layer, config, chat_default)
+    if profile is None:
+        raise LookupError(
+            f"no calibrated delta for {model} ({'logprobs only' if layer is None else f'layer {layer}'}, {source}, "
+            f"{estimator}, k={k}) at {profile_path(model, layer, source, estimator, k, root)}; run `seakr calibrate "
+            "--dataset QUESTIONS.jsonl --model MODEL` with the same settings first"
+        )
+    warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
+    return config.with_(delta=profile.delta, cascade_band=resolve_band(profile, config))

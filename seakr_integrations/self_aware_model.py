@@ -214,7 +214,9 @@ class LoopCache:
         self._loop: Any = None
 
     def get(self, backend: SelfAwareBackend, retriever: Retriever | None, config: SeaKRConfig) -> Any:
-        """The ``SeaKR`` for these three (a ``reasoning.SeaKR``)."""
+        """The ``SeaKR`` for these three (a ``reasoning.SeaKR``); ``config`` is resolved (the calibration profiles
+        read, ``calibration.resolve_config``) only when a loop is built, never on a call that reuses one."""
+        from seakr_integrations.calibration import resolve_config
         from seakr_integrations.reasoning.reasoner import SeaKR
 
         with self._lock:
@@ -224,7 +226,7 @@ class LoopCache:
             elif loop.requested_config != config:
                 loop = None
             if loop is None:
-                loop = self._loop = SeaKR(backend, retriever, config)
+                loop = self._loop = SeaKR(backend, retriever, resolve_config(backend, config))
             return loop
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LoopCache:

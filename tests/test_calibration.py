@@ -214,3 +214,45 @@ def test_a_profile_saved_before_prompts_were_recorded_loads_without_a_warning(tm
 def test_model_names_are_canonical():
     assert canonical_model_name("smollm2") == canonical_model_name("SmolLM2-135M-Instruct".lower())
     assert canonical_model_name("/models/my-llama/") == "my-llama"
+
+
+def test_resolving_is_one_step_before_seakr_is_built_and_the_loop_runs_with_its_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(calibration, "_warned", set())
+    monkeypatch.setattr(calibration, "_loaded", {})
+    backend, retriever = setup()
+    config = CONFIG.with_(layer=1, delta=None)
+    save_profile(calibrate_delta(backend, retriever, QUESTIONS, config.with_(delta=0.0), points=3, progress=False))
+    resolved = calibration.resolve_config(backend, config)
+    assert resolved.requested == config and resolved.config.delta == resolved.profile.delta is not None
+
+    def no_files(*args, **kwargs):
+        raise AssertionError("SeaKR read a profile although its config was resolved")
+
+    with monkeypatch.context() as m:
+        m.setattr(calibration, "load_profile", no_files)
+        m.setattr(calibration, "shipped_profile", no_files)
+        seakr = SeaKR(backend, retriever, resolved)
+    plain = SeaKR(backend, retriever, config)  # the convenience resolves it the same way, by the same function
+    for built in (seakr, plain):
+        assert (built.config, built.requested_config, built.profile) == (resolved.config, config, resolved.profile)
+        assert built.calls.config is built.config and built.loop.config is built.config  # built with it, not patched
+    other = ScriptedBackend(respond)
+    other.model_name = "another"
+    with pytest.raises(ValueError, match="resolved for scripted, not another"):
+        SeaKR(other, retriever, resolved)
+
+
+def test_a_components_loop_resolves_its_config_once(monkeypatch):
+    from seakr_integrations.self_aware_model import LoopCache
+
+    backend, retriever = setup()
+    seen = []
+    real = calibration.resolve_config
+    monkeypatch.setattr(calibration, "resolve_config", lambda b, c: seen.append(c) or real(b, c))
+    cache = LoopCache()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncalibratedDeltaWarning)  # k=6 has no profile: not what is tested
+        loop = cache.get(backend, retriever, CONFIG)
+        assert cache.get(backend, retriever, CONFIG) is loop and seen == [CONFIG]  # a reused loop reads nothing
+        assert cache.get(backend, retriever, CONFIG.with_(k=6)) is not loop and seen == [CONFIG, CONFIG.with_(k=6)]

@@ -68,9 +68,9 @@ class SeaKRConfig:
         alpha: EigenScore's ridge (positive and finite).
         delta: Retrieval threshold: retrieve when the uncertainty is above it (a finite number: to retrieve always
             or never, set ``retrieve``).  Its scale depends on model, layer, source, estimator, k and prompt, so the
-            default ``None`` takes the calibrated one when ``SeaKR`` is built: your ``seakr calibrate`` profile for
-            these settings, else the one the package ships for its bundled models, else the authors' -6.0 (set for
-            Llama-2-7B's MLP output) with an ``UncalibratedDeltaWarning``.
+            default ``None`` takes the calibrated one (``calibration.resolve_config``, when ``SeaKR`` is built): your
+            ``seakr calibrate`` profile for these settings, else the one the package ships for its bundled models,
+            else the authors' -6.0 (set for Llama-2-7B's MLP output) with an ``UncalibratedDeltaWarning``.
         n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
         max_steps: Reasoning steps after which the loop stops.
         max_docs: Chosen passages after which the loop stops.
@@ -326,44 +326,11 @@ class SeaKRConfig:
 
     @classmethod
     def calibrated(cls, backend: Any, *, root: Any = None, **settings: Any) -> SeaKRConfig:
-        """A config whose delta is the one ``seakr calibrate`` saved for this back-end's model and these settings.
+        """A config whose delta and cascade band are those ``seakr calibrate`` saved for this back-end's model and
+        these settings (``calibration.calibrated_config``: ``root`` is the profiles' directory; none: LookupError)."""
+        from seakr_integrations.calibration import calibrated_config
 
-        Args:
-            backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).
-            root: Directory of the profiles (default ``<cache>/calibration``, then the profiles the package ships).
-            **settings: Other fields (``layer``, ``source``, ``estimator`` and ``k`` also choose the profile).
-
-        Raises:
-            LookupError: No profile exists for these settings; the message says how to make one.
-
-        Warns:
-            CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
-                template, ``Answer:`` placement) than these.
-        """
-        from seakr_integrations.calibration import (
-            load_profile,
-            profile_path,
-            resolve_band,
-            shipped_profile,
-            warn_prompt_mismatch,
-        )
-
-        base = cls(**settings)
-        layer = backend.profile_layer(base.layer)
-        chat_default = backend.has_chat_template
-        where = profile_path(backend.model_name, layer, base.source, base.estimator, base.k, root)
-        profile = load_profile(backend.model_name, layer, base.source, base.estimator, base.k, root)
-        if profile is None and root is None:
-            profile = shipped_profile(backend.model_name, layer, base, chat_default)
-        if profile is None:
-            raise LookupError(
-                f"no calibrated delta for {backend.model_name} "
-                f"({'logprobs only' if layer is None else f'layer {layer}'}, {base.source}, {base.estimator}, "
-                f"k={base.k}) at {where}; run `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` with the same "
-                "settings first"
-            )
-        warn_prompt_mismatch(profile, base, stacklevel=2, chat_default=chat_default)
-        return base.with_(delta=profile.delta, cascade_band=resolve_band(profile, base))
+        return calibrated_config(backend, cls(**settings), root)
 
     def with_(self, **changes: Any) -> SeaKRConfig:
         """A copy with some fields changed (validated again)."""

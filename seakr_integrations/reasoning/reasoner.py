@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.openai_plain import check_estimators
 from seakr_integrations.backends.scored import probe_scores
-from seakr_integrations.calibration import resolve_band, resolve_delta
+from seakr_integrations.calibration import ResolvedConfig, resolve_config
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
@@ -47,6 +47,20 @@ def question_error(index: int, question: object) -> ValueError | None:
     return None
 
 
+def _check_parts(backend: object, retriever: object) -> None:
+    """A ``TypeError`` that says what is expected when ``backend`` is not self-aware or ``retriever`` cannot search:
+    checked first, before anything is asked of them."""
+    if not isinstance(backend, SelfAwareBackend):
+        raise TypeError(
+            f"backend must be a self-aware back-end (HFBackend, VLLMBackend or a SelfAwareBackend subclass) that "
+            f"returns hidden states; got {type(backend).__name__}, which cannot measure SeaKR's uncertainty"
+        )
+    if retriever is not None and not callable(getattr(retriever, "search", None)):
+        raise TypeError(
+            f"retriever must have a search(query, k) method returning Passages, got {type(retriever).__name__}"
+        )
+
+
 class Reasoner(ABC):
     """A way of answering questions over a self-aware back-end and a retriever (SeaKR, or a baseline).
 
@@ -63,15 +77,7 @@ class Reasoner(ABC):
     def __init__(
         self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
     ) -> None:
-        if not isinstance(backend, SelfAwareBackend):
-            raise TypeError(
-                f"backend must be a self-aware back-end (HFBackend, VLLMBackend or a SelfAwareBackend subclass) that "
-                f"returns hidden states; got {type(backend).__name__}, which cannot measure SeaKR's uncertainty"
-            )
-        if retriever is not None and not callable(getattr(retriever, "search", None)):
-            raise TypeError(
-                f"retriever must have a search(query, k) method returning Passages, got {type(retriever).__name__}"
-            )
+        _check_parts(backend, retriever)
         self.backend = backend
         self.retriever = retriever
         self.config = config or SeaKRConfig()
@@ -236,11 +242,21 @@ class SeaKR(Reasoner):
     Args:
         backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
         retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).
-        config: SeaKR's settings; the authors' defaults when omitted.
+        config: SeaKR's settings (the authors' defaults when omitted), or what ``calibration.resolve_config`` made
+            of them for this back-end.  A plain config is resolved here, by that same function (the one step that
+            reads calibration profiles): ``delta=None`` becomes the calibrated delta, and the cascade band the one
+            calibrated with it.  The convenience keeps ``SeaKR(backend, retriever)`` one line, calibrated; a
+            resolved config makes the constructor read no file (the adapters build their loops so, once).
+
+    Attributes:
+        config: The settings that run (delta and cascade band resolved); every part of the loop is built with it.
+        requested_config: The config as given.
+        profile: The calibration profile ``config`` came from (``None``: none exists, a warning said so).
 
     Raises:
         ValueError: An estimator of ``config`` that the back-end cannot feed (EigenScore, the default, on a plain
-            OpenAI-compatible server: the message says which estimator to pass or which server to start).
+            OpenAI-compatible server: the message says which estimator to pass or which server to start), or a
+            resolved config made for another model.
 
     Example:
         >>> seakr = SeaKR(HFBackend("smollm2"), BM25Index.open("index/"))  # doctest: +SKIP
@@ -251,12 +267,13 @@ class SeaKR(Reasoner):
     PROBE_TOKENS: ClassVar[int] = ModelCalls.PROBE_TOKENS
 
     def __init__(
-        self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
+        self,
+        backend: SelfAwareBackend,
+        retriever: Retriever | None = None,
+        config: SeaKRConfig | ResolvedConfig | None = None,
     ) -> None:
-        super().__init__(backend, retriever, config)
-        self.requested_config = self.config
-        """The config as given; ``config`` is it with delta resolved (``delta=None``: the calibrated one)."""
-        given = self.config
+        _check_parts(backend, retriever)
+        given = config.requested if isinstance(config, ResolvedConfig) else config or SeaKRConfig()
         check_estimators(
             backend,
             [
@@ -265,13 +282,17 @@ class SeaKR(Reasoner):
                 ("final_estimator", given.final_estimator),
             ],
         )
-        layer = backend.profile_layer(given.layer)
-        delta, self.profile = resolve_delta(backend.model_name, layer, given, backend.has_chat_template)
-        """The calibrated-delta profile for this model and these settings (``None``: none exists, a warning said so)."""
-        band = resolve_band(self.profile, self.config)
-        self.config = cfg = self.config.with_(delta=delta, cascade_band=band)
-        self.calls.config = cfg
-        self.loop = SeaKRLoop(cfg, self.calls)
+        if not isinstance(config, ResolvedConfig):
+            config = resolve_config(backend, given)
+        elif config.model != backend.model_name:
+            raise ValueError(
+                f"this config was resolved for {config.model}, not {backend.model_name}: pass "
+                "resolve_config(backend, config) for the back-end that runs"
+            )
+        super().__init__(backend, retriever, config.config)
+        self.requested_config = given
+        self.profile = config.profile
+        self.loop = SeaKRLoop(self.config, self.calls)
         """SeaKR's decisions (the algorithm of SPEC section 5)."""
 
     def program(self, state: QuestionState) -> Program:
