@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
 
 from langchain_seakr._model import SelfAwareModelMixin, as_self_aware_model
 from seakr_integrations.backends.base import SelfAwareBackend
@@ -48,6 +48,12 @@ class SeaKRComponent(BaseModel):
         if not isinstance(value, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig (or a dict of its fields), got {type(value).__name__}")
         return value
+
+    @field_serializer("config")
+    def _flat_config(self, config: SeaKRConfig) -> dict[str, Any]:
+        """A dump shows the settings as users write them and ``_config`` reads them back: the sampling ones flat
+        (``SeaKRConfig.to_dict``'s names), not nested under ``sampling``."""
+        return {name: getattr(config, name) for name in config.to_dict()}
 
     @property
     def self_aware_model(self) -> SelfAwareModel:

@@ -336,3 +336,11 @@ async def test_concurrent_ainvokes_take_turns_on_the_backend_and_share_batches()
     # four questions, each needing several calls: threads never enter the back-end together, and calls that
     # arrive while it is busy are merged into one batch
     assert max(len({parse(p)[0] for p, _ in batch}) for batch in backend.batches) > 1
+
+
+def test_a_chains_dump_shows_the_settings_flat_and_reads_back():
+    seakr_chain = chain()
+    dumped = seakr_chain.model_dump()["config"]
+    assert dumped["k"] == CONFIG.k and "sampling" not in dumped  # as SeaKRConfig.to_dict writes it
+    again = SeaKRChain(llm=seakr_chain.llm, retriever=seakr_chain.retriever, config=dumped)
+    assert again.config == CONFIG

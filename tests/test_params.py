@@ -1,5 +1,8 @@
 """SamplingConfig validation: every bad value gets a ValueError that says how to fix it."""
 
+import dataclasses
+import json
+
 import pytest
 
 from seakr_integrations.params import SamplingConfig
@@ -55,16 +58,37 @@ def test_min_tokens_must_fit_under_max_tokens(bad):
 
 # ------------------------------------------------------------------------------------ SeaKRConfig: one definition
 def test_seakr_config_takes_its_sampling_defaults_from_sampling_config():
-    import dataclasses
-
     from seakr_integrations.reasoning import SeaKRConfig
 
     seakr, sampling = SeaKRConfig(), SamplingConfig()
-    shared = {f.name for f in dataclasses.fields(SamplingConfig)} & {f.name for f in dataclasses.fields(SeaKRConfig)}
-    assert shared == {"k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source"}
+    own = {f.name for f in dataclasses.fields(SeaKRConfig)}
+    assert "sampling" in own and not own & {f.name for f in dataclasses.fields(SamplingConfig)}  # declared once
+    assert isinstance(seakr.sampling, SamplingConfig) and seakr.sampling.stop == ()
+    shared = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source")
     differ = {name for name in shared if getattr(seakr, name) != getattr(sampling, name)}
-    assert differ == {"min_tokens"}  # the one deliberate difference (see SeaKRConfig's docstring)
-    assert (seakr.min_tokens, sampling.min_tokens) == (1, 0)
+    assert differ == {"min_tokens"}  # the one deliberate difference (see SEAKR_SAMPLING)
+    assert (seakr.min_tokens, sampling.min_tokens, SeaKRConfig.min_tokens) == (1, 0, 1)
+
+
+def test_flat_sampling_keywords_mean_the_nested_sampling():
+    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.reasoning.config import changed_settings
+
+    flat = SeaKRConfig(k=10, max_tokens=64)
+    nested = SeaKRConfig(sampling=SamplingConfig(k=10, max_tokens=64, min_tokens=1))
+    assert flat == nested and hash(flat) == hash(nested) and (flat.k, flat.max_tokens, flat.min_tokens) == (10, 64, 1)
+    assert flat.with_(k=5).sampling == nested.sampling.with_(k=5)
+    assert SeaKRConfig(sampling=SamplingConfig(k=4), k=6).sampling == SamplingConfig(k=6)  # keywords win
+    assert changed_settings(flat) == {"k": 10, "max_tokens": 64}
+    data = json.loads(json.dumps(flat.to_dict()))  # flat keys, as results files have always recorded them
+    assert data["k"] == 10 and "sampling" not in data and SeaKRConfig(**data) == flat
+    assert SeaKRConfig(sampling=json.loads(json.dumps(dataclasses.asdict(nested.sampling)))) == nested
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        flat.k = 3  # type: ignore[misc]
+    with pytest.raises(ValueError, match=r"sampling.stop=\['x'\]: .*base_stops"):
+        SeaKRConfig(sampling=SamplingConfig(stop=["x"]))
+    with pytest.raises(ValueError, match="sampling=3: pass a SamplingConfig"):
+        SeaKRConfig(sampling=3)
 
 
 NOT_A_NUMBER = [float("nan"), float("inf"), float("-inf"), "high", True, None, [1.0]]

@@ -116,7 +116,7 @@ def test_stops_and_config_validation():
     assert config.stops(has_steps=True, one_sentence=True) == ("\n\n", "\nQuestion:", "\nContext", "\n", ". ")
     assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 5, None)
     assert config.style == "hotpotqa" and config.with_(mode="single_hop").style == "simple"
-    sampling = config.sampling(("\n",))
+    sampling = config.call_sampling(("\n",))
     assert (sampling.k, sampling.top_k, sampling.top_p, sampling.temperature, sampling.stop) == (
         20,
         50,

@@ -124,7 +124,7 @@ class ModelCalls:
         ``measured=False`` asks for the greedy continuation alone: no samples, no read-out, no uncertainty.
         """
         stops = self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence)
-        sampling = self.config.sampling(stops)
+        sampling = self.config.call_sampling(stops)
         return self.prompt(state, steps, passages), sampling if measured else sampling.with_(k=0)
 
     # ------------------------------------------------------------------------------------------- LM calls
@@ -163,7 +163,7 @@ class ModelCalls:
 
     def probe_calls(self, prompts: Sequence[str], outputs: Sequence[SelfAwareOutput]) -> list[Call | None]:
         """The "prompt" estimator's probe after each call (``backends.scored.probe_calls``)."""
-        return probe_calls(self.backend, prompts, outputs, self.config.sampling())
+        return probe_calls(self.backend, prompts, outputs, self.config.call_sampling())
 
     def probe_uncertainty(self, reply: SelfAwareOutput | None) -> Uncertainty:
         """The "prompt" estimator's score of a probe's reply; a probe that did not fit counts as uncertain."""
@@ -194,7 +194,7 @@ class ModelCalls:
                 else:
                     state.note(f"no answer from {strategy} and no room left in the context to ask for one")
         if forced:
-            sampling = self.config.sampling(self.config.stops(has_steps=True, one_sentence=False))
+            sampling = self.config.call_sampling(self.config.stops(has_steps=True, one_sentence=False))
             sampling = sampling if measured else sampling.with_(k=0)
             scored = yield from self.run(state, [(p, sampling) for _, p in forced])
             for (i, _), (out, u) in zip(forced, scored, strict=True):

@@ -6,10 +6,12 @@ framework adapters pass it through unchanged.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from seakr_integrations.params import HiddenSource, SamplingConfig, check_choice, check_int, check_real
+from seakr_integrations.params import SamplingConfig, check_choice, check_int, check_real
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
 
@@ -21,6 +23,8 @@ __all__ = [
     "Mode",
     "RetrievalErrorPolicy",
     "RetrievePolicy",
+    "SAMPLING_SETTINGS",
+    "SEAKR_SAMPLING",
     "SeaKRConfig",
     "changed_settings",
     "check_band",
@@ -32,9 +36,48 @@ RetrievalErrorPolicy = Literal["raise", "answer_without"]
 RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
 ExemplarStyle = Literal["2wiki", "hotpotqa", "simple"]
-_SAMPLING = SamplingConfig()
-"""The sampling fields' defaults are SamplingConfig's: declared there once."""
-_SAMPLING_FIELDS = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "seed", "layer", "source")
+SEAKR_SAMPLING = SamplingConfig(min_tokens=1)
+"""SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, the one deliberate difference.  Every call
+writes at least one token before EOS may end it.  Not in the authors' code (their plain prompts rarely end at once);
+inside a chat template an instruct model closes its turn after one sentence (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89
+after the first step), and an empty step has no uncertainty (U = inf, so it always retrieves) and gives the
+re-ranking nothing to compare.  ``min_tokens=0`` restores the authors' behaviour."""
+SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name != "stop")
+"""The sampling settings ``SeaKRConfig`` takes as flat keywords and shows as flat attributes; the stops are SeaKR's
+own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""
+
+
+class _FromSampling:
+    """``config.k`` reads ``config.sampling.k``, read-only, as users write it (``SeaKRConfig(k=10)``) and the loop,
+    traces and adapters read it; on the class, SeaKR's default."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, config: SeaKRConfig | None, owner: type | None = None) -> Any:
+        return getattr(SEAKR_SAMPLING if config is None else config.sampling, self.name)
+
+
+def _flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
+    """Let ``SeaKRConfig`` take and show its sampling settings flat, one ``SamplingConfig`` holding them:
+    ``SeaKRConfig(k=10)`` applies ``k=10`` to ``sampling`` (``SEAKR_SAMPLING`` unless given), and so does
+    ``config.with_(k=5)`` (``dataclasses.replace`` passes ``sampling`` and the change here).  A mapping for
+    ``sampling`` (the nested JSON form, e.g. pydantic's dump of a component) is read as a ``SamplingConfig``."""
+    fields_init: Callable[..., None] = cls.__init__
+
+    @functools.wraps(fields_init)
+    def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
+        flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
+        if isinstance(sampling, Mapping):
+            sampling = SamplingConfig(**sampling)
+        if not isinstance(sampling, SamplingConfig):
+            raise ValueError(f"sampling={sampling!r}: pass a SamplingConfig, or the settings as keywords (k=10)")
+        fields_init(self, *args, sampling=sampling.with_(**flat) if flat else sampling, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    for name in SAMPLING_SETTINGS:
+        setattr(cls, name, _FromSampling(name))
+    return cls
 
 
 def check_band(band: Any) -> tuple[float, float]:
@@ -48,20 +91,18 @@ def check_band(band: Any) -> tuple[float, float]:
     return (low, high)
 
 
+@_flat_sampling
 @dataclass(frozen=True)
 class SeaKRConfig:
     """SeaKR's settings.
 
     Attributes:
         mode: ``"multi_hop"`` (the iterative loop of SPEC section 5) or ``"single_hop"`` (one retrieval at most).
-        k, temperature, top_k, top_p, max_tokens, seed, layer, source: The sampling settings of every LM call; see
-            ``SamplingConfig``, which defines, defaults and validates them (SeaKR's loop needs ``k >= 2``).
-        min_tokens: The one sampling default that differs from ``SamplingConfig``'s (1, not 0): every call writes
-            at least this many tokens before EOS may end it.  Not in the authors' code (their plain prompts rarely
-            end at once); inside a chat template an instruct model closes its turn after one sentence
-            (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89 after the first step), and an empty step has no uncertainty
-            (U = inf, so it always retrieves) and gives the re-ranking nothing to compare.  0 restores the
-            authors' behaviour.
+        sampling: The sampling settings of every LM call (``k``, ``temperature``, ``top_k``, ``top_p``,
+            ``max_tokens``, ``min_tokens``, ``seed``, ``layer``, ``source``), defined and validated by
+            ``SamplingConfig``, without ``stop`` (SeaKR sets each call's), default ``SEAKR_SAMPLING`` (``k >= 2``
+            here).  Each is also a keyword and a read-only attribute: ``SeaKRConfig(k=10)`` is
+            ``SeaKRConfig(sampling=SEAKR_SAMPLING.with_(k=10))``, and ``config.k`` is ``config.sampling.k``.
         estimator: Uncertainty estimator, a name in ``seakr_integrations.uncertainty.REGISTRY`` (``"eigenscore"``
             is SeaKR; the others are the paper's ablations; ``"prompt"`` asks the model after every call whether it
             has sufficient knowledge, one probe call more).
@@ -142,15 +183,7 @@ class SeaKRConfig:
     """
 
     mode: Mode = "multi_hop"
-    k: int = _SAMPLING.k
-    temperature: float = _SAMPLING.temperature
-    top_k: int = _SAMPLING.top_k
-    top_p: float = _SAMPLING.top_p
-    max_tokens: int = _SAMPLING.max_tokens
-    min_tokens: int = 1
-    seed: int = _SAMPLING.seed
-    layer: int | None = _SAMPLING.layer
-    source: HiddenSource = _SAMPLING.source
+    sampling: SamplingConfig = field(default=SEAKR_SAMPLING, kw_only=True)
     estimator: str = "eigenscore"
     alpha: float = DEFAULT_ALPHA
     delta: float | None = None
@@ -269,12 +302,15 @@ class SeaKRConfig:
         if self.cascade_band is not None:
             checked["cascade_band"] = check_band(self.cascade_band)
         check_choice("final_strategy", self.final_strategy, FinalStrategy, "SeaKR")
-        if type(self.k) is int and self.k == 0:
+        if self.sampling.k == 0:  # the rest of the sampling settings were validated by SamplingConfig
             raise ValueError(
                 "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"
             )
-        sampling = self.sampling()  # validates (and normalises) the sampling fields where they are defined
-        checked.update({name: getattr(sampling, name) for name in _SAMPLING_FIELDS})
+        if self.sampling.stop:
+            raise ValueError(
+                f"sampling.stop={list(self.sampling.stop)!r}: SeaKR sets each call's stops itself; set base_stops, "
+                "step_stop or sentence_stop instead"
+            )
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
@@ -285,20 +321,9 @@ class SeaKRConfig:
             return self.exemplar_style
         return "simple" if self.mode == "single_hop" else "hotpotqa"
 
-    def sampling(self, stop: tuple[str, ...] = ()) -> SamplingConfig:
-        """The back-end parameters of one SeaKR call with the given stop strings."""
-        return SamplingConfig(
-            k=self.k,
-            temperature=self.temperature,
-            top_k=self.top_k,
-            top_p=self.top_p,
-            max_tokens=self.max_tokens,
-            min_tokens=self.min_tokens,
-            stop=stop or self.base_stops,
-            seed=self.seed,
-            layer=self.layer,
-            source=self.source,
-        )
+    def call_sampling(self, stop: tuple[str, ...] = ()) -> SamplingConfig:
+        """The back-end parameters of one SeaKR call with the given stop strings (default: ``base_stops``)."""
+        return self.sampling.with_(stop=stop or self.base_stops)
 
     def stops(self, has_steps: bool, one_sentence: bool) -> tuple[str, ...]:
         """SPEC section 4: base stops, ``"\\n"`` once a step exists, ``". "`` for a reasoning-step call."""
@@ -337,8 +362,9 @@ class SeaKRConfig:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly form, recorded in every trace."""
-        return {key: list(v) if isinstance(v, tuple) else v for key, v in asdict(self).items()}
+        """JSON-friendly form, recorded in every trace and results file: the sampling settings flat, in
+        ``sampling``'s place, so ``SeaKRConfig(**d)`` reads it back and older files read the same."""
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in _settings(self).items()}
 
 
 PAPER_RULES: dict[str, Any] = {
@@ -361,6 +387,11 @@ PAPER_RULES: dict[str, Any] = {
 def changed_settings(config: SeaKRConfig) -> dict[str, Any]:
     """The settings of ``config`` that differ from ``SeaKRConfig()``'s defaults: what a repr shows, and what a
     component's config says "otherwise" about the settings it would take from its model."""
-    default = SeaKRConfig()
-    names = [f.name for f in fields(config)]
-    return {name: getattr(config, name) for name in names if getattr(config, name) != getattr(default, name)}
+    default = _settings(SeaKRConfig())
+    return {name: value for name, value in _settings(config).items() if value != default[name]}
+
+
+def _settings(config: SeaKRConfig) -> dict[str, Any]:
+    """Every setting of ``config`` by the name users write, in field order, the sampling settings flat."""
+    names = [n for f in fields(config) for n in (SAMPLING_SETTINGS if f.name == "sampling" else (f.name,))]
+    return {name: getattr(config, name) for name in names}

@@ -380,7 +380,7 @@ class SeaKR(Reasoner):
     def probe_uncertainties(self, prompts: list[str], outputs: list[SelfAwareOutput]) -> list[Uncertainty]:
         """The "prompt" estimator's uncertainty of finished calls: one batched probe asks the model, after each
         call's prompt and generation, whether it has sufficient knowledge (``1 - P(yes)`` of its greedy reply)."""
-        return probe_scores(self.backend, prompts, outputs, self.config.sampling())
+        return probe_scores(self.backend, prompts, outputs, self.config.call_sampling())
 
 
 def _add_note(error: BaseException, note: str) -> None:
