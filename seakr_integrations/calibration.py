@@ -16,9 +16,13 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seakr_integrations.models import cache_dir, packaged_model
+
+if TYPE_CHECKING:  # annotations only: reading a profile needs neither the back-ends nor the loop loaded
+    from seakr_integrations.backends.base import SelfAwareBackend
+    from seakr_integrations.reasoning.config import SeaKRConfig
 
 __all__ = [
     "PAPER_DELTA",
@@ -372,13 +376,13 @@ class ResolvedConfig:
         model: The back-end's model name it was resolved for.
     """
 
-    config: Any
+    config: SeaKRConfig
     profile: DeltaProfile | None
-    requested: Any
+    requested: SeaKRConfig
     model: str
 
 
-def resolve_config(backend: Any, config: Any) -> ResolvedConfig:
+def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedConfig:
     """The config a SeaKR run on ``backend`` uses: the step that reads the calibration profiles, once per ``SeaKR``.
 
     ``delta`` comes from :func:`resolve_delta` and the cascade band from :func:`resolve_band` (their docstrings
@@ -393,7 +397,7 @@ def resolve_config(backend: Any, config: Any) -> ResolvedConfig:
     return ResolvedConfig(resolved, profile, config, backend.model_name)
 
 
-def calibrated_config(backend: Any, config: Any, root: Path | None = None) -> Any:
+def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path | None = None) -> SeaKRConfig:
     """``config`` with the delta (and cascade band) that ``seakr calibrate`` saved for this back-end's model and these
     settings (``SeaKRConfig.calibrated``): unlike :func:`resolve_config`, a missing profile is an error.
 
