@@ -112,8 +112,7 @@ class ServerWatch:
             client.get(self.base_url + "/health", timeout=self.quick)
         except httpx.TransportError as exc:  # timeouts included
             raise self.error(
-                f"{what} not sent: {self.base_url} did not answer a request within {self.timeout:g} s before, and "
-                f"does not answer its /health within {self.quick:g} s now ({type(exc).__name__}); is `seakr serve` "
-                "running and responsive there?"
+                f"{what} not sent: {self.base_url} failed to answer a request before, and its /health check failed "
+                f"now ({type(exc).__name__} within {self.quick:g} s); is `seakr serve` running and responsive there?"
             ) from None
         self.answered()  # any status (a server without /health answers 404): the request gets its whole timeout
