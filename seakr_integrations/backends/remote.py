@@ -39,24 +39,17 @@ from seakr_integrations.backends.remote_checks import (
     reply_field,
     server_message,
 )
+from seakr_integrations.backends.remote_errors import RemoteBackendError, ServerUnavailableError, ServerWatch
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 from seakr_integrations.serving.wire import decode_vectors, output_from_json
 
-__all__ = ["RemoteBackend", "RemoteBackendError"]
+__all__ = ["RemoteBackend", "RemoteBackendError", "ServerUnavailableError"]
 
 RETRY_STATUSES = (502, 503, 504)
 FIRST_CONTACT = 5.0
 """Seconds of retries before a server has answered once: a wrong URL or a server not started fails fast."""
-
-
-class RemoteBackendError(RuntimeError):
-    """The seakr server refused a request or could not be reached (the message names the URL and the status)."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class RemoteBackend(SelfAwareBackend):
@@ -83,7 +76,8 @@ class RemoteBackend(SelfAwareBackend):
             be sent (a newline, whitespace, a non-ASCII character: the message says which, never the key).
         RemoteBackendError: The server cannot be reached, does not answer within ``timeout``, refuses the key,
             answers something that is not a seakr or OpenAI-compatible reply, or is a plain server without the
-            ``/tokenize`` route SeaKR's prompts need.
+            ``/tokenize`` route SeaKR's prompts need.  The first two (and 502/503/504 past ``timeout``) are a
+            ``ServerUnavailableError``; after one, each request first checks ``/health`` (``remote_errors``).
     """
 
     kind: Literal["seakr", "openai"]
@@ -107,6 +101,7 @@ class RemoteBackend(SelfAwareBackend):
         except Exception as error:
             raise ValueError(f"base_url={base_url!r} is not a valid URL ({error})") from None
         self._answered = False  # whether the server has answered once: then a gap is a restart, worth waiting for
+        self._watch = ServerWatch(self.base_url, self.timeout)  # once it failed, a quick check before each request
         self.return_vectors = bool(return_vectors)
         self.max_connections = int(max_connections)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -180,6 +175,7 @@ class RemoteBackend(SelfAwareBackend):
         import httpx
 
         url = self.base_url + path
+        self._watch.check(self._client, f"{method} {url}")
         started = time.monotonic()
         patience = self.timeout if self._answered else min(self.timeout, FIRST_CONTACT)
         attempt = 0
@@ -189,14 +185,14 @@ class RemoteBackend(SelfAwareBackend):
             try:
                 response = self._client.request(method, url, json=body)
             except httpx.TimeoutException as exc:
-                raise RemoteBackendError(
+                raise self._watch.error(
                     f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__})"
                 ) from None
             except httpx.TransportError as exc:
                 if time.monotonic() - started + wait < patience:
                     time.sleep(wait)
                     continue
-                raise RemoteBackendError(
+                raise self._watch.error(
                     f"{method} {url} failed after {attempt} attempts in {time.monotonic() - started:.1f} s: "
                     f"{type(exc).__name__}: {exc}; is `seakr serve` running there?"
                 ) from None
@@ -206,13 +202,14 @@ class RemoteBackend(SelfAwareBackend):
                     time.sleep(wait)
                     continue
             self._answered = True
+            self._watch.answered()
             if response.status_code in absent:
                 return None
             if response.status_code >= 400:
-                raise RemoteBackendError(
-                    f"{method} {url} returned HTTP {response.status_code}: {server_message(response)}",
-                    response.status_code,
-                )
+                message = f"{method} {url} returned HTTP {response.status_code}: {server_message(response)}"
+                if response.status_code in RETRY_STATUSES:  # unavailable all along: the server's fault
+                    raise self._watch.error(message, response.status_code, down=False)
+                raise RemoteBackendError(message, response.status_code)
             try:
                 return response.json()
             except ValueError:

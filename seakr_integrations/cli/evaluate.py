@@ -12,7 +12,10 @@ from typing import Any
 
 from seakr_integrations.cli import common
 
-__all__ = ["add_parser", "run", "run_setup"]
+__all__ = ["STOPPED", "add_parser", "run", "run_setup"]
+
+STOPPED = 3
+"""The exit status of a run stopped because the server did not answer (rerun to resume); 2 is a usage error."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,7 +64,7 @@ def run_setup(args: argparse.Namespace, described: dict[str, Any], model: Any, w
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr eval``; the exit status."""
     from seakr_integrations.backends.cached import CachedBackend
-    from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
+    from seakr_integrations.evaluation import EvaluationStopped, ResultsFile, evaluate, make_method
     from seakr_integrations.evaluation.methods import METHODS, check_method, method_settings
 
     if args.list_methods:
@@ -102,14 +105,20 @@ def run(args: argparse.Namespace) -> int:
             with ResultsFile.open(out, setup) as results:
                 if results.cut_short:
                     print(f"seakr: {out}: removed a last line cut short by an earlier crash", file=sys.stderr)
-                summary = evaluate(
-                    method,
-                    questions,
-                    results,
-                    batch_size=args.batch_size,
-                    progress=not args.quiet,
-                    keep_trace=not args.no_trace,
-                )
+                try:
+                    summary = evaluate(
+                        method,
+                        questions,
+                        results,
+                        batch_size=args.batch_size,
+                        progress=not args.quiet,
+                        keep_trace=not args.no_trace,
+                    )
+                except EvaluationStopped as stopped:  # the server is down: one message, not a traceback
+                    print(f"seakr: error: {name}: {stopped}", file=sys.stderr)
+                    if args.json and summaries:  # the methods that finished before
+                        print(json.dumps(summaries, indent=2))
+                    return STOPPED
             summaries[name] = {"results": out, **summary.to_dict()}
             if not args.json:
                 print(

@@ -1,19 +1,20 @@
 """Evaluation: labelled question files, scoring (SPEC section 8), methods, resumable runs.
 
 Kept apart from the reasoning loop: the loop answers questions, this package decides how well it did.  Exported:
-what an evaluation in Python writes (``read_questions``, ``make_method``, ``ResultsFile``, ``evaluate``, ``score``)
-and what it reads back; the method interface, the registry of methods, coverage checks and the scoring parts are
-imported from their modules.
+what an evaluation in Python writes (``read_questions``, ``make_method``, ``ResultsFile``, ``evaluate`` and its
+``EvaluationStopped``, ``score``) and what it reads back; the method interface, the registry of methods, coverage
+checks and the scoring parts are imported from their modules.
 """
 
 from seakr_integrations.evaluation.methods import known_methods, make_method
 from seakr_integrations.evaluation.questions import Question, QuestionFile, read_questions
 from seakr_integrations.evaluation.results import ResultsFile, read_results
-from seakr_integrations.evaluation.runner import EvalSummary, evaluate, summarize
+from seakr_integrations.evaluation.runner import EvalSummary, EvaluationStopped, evaluate, summarize
 from seakr_integrations.evaluation.scoring import Score, score
 
 __all__ = [
     "EvalSummary",
+    "EvaluationStopped",
     "Question",
     "QuestionFile",
     "ResultsFile",

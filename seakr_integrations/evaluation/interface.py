@@ -24,6 +24,8 @@ class MethodAnswer:
         generated_tokens: Tokens generated (greedy continuations and samples).
         trace: The method's decision trace, JSON-ready.
         error: Why the question failed (``"TypeName: message"``), or ``None`` when it was answered.
+        exception: The exception behind ``error`` (not written to results files): the runner stops a run on a
+            server's failure (``remote_errors.server_unavailable``) but goes on after a question's own.
     """
 
     prediction: str
@@ -32,6 +34,7 @@ class MethodAnswer:
     generated_tokens: int
     trace: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 @runtime_checkable

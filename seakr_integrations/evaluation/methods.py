@@ -89,7 +89,7 @@ class ClosedBookMethod:
 
 def _answer(result: SeaKRResult | Exception) -> MethodAnswer:
     if isinstance(result, Exception):
-        return MethodAnswer("", 0, 0, 0, error=f"{type(result).__name__}: {result}")
+        return MethodAnswer("", 0, 0, 0, error=f"{type(result).__name__}: {result}", exception=result)
     return MethodAnswer(result.answer, result.searches, result.lm_calls, result.generated_tokens, result.to_dict())
 
 

@@ -6,6 +6,12 @@ record durably, and keep a running EM/F1 on the progress bar.  A question that f
 (scored 0, with its error) and the others go on; running the same command again answers it again (a server that was
 down is up by then), its new row in place of the failed one.  Killing it at any point loses at most the batch
 in flight; running the same command again continues from there.
+
+A server that is down or hung fails every question the same way, each after the client's whole ``timeout``: 300
+questions would take hours to fail.  So the run stops (``EvaluationStopped``) when ``STOP_AFTER_UNAVAILABLE``
+questions in a row failed because the server was unavailable (``remote_errors.server_unavailable``: not reached, no
+answer within the timeout); the questions answered are in the file, and running the same command again resumes.
+A question's own failure (a bad input, a request the server refused) resets the count.
 """
 
 from __future__ import annotations
@@ -15,12 +21,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seakr_integrations.backends.remote_errors import ServerUnavailableError, server_unavailable
 from seakr_integrations.evaluation.methods import Method, MethodAnswer
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile
 from seakr_integrations.evaluation.scoring import score
 
-__all__ = ["EvalSummary", "evaluate", "summarize"]
+__all__ = ["STOP_AFTER_UNAVAILABLE", "EvalSummary", "EvaluationStopped", "evaluate", "summarize"]
+
+STOP_AFTER_UNAVAILABLE = 3
+"""Questions in a row that fail because the server is unavailable before ``evaluate`` stops the run."""
+
+
+class EvaluationStopped(RuntimeError):
+    """``evaluate`` stopped early: the server was unavailable for several questions in a row.  The message says
+    which server, for how many questions, and that the answered questions are saved (rerun to resume).
+
+    Attributes:
+        error: The ``ServerUnavailableError`` of the first of those questions.
+        in_a_row: Questions that failed in a row.
+        answered: Questions answered in the results file.
+        left: Questions still to answer (the failed ones included).
+    """
+
+    def __init__(self, error: ServerUnavailableError, in_a_row: int, results: ResultsFile, left: int) -> None:
+        self.error, self.in_a_row, self.left = error, in_a_row, left
+        self.answered = sum(1 for r in results.records if not r.get("error"))
+        super().__init__(
+            f"stopped: the server at {error.base_url} did not answer within {error.timeout:g} s on {in_a_row} "
+            f"questions in a row (the first: {error}). The {self.answered} answered question(s) are saved in "
+            f"{results.path}; once the server answers again, run the same command to resume ({left} question(s) "
+            "left, the failed ones included)."
+        )
 
 
 @dataclass(frozen=True)
@@ -104,6 +136,7 @@ def evaluate(
     batch_size: int = 8,
     progress: bool = True,
     keep_trace: bool = True,
+    stop_after_unavailable: int | None = STOP_AFTER_UNAVAILABLE,
 ) -> EvalSummary:
     """Answer the questions ``results`` does not hold an answer to yet (failed ones again), writing one scored
     record per question.
@@ -115,13 +148,22 @@ def evaluate(
         batch_size: Questions answered together (they share back-end batches; a kill loses at most these).
         progress: Show a progress bar with the running EM and F1.
         keep_trace: Store each question's full decision trace in its record.
+        stop_after_unavailable: Stop when this many questions in a row failed because the server was unavailable
+            (``None``: never; each is a failed row either way).
 
     Returns:
         The summary over every record in the file (resumed ones included).
+
+    Raises:
+        EvaluationStopped: ``stop_after_unavailable`` questions in a row failed because the server was unavailable,
+            and questions were left (their rows are written; rerun to resume).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size}: must be >= 1")
+    if stop_after_unavailable is not None and stop_after_unavailable < 1:
+        raise ValueError(f"stop_after_unavailable={stop_after_unavailable}: must be >= 1, or None to never stop")
     todo = [q for q in questions if q.id not in results.done]
+    in_a_row, first = 0, None  # questions that failed in a row because the server was unavailable; the first's error
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -131,16 +173,30 @@ def evaluate(
         for start in range(0, len(todo), batch_size):
             batch = todo[start : start + batch_size]
             began = time.perf_counter()
-            answers = method.answer_many([q.question for q in batch])
+            try:
+                answers = method.answer_many([q.question for q in batch])
+            except Exception as error:  # a method that fails its whole batch (closed-book) on a server's failure
+                if server_unavailable(error) is None:
+                    raise
+                answers = [MethodAnswer("", 0, 0, 0, error=f"{type(error).__name__}: {error}", exception=error)]
+                answers *= len(batch)
             if len(answers) != len(batch):
                 raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
             each = (time.perf_counter() - began) / len(batch)
             for question, answer in zip(batch, answers, strict=True):
                 results.append(_record(question, answer, each, keep_trace))
+                cause = server_unavailable(answer.exception) if answer.error is not None else None
+                if cause is None:
+                    in_a_row = 0
+                else:
+                    in_a_row, first = in_a_row + 1, cause if in_a_row == 0 else first
             if bar is not None:
                 now = summarize(results.records)
                 bar.set_postfix(EM=f"{now.em:.3f}", F1=f"{now.f1:.3f}", refresh=False)
                 bar.update(len(batch))
+            unasked = len(todo) - start - len(batch)
+            if stop_after_unavailable is not None and in_a_row >= stop_after_unavailable and unasked and first:
+                raise EvaluationStopped(first, in_a_row, results, sum(q.id not in results.done for q in questions))
     finally:
         if bar is not None:
             bar.close()

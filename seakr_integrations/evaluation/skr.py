@@ -162,6 +162,7 @@ class SKRkNN:
                         answer.generated_tokens,
                         trace,
                         answer.error,
+                        answer.exception,
                     )
         return out  # type: ignore[return-value]
 

@@ -1,0 +1,118 @@
+"""What ``RemoteBackend`` raises, and how a caller tells the server's failure from a request's.
+
+A question that a server refuses (a prompt too long, a bad setting: HTTP 400) fails alone; the next question may
+well be answered.  A server that cannot be reached, or accepts a request and never answers, fails every question the
+same way until someone restarts it: that is a ``ServerUnavailableError``, and a long run (``seakr eval``) stops on it
+instead of waiting the client's whole ``timeout`` for each of hundreds of questions (``server_unavailable`` finds it
+behind a question's error).
+
+Once a request found the server unavailable, the client does not wait a whole ``timeout`` again on each request
+that follows (``ServerWatch``): it asks the server's ``/health`` first, for ``QUICK_CHECK`` seconds, and sends the
+request only if the server answered (any answer: the server is back, and the request gets its whole ``timeout``);
+a request within ``QUICK_CHECK`` seconds of the last failure fails at once.  A server that answers once is trusted
+again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+__all__ = [
+    "QUICK_CHECK",
+    "RemoteBackendError",
+    "ServerUnavailableError",
+    "ServerWatch",
+    "server_unavailable",
+]
+
+QUICK_CHECK = 5.0
+"""Seconds a server seen unavailable gets to answer its ``/health`` before a request is sent to it (and the seconds
+after a failure during which a request fails at once, without a check)."""
+
+
+class RemoteBackendError(RuntimeError):
+    """The seakr server refused a request or could not be reached (the message names the URL and the status)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ServerUnavailableError(RemoteBackendError):
+    """The server could not be reached, or did not answer within the client's ``timeout`` (retries included), or
+    answered 502/503/504 all that time: the server's fault, not the request's, and every request fails the same way
+    until it is back.
+
+    Attributes:
+        base_url: The server.
+        timeout: The client's ``timeout`` (seconds one request may take).
+        status: The last HTTP status (502, 503, 504), or ``None`` when nothing answered.
+    """
+
+    def __init__(self, message: str, status: int | None = None, *, base_url: str, timeout: float) -> None:
+        super().__init__(message, status)
+        self.base_url = base_url
+        self.timeout = timeout
+
+
+def server_unavailable(error: BaseException | None) -> ServerUnavailableError | None:
+    """The ``ServerUnavailableError`` that ``error`` is or was caused by (``__cause__``/``__context__``), else
+    ``None``: the error is the request's or the question's own."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ServerUnavailableError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+class ServerWatch:
+    """Whether one client has seen its server unavailable since it last answered, and the quick check that stands in
+    for a whole ``timeout`` while it has (thread-safe: a client's requests run on many threads)."""
+
+    def __init__(self, base_url: str, timeout: float) -> None:
+        self.base_url = base_url
+        self.timeout = timeout
+        self.quick = min(timeout, QUICK_CHECK)
+        self._down_at: float | None = None  # time.monotonic() of the last failure; None: the server answered last
+        self._lock = threading.Lock()
+
+    def error(self, message: str, status: int | None = None, *, down: bool = True) -> ServerUnavailableError:
+        """The error to raise for the server's failure; ``down``: nothing answered, so requests that follow check
+        the server first."""
+        if down:
+            with self._lock:
+                self._down_at = time.monotonic()
+        return ServerUnavailableError(message, status, base_url=self.base_url, timeout=self.timeout)
+
+    def answered(self) -> None:
+        """The server answered a request: requests go to it directly again."""
+        self._down_at = None
+
+    def check(self, client: Any, what: str) -> None:
+        """Before sending ``what`` (``"POST URL"``): nothing while the server is trusted; else a ``/health`` check
+        of ``quick`` seconds, or a ``ServerUnavailableError`` at once when the last failure is more recent than
+        that."""
+        import httpx
+
+        down_at = self._down_at
+        if down_at is None:
+            return
+        since = time.monotonic() - down_at
+        if since < self.quick:
+            raise self.error(
+                f"{what} not sent: {self.base_url} failed to answer {since:.1f} s ago and has not answered since; is "
+                "`seakr serve` running and responsive there?",
+                down=False,
+            )
+        try:
+            client.get(self.base_url + "/health", timeout=self.quick)
+        except httpx.TransportError as exc:  # timeouts included
+            raise self.error(
+                f"{what} not sent: {self.base_url} failed to answer a request before, and its /health check failed "
+                f"now ({type(exc).__name__} within {self.quick:g} s); is `seakr serve` running and responsive there?"
+            ) from None
+        self.answered()  # any status (a server without /health answers 404): the request gets its whole timeout
