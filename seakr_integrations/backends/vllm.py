@@ -37,7 +37,7 @@ from seakr_integrations.backends.vllm_settings import (
 )
 from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
 from seakr_integrations.backends.vllm_stream import VLLMStream
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest, unpack_popped
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_real
@@ -248,9 +248,7 @@ class VLLMBackend(SelfAwareBackend):
         """Captured vectors keyed by ``token_digest``, how many forward calls the hook saw, and the raw logits'
         logsumexp at each generated position (so far) of the requests capture records them for."""
         popped = self._rpc("seakr_pop_vectors")[0]  # rank 0: the full vectors, and the gathered logits
-        stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
-        vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
-        lse = {rid: {int(at): float(v) for at, v in pairs} for rid, pairs in (popped.get("lse") or {}).items()}
+        vectors, lse = unpack_popped(popped)
         return vectors, int(popped["fired"]), lse
 
     # -- the back-end interface ------------------------------------------------------------------------------

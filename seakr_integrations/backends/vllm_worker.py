@@ -32,7 +32,7 @@ import torch
 
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
 
-__all__ = ["SeaKRWorkerExtension", "token_digest"]
+__all__ = ["SeaKRWorkerExtension", "token_digest", "unpack_popped"]
 
 V2_RUNNER_HINT = (
     "this vLLM worker uses the V2 model runner, which has no `input_batch` to map hidden-state rows to requests: "
@@ -43,6 +43,14 @@ V2_RUNNER_HINT = (
 def token_digest(token_ids: Sequence[int]) -> str:
     """Key of a token sequence, computed identically by the driver and the workers."""
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
+
+
+def unpack_popped(popped: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict[int, float]]]:
+    """The driver's half of ``seakr_pop_vectors``' codec: each vector by key, and each request's logsumexp by
+    generated position."""
+    stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
+    vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
+    return vectors, {rid: {int(at): float(v) for at, v in pairs} for rid, pairs in (popped.get("lse") or {}).items()}
 
 
 class SeaKRWorkerExtension:
