@@ -159,10 +159,7 @@ class SelfAwareBackend(ABC):
         return int(layer)
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        config: SamplingConfig | Sequence[SamplingConfig] | None = None,
-        **overrides: Any,
+        self, prompts: Sequence[str], config: SamplingConfig | Sequence[SamplingConfig] | None = None, **overrides: Any
     ) -> list[SelfAwareOutput]:
         """Greedy continuation plus ``k`` samples with EOS vectors, for every prompt.
 

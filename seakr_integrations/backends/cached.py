@@ -38,10 +38,7 @@ class CachedBackend(ProxyBackend):
         self.misses = 0
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        config: SamplingConfig | Sequence[SamplingConfig] | None = None,
-        **overrides: Any,
+        self, prompts: Sequence[str], config: SamplingConfig | Sequence[SamplingConfig] | None = None, **overrides: Any
     ) -> list[SelfAwareOutput]:
         """``inner.generate`` for the (prompt, settings) pairs not seen before; remembered outputs for the rest."""
         prompts = self._checked_prompts(prompts)

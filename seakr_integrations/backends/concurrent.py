@@ -64,10 +64,7 @@ class ConcurrentBackend(ProxyBackend):
         """Back-end calls made so far (fewer than ``calls_received`` when concurrent calls were merged)."""
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        config: SamplingConfig | Sequence[SamplingConfig] | None = None,
-        **overrides: Any,
+        self, prompts: Sequence[str], config: SamplingConfig | Sequence[SamplingConfig] | None = None, **overrides: Any
     ) -> list[SelfAwareOutput]:
         """``inner.generate``, waiting for the back-end when another thread uses it; calls that wait together run
         together as one batch (each caller gets its own outputs and its own errors)."""

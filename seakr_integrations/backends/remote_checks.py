@@ -21,14 +21,7 @@ from urllib.parse import urlsplit
 
 from seakr_integrations.params import check_real
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "check_api_key",
-    "check_base_url",
-    "check_timeout",
-    "reply_field",
-    "server_message",
-]
+__all__ = ["DEFAULT_TIMEOUT", "check_api_key", "check_base_url", "check_timeout", "reply_field", "server_message"]
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one request to a model server may take, by default (a generate call of many samples on a CPU server can

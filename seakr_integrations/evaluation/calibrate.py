@@ -17,12 +17,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
-from seakr_integrations.calibration import (
-    DeltaProfile,
-    UncalibratedDeltaWarning,
-    canonical_model_name,
-    prompt_settings,
-)
+from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.config import SeaKRConfig

@@ -64,8 +64,7 @@ class ModelCalls:
         tokenizer = backend.tokenizer
         use_chat = backend.uses_chat_template(config.chat_template)
         self.builder = PromptBuilder(
-            exemplars(config.style, config.num_exemplars),
-            backend.chat_prompt if use_chat else None,
+            exemplars(config.style, config.num_exemplars), backend.chat_prompt if use_chat else None
         )
         self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
         self._tokenize_text: Callable[[str], list[int]] = lambda text: list(

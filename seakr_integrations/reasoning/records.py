@@ -17,15 +17,7 @@ from seakr_integrations.reasoning.jsonform import _plain, number_from_json, unce
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = [
-    "Assessment",
-    "CandidateTrace",
-    "Decision",
-    "FinalTrace",
-    "StepTrace",
-    "StopReason",
-    "Strategy",
-]
+__all__ = ["Assessment", "CandidateTrace", "Decision", "FinalTrace", "StepTrace", "StopReason", "Strategy"]
 
 Decision = Literal["answer", "accept", "retrieve"]
 Strategy = Literal["rationales", "knowledge", "stated", "direct", "passage", "chain"]
