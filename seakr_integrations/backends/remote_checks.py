@@ -42,9 +42,8 @@ def check_base_url(base_url: object) -> str:
     """The server's root URL: ``base_url`` without a trailing ``/`` or ``/v1``.
 
     Raises:
-        ValueError: Not an ``http://`` or ``https://`` URL with a host (a typo'd scheme such as ``htp://`` or
-            ``http:/`` is named as such), or a URL of one route (``.../v1/chat/completions``) rather than the
-            server's.
+        ValueError: Not an ``http://`` or ``https://`` URL with a host (a typo'd scheme such as ``htp://`` or ``http:/``
+            is named as such), or a URL of one route (``.../v1/chat/completions``) rather than the server's.
     """
     if not isinstance(base_url, str) or not base_url.strip():
         raise ValueError(f"base_url={base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
@@ -74,9 +73,8 @@ def check_base_url(base_url: object) -> str:
 def check_api_key(key: object, source: str = "api_key") -> str | None:
     """``key`` when it can be sent as a bearer token; ``None`` for no key (``None`` or ``""``).
 
-    The checks run before any request, so a key that cannot be sent is never retried against the server, and
-    their messages never contain the key or any part of it (``source`` names where it came from, e.g.
-    ``"SEAKR_API_KEY"``).
+    The checks run before any request, so a key that cannot be sent is never retried against the server, and their
+    messages never contain the key or any part of it (``source`` names where it came from, e.g. ``"SEAKR_API_KEY"``).
 
     Raises:
         TypeError: Not a string.

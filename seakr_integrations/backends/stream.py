@@ -1,12 +1,11 @@
 """The non-blocking path of a self-aware back-end: submit each prompt when it is issued, collect each output when
 it is finished.
 
-``SelfAwareBackend.generate(prompts)`` returns when the slowest prompt of the batch is done.  A driver answering
-many questions at once wants each question's call to reach the model the moment it is issued, and the question to
-go on the moment its own outputs are back: ``submit`` returns a ticket at once, ``collect`` makes one unit of
-progress (an engine step, or one batch) and returns the tickets that finished.  Implementations:
-``base.BatchingStream`` (every back-end's default) and ``vllm_stream.VLLMStream`` (requests join vLLM's running
-batch).
+``SelfAwareBackend.generate(prompts)`` returns when the slowest prompt of the batch is done.  A driver answering many
+questions at once wants each question's call to reach the model the moment it is issued, and the question to go on the
+moment its own outputs are back: ``submit`` returns a ticket at once, ``collect`` makes one unit of progress (an engine
+step, or one batch) and returns the tickets that finished.  Implementations: ``base.BatchingStream`` (every back-end's
+default) and ``vllm_stream.VLLMStream`` (requests join vLLM's running batch).
 """
 
 from __future__ import annotations

@@ -82,8 +82,7 @@ class GateReason(StrEnum):
     """The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above
     the band's high edge), so no samples were drawn: retrieve."""
     UNSUPPORTED_CLAIM = "unsupported_claim"
-    """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the
-    uncertainty."""
+    """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the uncertainty."""
     UNCOVERED_ENTITY = "uncovered_entity"
     """The step states the answer, but an entity the question compares has no kept passage yet
     (``cover_compared_entities``): search for that entity before answering."""

@@ -5,10 +5,9 @@ in-process, with no server: on 2 CPU cores a 200k-passage index builds in 3.4 s 
 docs/benchmarks.md), and the on-disk index is memory-mapped, so opening it is instant and the OS page cache shares
 it between processes.
 
-An index directory holds tantivy's files plus ``seakr-index.json``, a manifest written as the last step of a
-build.  A directory without the manifest is never treated as an index: that is what makes builds atomic (see
-:meth:`BM25Index.build` and ``bm25_build.py``) and lets a build refuse to replace a directory that is not one of
-ours.
+An index directory holds tantivy's files plus ``seakr-index.json``, a manifest written as the last step of a build.  A
+directory without the manifest is never treated as an index: that is what makes builds atomic (see
+:meth:`BM25Index.build` and ``bm25_build.py``) and lets a build refuse to replace a directory that is not one of ours.
 """
 
 from __future__ import annotations
@@ -162,9 +161,8 @@ class BM25Index:
                 existing seakr index (replaced when ``overwrite``).
             progress: Show a tqdm progress bar on stderr.
             overwrite: Replace an existing index at ``out``; when False an existing ``out`` is an error.
-            memory_budget_mb: Indexing memory shared by the writer threads (tantivy needs at least 15 MB per
-                thread); a segment is flushed whenever a thread's share fills up, so more memory means fewer,
-                larger segments.
+            memory_budget_mb: Indexing memory shared by the writer threads (tantivy needs at least 15 MB per thread); a
+                segment is flushed whenever a thread's share fills up, so more memory means fewer, larger segments.
             threads: Writer threads; ``None`` uses up to 4, one per CPU core.  Parsing the corpus runs in the
                 calling thread at the same time.
 
@@ -292,9 +290,8 @@ class BM25Index:
            nested as an optional part (nesting makes tantivy skip straight to the candidates in each posting list;
            with a flat OR of the common clauses it decodes them in bulk: the whole search took 0.97 ms median at
            200k passages that way, 0.58 ms nested).
-        3. Passages matching no rare clause score below ``bound``; if the k-th exact score is not above it, or
-           the candidates filled the whole first search (more may follow), give up and let the caller search
-           exhaustively.
+        3. Passages matching no rare clause score below ``bound``; if the k-th exact score is not above it, or the
+           candidates filled the whole first search (more may follow), give up and let the caller search exhaustively.
         """
         searcher, schema = self._searcher, self._schema
         should, must = tantivy.Occur.Should, tantivy.Occur.Must

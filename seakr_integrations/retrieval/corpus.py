@@ -34,10 +34,9 @@ def _kind(value: object) -> str:
 def validate_passage(obj: object, where: str) -> Passage:
     """Check one corpus record and turn it into a :class:`Passage`.
 
-    ``id`` must be a non-empty string or an integer (JSON corpora often number their passages; the integer is
-    converted to its decimal string so ids have one type everywhere).  ``text`` must be a non-empty string.
-    ``title`` is optional (missing or null become ``""``).  Other keys are ignored, so corpora may carry extra
-    metadata such as URLs.
+    ``id`` must be a non-empty string or an integer (JSON corpora often number their passages; the integer is converted
+    to its decimal string so ids have one type everywhere).  ``text`` must be a non-empty string.  ``title`` is optional
+    (missing or null become ``""``).  Other keys are ignored, so corpora may carry extra metadata such as URLs.
 
     Args:
         obj: A mapping with ``id``, ``text`` and optionally ``title`` keys, or a :class:`Passage`.

@@ -1,11 +1,10 @@
 """Where an Elasticsearch cluster is and how to log in: settings, secrets that never print, and clear errors.
 
-The retriever and the bulk indexer talk to the same cluster with the same credentials, and both must turn the
-client's exceptions into messages a user can act on: which URL, what went wrong, what to change.  Those messages,
-every ``repr`` and every log line must stay free of the API key and the password, because they end up in CI logs,
-notebooks and bug reports.  So the credentials live in :class:`Secret` objects (whose ``repr`` and ``str`` are
-``'***'``) from the moment they are read, and every text that comes back from the server is scrubbed of them
-before it is shown.
+The retriever and the bulk indexer talk to the same cluster with the same credentials, and both must turn the client's
+exceptions into messages a user can act on: which URL, what went wrong, what to change.  Those messages, every ``repr``
+and every log line must stay free of the API key and the password, because they end up in CI logs, notebooks and bug
+reports.  So the credentials live in :class:`Secret` objects (whose ``repr`` and ``str`` are ``'***'``) from the moment
+they are read, and every text that comes back from the server is scrubbed of them before it is shown.
 
 The errors themselves, and the translation of the client's exceptions into them, are in ``es_errors.py``.
 
@@ -58,9 +57,8 @@ _INSTALL = "pip install 'seakr-integrations[elasticsearch]'"
 class Secret:
     """A credential that does not show itself: ``repr``/``str``/f-strings give ``'***'``; :meth:`reveal` the value.
 
-    Wrapping the value where it is read (argument or environment) means no later ``print(settings)``, logging
-    call, exception message or debugger ``repr`` can leak it by accident; only the client constructor calls
-    :meth:`reveal`.
+    Wrapping the value where it is read (argument or environment) means no later ``print(settings)``, logging call,
+    exception message or debugger ``repr`` can leak it by accident; only the client constructor calls :meth:`reveal`.
     """
 
     __slots__ = ("_value",)
@@ -149,11 +147,10 @@ class ElasticsearchConnection:
     ) -> ElasticsearchConnection:
         """Settings from the arguments, falling back to the environment for what they leave out.
 
-        Credentials are taken as a whole from one place: if the arguments give any (``api_key``, or ``username``
-        and ``password``), the environment's are ignored; otherwise the environment's are used; otherwise user
-        info in the URL (``https://user:pass@host``), which is moved out of the URL so it is never printed.  In
-        one place, an API key and a password together are an error, since it would be unclear which one the
-        cluster checks.
+        Credentials are taken as a whole from one place: if the arguments give any (``api_key``, or ``username`` and
+        ``password``), the environment's are ignored; otherwise the environment's are used; otherwise user info in the
+        URL (``https://user:pass@host``), which is moved out of the URL so it is never printed.  In one place, an API
+        key and a password together are an error, since it would be unclear which one the cluster checks.
 
         Args:
             url: The cluster, e.g. ``http://localhost:9200``; default ``$ELASTICSEARCH_URL``.
@@ -168,9 +165,8 @@ class ElasticsearchConnection:
             environ: The environment to read (default ``os.environ``; tests pass a dict).
 
         Raises:
-            ValueError: No URL anywhere, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair,
-                both an API key and a password, or a timeout/retry count out of range.  Messages never contain
-                a credential.
+            ValueError: No URL anywhere, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair, both an
+                API key and a password, or a timeout/retry count out of range.  Messages never contain a credential.
         """
         env = os.environ if environ is None else environ
         raw_url = url if url is not None else env.get(ENV_URL, "")

@@ -84,11 +84,10 @@ def build_elasticsearch_index(
 ) -> IndexBuild:
     """Bulk-index a corpus into an Elasticsearch index, creating it with the BM25 mapping if needed; resumable.
 
-    Every passage is sent with its id as ``_id``.  By default as a ``create``: one the index already holds is left
-    as it is and counted in ``already_indexed``, so running the same command again after an interruption (Ctrl-C,
-    a lost connection, a bad corpus line fixed) completes the index without duplicates and without rewriting what
-    is there.  With ``overwrite`` passages are sent as ``index`` operations and replace same-id documents (for an
-    updated corpus).
+    Every passage is sent with its id as ``_id``.  By default as a ``create``: one the index already holds is left as it
+    is and counted in ``already_indexed``, so running the same command again after an interruption (Ctrl-C, a lost
+    connection, a bad corpus line fixed) completes the index without duplicates and without rewriting what is there.
+    With ``overwrite`` passages are sent as ``index`` operations and replace same-id documents (for an updated corpus).
 
     For an index it creates, or one it created before, the build switches periodic refresh and replicas off
     while loading (restored at the end, and on failure, so what was indexed is searchable), then refreshes,
