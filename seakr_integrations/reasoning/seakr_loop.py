@@ -46,7 +46,6 @@ from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats
 from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
-from seakr_integrations.uncertainty.estimate import Uncertainty
 
 __all__ = ["SeaKRLoop", "best", "choose"]
 
@@ -72,10 +71,6 @@ class SeaKRLoop:
         return self.single_hop(state) if self.config.mode == "single_hop" else self.multi_hop(state)
 
     # ---------------------------------------------------------------------------------------- the gate
-    def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
-        """Self-aware retrieval on a measured step (``gate.Gate.needs_retrieval``)."""
-        return self.gate.needs_retrieval(text, u)
-
     def assess(self, state: QuestionState) -> Generator[Any, Any, Assessment]:
         """The gate alone on the model's next step (multi-hop) or direct answer (single-hop)."""
         single = self.config.mode == "single_hop"
@@ -335,7 +330,7 @@ class SeaKRLoop:
         finals = {"direct": direct}
         winner = direct
         stop_reason = StopReason.CERTAIN_WITHOUT_RETRIEVAL
-        if self.needs_retrieval(out.greedy.text, direct.uncertainty):
+        if self.gate.needs_retrieval(out.greedy.text, direct.uncertainty):
             step.decision, step.query = "retrieve", state.question
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             found = yield from self.calls.search(state, step, state.question)
