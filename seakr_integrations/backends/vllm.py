@@ -237,8 +237,7 @@ class VLLMBackend(SelfAwareBackend):
         try:
             self.llm.generate([TokensPrompt(prompt_token_ids=s) for s in unique.values()], params, use_tqdm=False)
         finally:
-            result = self._rpc("seakr_set_capture", False)
-            del result
+            self._rpc("seakr_set_capture", False)
         vectors, fired, _ = self._pop_captured()
         return vectors, fired
 
@@ -252,12 +251,11 @@ class VLLMBackend(SelfAwareBackend):
     # -- the back-end interface ------------------------------------------------------------------------------
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
-        seqs = sequences
-        vectors, _ = self._score(seqs, layer, source)
-        missing = [i for i, s in enumerate(seqs) if token_digest(s) not in vectors]
+        vectors, _ = self._score(sequences, layer, source)
+        missing = [i for i, s in enumerate(sequences) if token_digest(s) not in vectors]
         if missing:
             raise RuntimeError(f"vLLM returned no hidden state for sequence(s) {missing[:5]}")
-        return np.stack([vectors[token_digest(s)] for s in seqs])
+        return np.stack([vectors[token_digest(s)] for s in sequences])
 
     def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
         """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs
