@@ -3,11 +3,9 @@ what the server answered.
 
 A client's own mistakes should fail at once and say what to fix, and a server that answers something else than a
 seakr (or OpenAI-compatible) server should fail with the URL and what came back, not with a ``KeyError`` or a
-``JSONDecodeError`` from deep inside.  An API key is a secret: the checks say what is wrong with it (a newline,
-a space, a non-ASCII character) and never show the key or any part of it, and a bad key is refused before any
-request, so no retry blames the server for it.  These checks are kept here, apart from the HTTP plumbing, so each
-entry point (``RemoteBackend``, ``SelfAwareModel`` behind ``ChatSeaKR`` and both ``SeaKRLLM``, the CLI's
-``SEAKR_API_KEY``) validates the same way, once, where the value is accepted.
+``JSONDecodeError`` from deep inside.  The checks live apart from the HTTP plumbing so that each entry point
+(``RemoteBackend``, ``SelfAwareModel`` behind ``ChatSeaKR`` and both ``SeaKRLLM``, the CLI's ``SEAKR_API_KEY``)
+validates the same way, once, where the value is accepted.
 """
 
 from __future__ import annotations
