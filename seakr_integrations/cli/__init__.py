@@ -1,11 +1,5 @@
 """The ``seakr`` command line, one module per command.
 
-
-
-Elasticsearch credentials are read from the environment only (``ELASTICSEARCH_API_KEY``, or
-``ELASTICSEARCH_USERNAME`` and ``ELASTICSEARCH_PASSWORD``), never from the command line, where other users of the
-machine could read them in the process list.
-
 Each command's module has ``add_parser(subparsers)`` and ``run(args) -> exit status``; options several commands
 share, and the objects they build, are in ``common``.  Settings' defaults come from ``SeaKRConfig`` and
 ``SamplingConfig``, where they are defined.
