@@ -119,20 +119,15 @@ class ConcurrentBackend(ProxyBackend):
                 raise
 
     def _serve_group(self, group: list[tuple[_Request, list[str], list[SamplingConfig]]]) -> None:
-        if len(group) == 1:
-            request, prompts, configs = group[0]
-            self.batches_run += 1
-            try:
-                request.finish(self.inner.generate(prompts, configs))
-            except Exception as exc:
-                request.finish(error=exc)
-            return
         prompts = [p for _, ps, _ in group for p in ps]
         configs = [c for _, _, cs in group for c in cs]
         self.batches_run += 1
         try:
             outputs = self.inner.generate(prompts, configs)
-        except Exception:
+        except Exception as exc:
+            if len(group) == 1:
+                group[0][0].finish(error=exc)
+                return
             # Someone's input was bad (e.g. a prompt too long): run each request alone so that only its owner
             # sees the error.
             for request, ps, cs in group:
