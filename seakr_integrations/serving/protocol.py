@@ -177,10 +177,6 @@ class GenerateRequest(_Body):
         """The one sampling config of every prompt."""
         return self._config
 
-    @property
-    def count(self) -> int:
-        return len(self.prompts if self.prompts is not None else self.messages or [])
-
 
 def _conversation(i: int, conversation: Any, limits: Limits) -> list[dict[str, str]]:
     turns = conversation if isinstance(conversation, list) else None
