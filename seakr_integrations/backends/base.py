@@ -274,9 +274,6 @@ class BatchingStream(GenerationStream):
     The back-end is free again after each call, so prompts submitted while a batch runs (by questions whose
     searches just came back) join the next one.  A batch that fails is run again prompt by prompt, so a bad prompt
     fails only its own ticket.
-
-    Args:
-        backend: The back-end whose ``generate`` serves the batches.
     """
 
     def __init__(self, backend: SelfAwareBackend) -> None:

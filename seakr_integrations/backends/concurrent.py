@@ -48,9 +48,6 @@ class ConcurrentBackend(ProxyBackend):
 
     Every attribute not defined here (``model_name``, ``tokenizer``, ``max_context``...) is the inner back-end's.
     Get instances with ``concurrent_backend(backend)`` so that every component using one back-end shares one lock.
-
-    Args:
-        inner: The back-end to protect.
     """
 
     def __init__(self, inner: SelfAwareBackend) -> None:

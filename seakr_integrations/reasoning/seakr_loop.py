@@ -53,12 +53,7 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
 class SeaKRLoop:
-    """SeaKR's decisions for one question at a time.
-
-    Args:
-        config: SeaKR's settings (delta, N, limits, ablations).
-        calls: The model and search plumbing the decisions use.
-    """
+    """SeaKR's decisions for one question at a time."""
 
     def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
         self.config = config

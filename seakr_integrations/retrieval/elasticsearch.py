@@ -224,8 +224,6 @@ class ElasticsearchRetriever:
         the searches run on the retriever's own loop).
 
         Args:
-            queries: The queries.
-            k: Passages per query.
             return_exceptions: Put a failed search's exception in its slot instead of raising the first one
                 (as ``asyncio.gather``); a bad query is then a ``ValueError`` in its slot.
 
