@@ -77,9 +77,6 @@ class BM25Index:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         """Open an index built by :meth:`build`.
 
-        Args:
-            path: The index directory.
-
         Raises:
             FileNotFoundError: ``path`` does not exist or is not a finished seakr index (no manifest); the message
                 says how to build one.
