@@ -17,15 +17,7 @@ from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig, Sea
 from seakr_integrations.retrieval import Passage
 from seakr_integrations.uncertainty import Uncertainty
 
-__all__ = [
-    "BM25Index",
-    "Passage",
-    "RetrievalError",
-    "SeaKR",
-    "SeaKRConfig",
-    "SeaKRResult",
-    "Uncertainty",
-]
+__all__ = ["BM25Index", "Passage", "RetrievalError", "SeaKR", "SeaKRConfig", "SeaKRResult", "Uncertainty"]
 try:  # the installed distribution's version: one number, kept in pyproject.toml
     __version__ = _version("seakr-integrations")
 except PackageNotFoundError:  # a source tree that was never installed

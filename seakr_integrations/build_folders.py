@@ -1,10 +1,9 @@
 """The hidden working folders of a build, and the safe removal of those an interrupted build left behind.
 
-An index build writes into ``.NAME.building-XXXXXXXX`` next to the index ``NAME`` and, when it replaces an index,
-moves the old one to ``.NAME.old-XXXXXXXX`` before deleting it; a model conversion writes into
-``.NAME.tmp-XXXXXXXX`` next to the converted model.  A build that is killed (SIGKILL, a power cut) cannot delete
-them, and they can be large (38 MB for the bundled corpus, gigabytes for a model), so the next build of the same
-target removes them.
+An index build writes into ``.NAME.building-XXXXXXXX`` next to the index ``NAME`` and, when it replaces an index, moves
+the old one to ``.NAME.old-XXXXXXXX`` before deleting it; a model conversion writes into ``.NAME.tmp-XXXXXXXX`` next to
+the converted model.  A build that is killed (SIGKILL, a power cut) cannot delete them, and they can be large (38 MB for
+the bundled corpus, gigabytes for a model), so the next build of the same target removes them.
 
 "Only ours, only when no build is running": only folders whose names have exactly those two prefixes for this
 index are touched, and only while no other build holds the parent directory.  Every build holds a shared

@@ -16,11 +16,7 @@ from seakr_integrations.evaluation.questions import Question, read_questions
 from seakr_integrations.models import cache_dir
 from seakr_integrations.retrieval.bm25 import MANIFEST_NAME, BM25Index
 
-__all__ = ["DEMO_QUESTION", "cached_index", "demo_corpus_path", "demo_index", "demo_questions", "demo_questions_path"]
-
-DEMO_QUESTION = "Who lived longer, Alejandro Jodorowsky or Philip Saville?"
-"""SeaKR's running example (the demo corpus does not contain these two people: the model must decide how much to
-trust its own knowledge)."""
+__all__ = ["cached_index", "demo_corpus_path", "demo_index", "demo_questions", "demo_questions_path"]
 
 
 def demo_corpus_path() -> Path:

@@ -22,10 +22,9 @@ __all__ = [
 HiddenSource = Literal["mlp", "residual"]
 
 MAX_K = 256
-"""The most samples one call may draw.  SeaKR uses 20 and EigenScore gains little past a few dozen, while the cost
-grows with k (k continuations, and a k x k matrix per call): a typo such as ``k=10**9`` would build a list of a
-billion samples and exhaust the machine's memory before any error.  A server has its own, lower cap
-(``SEAKR_SERVE_MAX_K``)."""
+"""The most samples one call may draw.  SeaKR uses 20 and EigenScore gains little past a few dozen, while the cost grows
+with k (k continuations, and a k x k matrix per call): a typo such as ``k=10**9`` would build a list of a billion
+samples and exhaust the machine's memory before any error.  A server has its own, lower cap (``SEAKR_SERVE_MAX_K``)."""
 
 MAX_TOKENS = 32_768
 """The most tokens one continuation may be asked for: more than any context this package's models have, so a value

@@ -56,7 +56,7 @@ def test_every_bad_request_names_what_is_wrong(body, message):
 def test_a_good_request_becomes_one_sampling_config():
     request = parse_generate({"prompts": ["q"], "k": 4, "stop": ["\n"], "estimators": ["perplexity"]}, LIMITS)
     assert request.config.k == 4 and request.config.stop == ("\n",) and request.estimators == ("perplexity",)
-    assert request.count == 1 and not request.return_vectors
+    assert request.prompts == ["q"] and not request.return_vectors
 
 
 def test_limits_come_from_the_environment(monkeypatch):

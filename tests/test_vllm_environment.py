@@ -88,3 +88,19 @@ def test_kv_cache_space_must_be_whole_gib(tmp_path, bad):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(ValueError, match=rf"kv_cache_space_gib={bad!r}: .*whole number of GiB"):
         vllm_backend.VLLMBackend(tmp_path, kv_cache_space_gib=bad)
+
+
+def test_popped_vectors_and_logsumexps_round_trip_through_the_one_codec():
+    """What a worker's ``seakr_pop_vectors`` sends, ``unpack_popped`` (VLLMBackend and the server's engine) reads."""
+    import numpy as np
+
+    from seakr_integrations.backends.vllm_worker import SeaKRWorkerExtension, unpack_popped
+
+    worker = SeaKRWorkerExtension.__new__(SeaKRWorkerExtension)
+    worker._seakr_captured = {"a": np.arange(3, dtype=np.float32), "b": np.ones(3, np.float32)}
+    worker._seakr_lse, worker._seakr_fired = {"g": {0: 1.5, 2: 3.0}}, 4
+    vectors, lse = unpack_popped(worker.seakr_pop_vectors(["b"], ["g"]))
+    assert list(vectors) == ["b"] and vectors["b"].tolist() == [1.0, 1.0, 1.0] and lse == {"g": {0: 1.5, 2: 3.0}}
+    assert list(worker._seakr_captured) == ["a"]
+    worker._seakr_captured = {}
+    assert unpack_popped(worker.seakr_pop_vectors()) == ({}, {})

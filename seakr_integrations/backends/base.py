@@ -159,10 +159,7 @@ class SelfAwareBackend(ABC):
         return int(layer)
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        config: SamplingConfig | Sequence[SamplingConfig] | None = None,
-        **overrides: Any,
+        self, prompts: Sequence[str], config: SamplingConfig | Sequence[SamplingConfig] | None = None, **overrides: Any
     ) -> list[SelfAwareOutput]:
         """Greedy continuation plus ``k`` samples with EOS vectors, for every prompt.
 
@@ -277,9 +274,6 @@ class BatchingStream(GenerationStream):
     The back-end is free again after each call, so prompts submitted while a batch runs (by questions whose
     searches just came back) join the next one.  A batch that fails is run again prompt by prompt, so a bad prompt
     fails only its own ticket.
-
-    Args:
-        backend: The back-end whose ``generate`` serves the batches.
     """
 
     def __init__(self, backend: SelfAwareBackend) -> None:

@@ -48,9 +48,6 @@ class ConcurrentBackend(ProxyBackend):
 
     Every attribute not defined here (``model_name``, ``tokenizer``, ``max_context``...) is the inner back-end's.
     Get instances with ``concurrent_backend(backend)`` so that every component using one back-end shares one lock.
-
-    Args:
-        inner: The back-end to protect.
     """
 
     def __init__(self, inner: SelfAwareBackend) -> None:
@@ -64,10 +61,7 @@ class ConcurrentBackend(ProxyBackend):
         """Back-end calls made so far (fewer than ``calls_received`` when concurrent calls were merged)."""
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        config: SamplingConfig | Sequence[SamplingConfig] | None = None,
-        **overrides: Any,
+        self, prompts: Sequence[str], config: SamplingConfig | Sequence[SamplingConfig] | None = None, **overrides: Any
     ) -> list[SelfAwareOutput]:
         """``inner.generate``, waiting for the back-end when another thread uses it; calls that wait together run
         together as one batch (each caller gets its own outputs and its own errors)."""
@@ -122,20 +116,15 @@ class ConcurrentBackend(ProxyBackend):
                 raise
 
     def _serve_group(self, group: list[tuple[_Request, list[str], list[SamplingConfig]]]) -> None:
-        if len(group) == 1:
-            request, prompts, configs = group[0]
-            self.batches_run += 1
-            try:
-                request.finish(self.inner.generate(prompts, configs))
-            except Exception as exc:
-                request.finish(error=exc)
-            return
         prompts = [p for _, ps, _ in group for p in ps]
         configs = [c for _, _, cs in group for c in cs]
         self.batches_run += 1
         try:
             outputs = self.inner.generate(prompts, configs)
-        except Exception:
+        except Exception as exc:
+            if len(group) == 1:
+                group[0][0].finish(error=exc)
+                return
             # Someone's input was bad (e.g. a prompt too long): run each request alone so that only its owner
             # sees the error.
             for request, ps, cs in group:

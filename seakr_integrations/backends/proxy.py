@@ -18,11 +18,7 @@ __all__ = ["ProxyBackend"]
 
 
 class ProxyBackend(SelfAwareBackend):
-    """A ``SelfAwareBackend`` view of ``inner``; subclasses override ``generate`` (and what else they change).
-
-    Args:
-        inner: The wrapped back-end.
-    """
+    """A ``SelfAwareBackend`` view of ``inner``; subclasses override ``generate`` (and what else they change)."""
 
     def __init__(self, inner: SelfAwareBackend) -> None:
         if not isinstance(inner, SelfAwareBackend):

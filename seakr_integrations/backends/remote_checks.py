@@ -3,11 +3,9 @@ what the server answered.
 
 A client's own mistakes should fail at once and say what to fix, and a server that answers something else than a
 seakr (or OpenAI-compatible) server should fail with the URL and what came back, not with a ``KeyError`` or a
-``JSONDecodeError`` from deep inside.  An API key is a secret: the checks say what is wrong with it (a newline,
-a space, a non-ASCII character) and never show the key or any part of it, and a bad key is refused before any
-request, so no retry blames the server for it.  These checks are kept here, apart from the HTTP plumbing, so each
-entry point (``RemoteBackend``, ``SelfAwareModel`` behind ``ChatSeaKR`` and both ``SeaKRLLM``, the CLI's
-``SEAKR_API_KEY``) validates the same way, once, where the value is accepted.
+``JSONDecodeError`` from deep inside.  The checks live apart from the HTTP plumbing so that each entry point
+(``RemoteBackend``, ``SelfAwareModel`` behind ``ChatSeaKR`` and both ``SeaKRLLM``, the CLI's ``SEAKR_API_KEY``)
+validates the same way, once, where the value is accepted.
 """
 
 from __future__ import annotations
@@ -21,14 +19,7 @@ from urllib.parse import urlsplit
 
 from seakr_integrations.params import check_real
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "check_api_key",
-    "check_base_url",
-    "check_timeout",
-    "reply_field",
-    "server_message",
-]
+__all__ = ["DEFAULT_TIMEOUT", "check_api_key", "check_base_url", "check_timeout", "reply_field", "server_message"]
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one request to a model server may take, by default (a generate call of many samples on a CPU server can
@@ -49,9 +40,8 @@ def check_base_url(base_url: object) -> str:
     """The server's root URL: ``base_url`` without a trailing ``/`` or ``/v1``.
 
     Raises:
-        ValueError: Not an ``http://`` or ``https://`` URL with a host (a typo'd scheme such as ``htp://`` or
-            ``http:/`` is named as such), or a URL of one route (``.../v1/chat/completions``) rather than the
-            server's.
+        ValueError: Not an ``http://`` or ``https://`` URL with a host (a typo'd scheme such as ``htp://`` or ``http:/``
+            is named as such), or a URL of one route (``.../v1/chat/completions``) rather than the server's.
     """
     if not isinstance(base_url, str) or not base_url.strip():
         raise ValueError(f"base_url={base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
@@ -81,9 +71,8 @@ def check_base_url(base_url: object) -> str:
 def check_api_key(key: object, source: str = "api_key") -> str | None:
     """``key`` when it can be sent as a bearer token; ``None`` for no key (``None`` or ``""``).
 
-    The checks run before any request, so a key that cannot be sent is never retried against the server, and
-    their messages never contain the key or any part of it (``source`` names where it came from, e.g.
-    ``"SEAKR_API_KEY"``).
+    The checks run before any request, so a key that cannot be sent is never retried against the server, and their
+    messages never contain the key or any part of it (``source`` names where it came from, e.g. ``"SEAKR_API_KEY"``).
 
     Raises:
         TypeError: Not a string.

@@ -59,11 +59,7 @@ def probe_scores(
 
 
 def scored_generate(
-    backend: SelfAwareBackend,
-    prompts: Sequence[str],
-    config: SamplingConfig,
-    estimator: str,
-    alpha: float,
+    backend: SelfAwareBackend, prompts: Sequence[str], config: SamplingConfig, estimator: str, alpha: float
 ) -> list[tuple[SelfAwareOutput, Uncertainty]]:
     """Generate ``prompts`` and score each output with ``estimator`` (one more greedy call for ``"prompt"``).
 

@@ -1,18 +1,11 @@
 """The non-blocking path of a self-aware back-end: submit each prompt when it is issued, collect each output when
 it is finished.
 
-``SelfAwareBackend.generate(prompts)`` is the simple call: it returns when the slowest prompt of the batch is done.
-A driver that answers many questions at once needs more.  Each question's call should reach the model the moment
-the question issues it, and the question should go on the moment its own outputs are back, not when everybody's
-slowest sample is.  A ``GenerationStream`` offers exactly that: ``submit`` returns a ticket at once, ``collect``
-makes one unit of progress (an engine step, or one batch) and returns the tickets that finished.
-
-Two implementations exist:
-
-* :class:`BatchingStream`, every back-end's default: each ``collect`` runs whatever is pending as one ``generate``
-  call (the HF back-end, wrappers, anything that cannot take requests while it runs).
-* ``VLLMStream`` (``seakr_integrations.backends.vllm``): requests join vLLM's running engine batch as they are
-  submitted, and each prompt is returned after the engine step that finished its last sample's read-out.
+``SelfAwareBackend.generate(prompts)`` returns when the slowest prompt of the batch is done.  A driver answering many
+questions at once wants each question's call to reach the model the moment it is issued, and the question to go on the
+moment its own outputs are back: ``submit`` returns a ticket at once, ``collect`` makes one unit of progress (an engine
+step, or one batch) and returns the tickets that finished.  Implementations: ``base.BatchingStream`` (every back-end's
+default) and ``vllm_stream.VLLMStream`` (requests join vLLM's running batch).
 """
 
 from __future__ import annotations

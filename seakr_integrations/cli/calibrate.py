@@ -1,6 +1,4 @@
-"""``seakr calibrate --dataset FILE``: choose delta for a model on labelled questions and save it as a
-profile.
-"""
+"""``seakr calibrate --dataset FILE``: choose delta for a model on labelled questions and save it as a profile."""
 
 from __future__ import annotations
 

@@ -51,9 +51,8 @@ def results_path(args: argparse.Namespace, method: str, methods: int) -> str:
 
 def run_setup(args: argparse.Namespace, described: dict[str, Any], model: Any, where: str) -> dict[str, Any]:
     """What a results file's header records of the run: the method, the dataset, the retriever and the model that
-    answered.  With ``--server`` that is the server's own model (``--model`` names a local default the run never
-    loads), so a file resumes only against a server of the same model, whatever its URL (a restart on another port
-    resumes)."""
+    answered.  With ``--server`` that is the server's own model (``--model`` names a local default the run never loads),
+    so a file resumes only against a server of the same model, whatever its URL (a restart on another port resumes)."""
     if getattr(args, "server", None):
         answering = {"model": model.model_name, "backend": "server", "dtype": None}
     else:

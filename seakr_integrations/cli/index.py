@@ -82,11 +82,7 @@ def _run_es(args: argparse.Namespace) -> int:
     }
     try:
         build = build_elasticsearch_index(
-            args.corpus,
-            url=args.es or None,
-            overwrite=args.replace_existing,
-            progress=not args.quiet,
-            **options,
+            args.corpus, url=args.es or None, overwrite=args.replace_existing, progress=not args.quiet, **options
         )
     except KeyboardInterrupt:
         print(

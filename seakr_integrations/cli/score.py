@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
 
 from seakr_integrations.cli import common
-
-if TYPE_CHECKING:
-    from seakr_integrations.backends.base import SelfAwareBackend
-    from seakr_integrations.outputs import SelfAwareOutput
-    from seakr_integrations.params import SamplingConfig
-    from seakr_integrations.uncertainty import Uncertainty
 
 __all__ = ["add_parser", "run"]
 
@@ -53,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run ``seakr score``; the exit status."""
+    from seakr_integrations.backends.scored import probe_scores
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.uncertainty import REGISTRY, estimate
 
@@ -67,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
         output = backend.generate([prompt], config)[0]
         timings = dict(backend.last_timings)
         scores = {
-            name: _probed(backend, output, config) if "probe" in REGISTRY[name].needs else estimate(output, name)
+            name: probe_scores(backend, [output.prompt], [output], config)[0]
+            if "probe" in REGISTRY[name].needs
+            else estimate(output, name)
             for name in args.estimator
         }
     if args.json:
@@ -97,14 +93,3 @@ def run(args: argparse.Namespace) -> int:
         for i, s in enumerate(output.samples, 1):
             print(f"  sample {i:2d}: {s.text.strip()!r}")
     return 0
-
-
-def _probed(backend: SelfAwareBackend, output: SelfAwareOutput, config: SamplingConfig) -> Uncertainty:
-    """The prompt estimator's score of ``output``: one more greedy call asks the model whether it knew."""
-    from seakr_integrations.uncertainty import estimate
-    from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_after, probe_sampling, unprobed
-
-    probe = probe_after(output.prompt, output.greedy.text)
-    if len(backend.tokenize(probe)) > backend.max_context - PROBE_TOKENS:
-        return unprobed(f"the probe does not fit {backend.model_name}'s context; the model counts as uncertain")
-    return estimate(backend.generate([probe], probe_sampling(config))[0], "prompt")

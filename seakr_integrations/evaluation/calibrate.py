@@ -17,12 +17,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
-from seakr_integrations.calibration import (
-    DeltaProfile,
-    UncalibratedDeltaWarning,
-    canonical_model_name,
-    prompt_settings,
-)
+from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.config import SeaKRConfig
@@ -117,9 +112,8 @@ def calibrate_delta(
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
         progress: Show a progress bar over the sweep.
-        agreement: With a ``cascade_estimator`` in ``config``: the cascade band is calibrated with delta, as the
-            widest whose decisions agree with the gate on this share of the first steps it decides
-            (:func:`cascade_band`).
+        agreement: With a ``cascade_estimator`` in ``config``: the cascade band is calibrated with delta, as the widest
+            whose decisions agree with the gate on this share of the first steps it decides (:func:`cascade_band`).
 
     Returns:
         The profile (not saved yet: see ``save_profile``).

@@ -1,9 +1,8 @@
 """Does this index hold this dataset's passages?  A cheap check before hours of evaluation.
 
-Evaluating 2WikiMultihopQA questions against the HotpotQA corpus (or an index built from an old corpus) runs
-without error and produces meaningless numbers.  Multi-hop datasets name the titles of each question's
-supporting paragraphs, so searching for a sample of those titles tells quickly whether the index and the dataset
-belong together.
+Evaluating 2WikiMultihopQA questions against the HotpotQA corpus (or an index built from an old corpus) runs without
+error and produces meaningless numbers.  Multi-hop datasets name the titles of each question's supporting paragraphs, so
+searching for a sample of those titles tells quickly whether the index and the dataset belong together.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ class SeaKRMethod:
         return [_answer(r) for r in self.seakr.answer_many(list(questions), return_exceptions=True)]
 
 
-class ClosedBookMethod:
+class ClosedBookMethod(SeaKRMethod):
     """The model's direct answer without retrieval, with every estimator's uncertainty of it (for AUROC).
 
     One self-aware call per question in SeaKR's single-hop prompt, and the prompt estimator's probe after it; the
@@ -58,13 +58,10 @@ class ClosedBookMethod:
     predicts a wrong answer.
     """
 
-    name = "closed-book"
+    seakr: SeaKR
 
     def __init__(self, seakr: SeaKR) -> None:
-        self.seakr = seakr
-
-    def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "seakr": self.seakr.config.to_dict()}
+        super().__init__("closed-book", seakr)
 
     def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
         cfg = self.seakr.config
@@ -147,9 +144,13 @@ def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) ->
     )
 
 
-def _baseline(name: str) -> MethodFactory:
+def _method(name: str, changes: dict[str, Any] | None = None) -> MethodFactory:
+    """SeaKR with ``changes`` to the base settings, or the baseline ``name`` when ``changes`` is ``None``."""
+
     def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
-        return SeaKRMethod(name, BASELINES[name](backend, retriever, config))  # greedy calls only: k is unused
+        if changes is None:
+            return SeaKRMethod(name, BASELINES[name](backend, retriever, config))  # greedy calls only: k is unused
+        return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
 
     return factory
 
@@ -160,13 +161,6 @@ _BASELINE_TEXT = {
     "ircot": "baseline: IRCoT, retrieve with the question and after every reasoning sentence",
     "flare": f"baseline: FLARE, retrieve when a token's probability is below {FLARE_THRESHOLD}, masked query",
 }
-
-
-def _seakr_variant(name: str, changes: dict[str, Any]) -> MethodFactory:
-    def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
-        return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
-
-    return factory
 
 
 def _skr_knn(
@@ -181,15 +175,15 @@ def _skr_knn(
         from seakr_integrations.embeddings import shared_embedder
 
         embed = shared_embedder().embed
-    without = _baseline(WITHOUT)(backend, retriever, config)
-    with_ = _baseline(WITH)(backend, retriever, config)
+    without = _method(WITHOUT)(backend, retriever, config)
+    with_ = _method(WITH)(backend, retriever, config)
     return SKRkNN(without, with_, skr_labels(skr_train), embed, k=skr_k)
 
 
 METHODS: dict[str, tuple[MethodFactory, str]] = {
-    **{name: (_seakr_variant(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()},
+    **{name: (_method(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()},
     "closed-book": (_closed_book, "the direct answer without retrieval, scored by every estimator (for AUROC)"),
-    **{name: (_baseline(name), text) for name, text in _BASELINE_TEXT.items()},
+    **{name: (_method(name), text) for name, text in _BASELINE_TEXT.items()},
     "skr-knn": (
         _skr_knn,
         "baseline: SKR-kNN, CoT or single retrieval by the vote of the nearest labelled training questions "
@@ -220,13 +214,8 @@ def check_method(name: str) -> None:
 def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None, **options: Any) -> Method:
     """Build the method ``name`` on the given back-end, retriever and base configuration.
 
-    Args:
-        name: A name from :func:`known_methods`.
-        backend: The self-aware back-end.
-        retriever: The search engine.
-        config: SeaKR's settings (the baselines keep all but ``k``).
-        **options: Method-specific options: ``skr_train`` (directory of training results) and ``skr_k``
-            (neighbours, default 10) for ``skr-knn``.
+    ``config`` is SeaKR's settings (the baselines keep all but ``k``); ``options`` are the method's own:
+    ``skr_train`` (directory of training results) and ``skr_k`` (neighbours, default 10) for ``skr-knn``.
 
     Raises:
         ValueError: Unknown method (the message lists the known ones), or a missing option.

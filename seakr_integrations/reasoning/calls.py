@@ -64,8 +64,7 @@ class ModelCalls:
         tokenizer = backend.tokenizer
         use_chat = backend.uses_chat_template(config.chat_template)
         self.builder = PromptBuilder(
-            exemplars(config.style, config.num_exemplars),
-            backend.chat_prompt if use_chat else None,
+            exemplars(config.style, config.num_exemplars), backend.chat_prompt if use_chat else None
         )
         self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
         self._tokenize_text: Callable[[str], list[int]] = lambda text: list(
@@ -151,23 +150,16 @@ class ModelCalls:
             for i in measured:
                 scores[i] = estimate(outputs[i], self.config.estimator, self.config.alpha)
             return scores
-        probes = self.probe_calls([calls[i][0] for i in measured], [outputs[i] for i in measured])
+        prompts, measured_outputs = [calls[i][0] for i in measured], [outputs[i] for i in measured]
+        probes = probe_calls(self.backend, prompts, measured_outputs, self.config.call_sampling())
         sent = [(i, probe) for i, probe in zip(measured, probes, strict=True) if probe is not None]
         replies: list[SelfAwareOutput] = (yield Generate(tuple(p for _, p in sent))) if sent else []
         state.lm_calls += len(sent)
         for i in measured:
-            scores[i] = self.probe_uncertainty(None)
+            scores[i] = probe_uncertainty(self.backend, None)
         for (i, _), reply in zip(sent, replies, strict=True):
-            scores[i] = self.probe_uncertainty(reply)
+            scores[i] = probe_uncertainty(self.backend, reply)
         return scores
-
-    def probe_calls(self, prompts: Sequence[str], outputs: Sequence[SelfAwareOutput]) -> list[Call | None]:
-        """The "prompt" estimator's probe after each call (``backends.scored.probe_calls``)."""
-        return probe_calls(self.backend, prompts, outputs, self.config.call_sampling())
-
-    def probe_uncertainty(self, reply: SelfAwareOutput | None) -> Uncertainty:
-        """The "prompt" estimator's score of a probe's reply; a probe that did not fit counts as uncertain."""
-        return probe_uncertainty(self.backend, reply)
 
     def final_answers(
         self,

@@ -82,8 +82,7 @@ class GateReason(StrEnum):
     """The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above
     the band's high edge), so no samples were drawn: retrieve."""
     UNSUPPORTED_CLAIM = "unsupported_claim"
-    """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the
-    uncertainty."""
+    """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the uncertainty."""
     UNCOVERED_ENTITY = "uncovered_entity"
     """The step states the answer, but an entity the question compares has no kept passage yet
     (``cover_compared_entities``): search for that entity before answering."""
@@ -166,23 +165,18 @@ class GateDecision:
         """The reason in words, with the numbers compared."""
         u, delta = _shown(self.uncertainty), f"{self.delta:g}"
         above, below = (">=", "<") if self.single_hop else (">", "<=")
-        if self.reason is GateReason.UNCERTAIN:
-            return f"uncertainty {u} {above} delta {delta}: the model is unsure, so it retrieves"
-        if self.reason is GateReason.CONFIDENT:
-            return f"uncertainty {u} {below} delta {delta}: the model is sure, so retrieval is skipped"
-        if self.reason is GateReason.EMPTY_GENERATION:
-            return f"the model wrote nothing (uncertainty {u}), so it retrieves"
-        if self.reason is GateReason.ALWAYS_RETRIEVE:
-            return f"told to always retrieve (uncertainty {u}, delta {delta})"
-        if self.reason is GateReason.SURE_FROM_TOKENS:
-            return "the greedy step's token probabilities show the model clearly sure, so retrieval is skipped"
-        if self.reason is GateReason.UNSURE_FROM_TOKENS:
-            return "the greedy step's token probabilities show the model clearly unsure, so it retrieves"
-        if self.reason is GateReason.UNSUPPORTED_CLAIM:
-            return "the step names an entity that no kept passage covers, so it retrieves"
-        if self.reason is GateReason.UNCOVERED_ENTITY:
-            return "an entity the question compares has no kept passage yet, so it retrieves"
-        return f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})"
+        return {
+            GateReason.UNCERTAIN: f"uncertainty {u} {above} delta {delta}: the model is unsure, so it retrieves",
+            GateReason.CONFIDENT: f"uncertainty {u} {below} delta {delta}: the model is sure, so retrieval is skipped",
+            GateReason.EMPTY_GENERATION: f"the model wrote nothing (uncertainty {u}), so it retrieves",
+            GateReason.ALWAYS_RETRIEVE: f"told to always retrieve (uncertainty {u}, delta {delta})",
+            GateReason.SURE_FROM_TOKENS: "the greedy step's token probabilities show the model clearly sure, so "
+            "retrieval is skipped",
+            GateReason.UNSURE_FROM_TOKENS: "the greedy step's token probabilities show the model clearly unsure, so "
+            "it retrieves",
+            GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage covers, so it retrieves",
+            GateReason.UNCOVERED_ENTITY: "an entity the question compares has no kept passage yet, so it retrieves",
+        }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})")
 
     def to_metadata(self) -> dict[str, Any]:
         """The keys put on every document (node) the gated retriever returns (``GATE_METADATA_KEYS``)."""
@@ -279,13 +273,7 @@ class CandidateScore:
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON form (``uncertainty`` ``"inf"`` when unscorable, as traces write it)."""
-        return {
-            "passage_id": self.passage_id,
-            "search_rank": self.search_rank,
-            "uncertainty": number_to_json(self.uncertainty),
-            "chosen": self.chosen,
-            "generation": self.generation,
-        }
+        return {**vars(self), "uncertainty": number_to_json(self.uncertainty)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CandidateScore:

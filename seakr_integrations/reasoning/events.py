@@ -90,11 +90,7 @@ class SeaKREvent:
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON form with the event's ``kind``."""
-        data = {"kind": self.kind, "question_index": self.question_index, "question": self.question}
-        for name in self.__dataclass_fields__:
-            if name not in data:
-                data[name] = getattr(self, name)
-        return _plain(data)
+        return _plain({"kind": self.kind, **{name: getattr(self, name) for name in self.__dataclass_fields__}})
 
 
 @dataclass(frozen=True)

@@ -103,10 +103,7 @@ _TWOWIKI: tuple[Exemplar, ...] = (
     ),
     Exemplar(
         "Who died first, Wolfgang Amadeus Mozart or Ludwig van Beethoven?",
-        (
-            "Wolfgang Amadeus Mozart died on December 5, 1791.",
-            "Ludwig van Beethoven died on March 26, 1827.",
-        ),
+        ("Wolfgang Amadeus Mozart died on December 5, 1791.", "Ludwig van Beethoven died on March 26, 1827."),
         "Wolfgang Amadeus Mozart",
     ),
     Exemplar(
@@ -185,24 +182,14 @@ _SIMPLE: tuple[Exemplar, ...] = (
         "Jane Austen",
     ),
     Exemplar(
-        "what is the capital city of new zealand",
-        ("The capital city of New Zealand is Wellington.",),
-        "Wellington",
+        "what is the capital city of new zealand", ("The capital city of New Zealand is Wellington.",), "Wellington"
+    ),
+    Exemplar("who painted the mona lisa", ("The Mona Lisa was painted by Leonardo da Vinci.",), "Leonardo da Vinci"),
+    Exemplar(
+        "when did apollo 11 land on the moon", ("Apollo 11 landed on the Moon on July 20, 1969.",), "July 20, 1969"
     ),
     Exemplar(
-        "who painted the mona lisa",
-        ("The Mona Lisa was painted by Leonardo da Vinci.",),
-        "Leonardo da Vinci",
-    ),
-    Exemplar(
-        "when did apollo 11 land on the moon",
-        ("Apollo 11 landed on the Moon on July 20, 1969.",),
-        "July 20, 1969",
-    ),
-    Exemplar(
-        "who discovered penicillin",
-        ("Penicillin was discovered by Alexander Fleming in 1928.",),
-        "Alexander Fleming",
+        "who discovered penicillin", ("Penicillin was discovered by Alexander Fleming in 1928.",), "Alexander Fleming"
     ),
     Exemplar(
         "what is the largest planet in the solar system",
@@ -210,20 +197,14 @@ _SIMPLE: tuple[Exemplar, ...] = (
         "Jupiter",
     ),
     Exemplar(
-        "how many players does a soccer team have on the field",
-        ("A soccer team has 11 players on the field.",),
-        "11",
+        "how many players does a soccer team have on the field", ("A soccer team has 11 players on the field.",), "11"
     ),
     Exemplar(
         "who composed the music for the ballet the nutcracker",
         ("The music for The Nutcracker was composed by Pyotr Ilyich Tchaikovsky.",),
         "Pyotr Ilyich Tchaikovsky",
     ),
-    Exemplar(
-        "what is the chemical symbol for sodium",
-        ("The chemical symbol for sodium is Na.",),
-        "Na",
-    ),
+    Exemplar("what is the chemical symbol for sodium", ("The chemical symbol for sodium is Na.",), "Na"),
     Exemplar(
         "who was the first person to reach the south pole",
         ("Roald Amundsen led the first expedition to reach the South Pole, in December 1911.",),
@@ -231,11 +212,7 @@ _SIMPLE: tuple[Exemplar, ...] = (
     ),
 )
 
-EXEMPLAR_SETS: dict[str, tuple[Exemplar, ...]] = {
-    "2wiki": _TWOWIKI,
-    "hotpotqa": _HOTPOTQA,
-    "simple": _SIMPLE,
-}
+EXEMPLAR_SETS: dict[str, tuple[Exemplar, ...]] = {"2wiki": _TWOWIKI, "hotpotqa": _HOTPOTQA, "simple": _SIMPLE}
 """Exemplar sets by question style; each holds 10 exemplars, the paper's number."""
 
 

@@ -1,12 +1,10 @@
 """SeaKR's self-aware retrieval gate: read the model's next step and decide whether to retrieve.
 
 The paper's gate samples k continuations of every step and retrieves when their EigenScore is above delta.  Those
-samples are nearly all of SeaKR's cost, and most readings are nowhere near delta.  With a cascade or claim checks
-set in ``SeaKRConfig`` the step is read in stages, each cheaper than the next, and the first stage that can decide
-does:
+samples are nearly all of SeaKR's cost, and most readings are nowhere near delta.  With a cascade or claim checks set in
+``SeaKRConfig`` the step is read in stages, each cheaper than the next, and the first stage that can decide does:
 
-1. the greedy step alone: a step that states the answer needs no gate (the loop stops there), an empty step
-   retrieves;
+1. the greedy step alone: a step that states the answer needs no gate (the loop stops there), an empty step retrieves;
 2. its claims (``check_claims``): a step that names an entity no kept passage covers retrieves;
 3. its own token probabilities (``cascade_estimator``, e.g. perplexity): clearly sure (at or below the band's low
    edge) accepts, clearly unsure (above its high edge) retrieves;

@@ -1,10 +1,9 @@
 """The strict-JSON form of a SeaKR trace's values, both ways, and the version of that form.
 
 Strict JSON has no ``Infinity`` or ``NaN``, yet a trace holds them (an uncertainty that could not be computed is
-``inf``).  They are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (as ``seakr serve`` sends them) and
-read back as the same floats, so a saved trace reads back as the trace that was saved.  Schema version 1 (traces
-written before the version was recorded) has them as ``null``, which reads back as ``inf``, the only non-finite
-value it held.
+``inf``).  They are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (as ``seakr serve`` sends them) and read
+back as the same floats, so a saved trace reads back as the trace that was saved.  Schema version 1 (traces written
+before the version was recorded) has them as ``null``, which reads back as ``inf``, the only non-finite value it held.
 """
 
 from __future__ import annotations

@@ -6,11 +6,10 @@ Qwen2.5-Coder-0.5B-Instruct, it wrote a new ``Question: ...`` (a copied exemplar
 step on 8 of 20 HotpotQA and 15 of 20 2Wiki questions, and none with ``Answer:`` opening its turn
 (``docs/archive/results_prompt_notes.md``).
 
-Periods are removed from the question and from inside earlier steps because the reasoning calls stop at ``". "``;
-a period inside an abbreviation in the prompt would otherwise teach the model to stop mid-sentence.  Each earlier
-step is then closed with one period, as the sentences of the exemplars are: a step is generated up to (not
-including) its ``". "``, and without the period the model's next token would be that period, which ends the next
-call with an empty step.
+Periods are removed from the question and from inside earlier steps because the reasoning calls stop at ``". "``; a
+period inside an abbreviation in the prompt would otherwise teach the model to stop mid-sentence.  Each earlier step is
+then closed with one period, as the sentences of the exemplars are: a step is generated up to (not including) its ``".
+"``, and without the period the model's next token would be that period, which ends the next call with an empty step.
 """
 
 from __future__ import annotations

@@ -17,15 +17,7 @@ from seakr_integrations.reasoning.jsonform import _plain, number_from_json, unce
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = [
-    "Assessment",
-    "CandidateTrace",
-    "Decision",
-    "FinalTrace",
-    "StepTrace",
-    "StopReason",
-    "Strategy",
-]
+__all__ = ["Assessment", "CandidateTrace", "Decision", "FinalTrace", "StepTrace", "StopReason", "Strategy"]
 
 Decision = Literal["answer", "accept", "retrieve"]
 Strategy = Literal["rationales", "knowledge", "stated", "direct", "passage", "chain"]
@@ -206,19 +198,11 @@ class StepTrace:
         object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "pseudo_generation": self.pseudo_generation,
+        return {  # the fields in order, the nested records as their own dicts
+            **vars(self),
             "uncertainty": self.uncertainty.to_dict(),
-            "decision": self.decision,
-            "query": self.query,
             "masked_words": list(self.masked_words),
             "candidates": [c.to_dict() for c in self.candidates],
-            "chosen_passage_id": self.chosen_passage_id,
-            "accepted": self.accepted,
-            "stop": self.stop,
-            "error": self.error,
-            "reason": self.reason,
             "screen": None if self.screen is None else self.screen.to_dict(),
         }
 
@@ -268,11 +252,8 @@ class FinalTrace:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "strategy": self.strategy,
-            "answer": self.answer,
-            "generation": self.generation,
+            **vars(self),
             "uncertainty": self.uncertainty.to_dict(),
-            "forced": self.forced,
             "context": list(self.context),
             "screen": None if self.screen is None else self.screen.to_dict(),
         }

@@ -20,10 +20,7 @@ import re
 import string
 from collections.abc import Sequence
 
-__all__ = ["FINAL_STRATEGIES", "pick_final", "pick_passage", "repeats_earlier"]
-
-FINAL_STRATEGIES = ("rationales", "knowledge")
-"""The two multi-hop final answers, in the order the loop generates them."""
+__all__ = ["pick_final", "pick_passage", "repeats_earlier"]
 
 
 def pick_passage(uncertainties: Sequence[float], margin: float = 0.0) -> int:

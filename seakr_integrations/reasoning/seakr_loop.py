@@ -8,11 +8,8 @@ wrote (self-aware re-ranking).  The loop stops at a repeated query, when no new 
 passage limit.  Then the model answers twice, once from its own rationales and once from the gathered knowledge,
 and the less uncertain answer wins (self-aware reasoning).
 
-``SeaKRConfig.paper()`` is exactly that.  The default settings change three decisions where the stored traces showed
-better ones (``docs/decision_rules.md``; the rules themselves are in ``rules``): each round keeps the search
-engine's first new passage (``rerank=False``; with re-ranking on, ``rerank_margin`` keeps it unless another is
-clearly less uncertain), a question that kept no passage answers from its rationales alone
-(``knowledge_needs_passages``), and a step that repeats an earlier one ends the loop (``stop_on_repeated_step``).
+``SeaKRConfig.paper()`` is exactly that; the defaults change three decisions where the stored traces showed better
+ones (``docs/decision_rules.md``; the rules are in ``rules``).
 
 Single-hop: answer directly when certain; else try each retrieved passage alone and keep the least uncertain answer.
 
@@ -49,7 +46,6 @@ from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats
 from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
-from seakr_integrations.uncertainty.estimate import Uncertainty
 
 __all__ = ["SeaKRLoop", "best", "choose"]
 
@@ -57,12 +53,7 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
 class SeaKRLoop:
-    """SeaKR's decisions for one question at a time.
-
-    Args:
-        config: SeaKR's settings (delta, N, limits, ablations).
-        calls: The model and search plumbing the decisions use.
-    """
+    """SeaKR's decisions for one question at a time."""
 
     def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
         self.config = config
@@ -75,10 +66,6 @@ class SeaKRLoop:
         return self.single_hop(state) if self.config.mode == "single_hop" else self.multi_hop(state)
 
     # ---------------------------------------------------------------------------------------- the gate
-    def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
-        """Self-aware retrieval on a measured step (``gate.Gate.needs_retrieval``)."""
-        return self.gate.needs_retrieval(text, u)
-
     def assess(self, state: QuestionState) -> Generator[Any, Any, Assessment]:
         """The gate alone on the model's next step (multi-hop) or direct answer (single-hop)."""
         single = self.config.mode == "single_hop"
@@ -338,7 +325,7 @@ class SeaKRLoop:
         finals = {"direct": direct}
         winner = direct
         stop_reason = StopReason.CERTAIN_WITHOUT_RETRIEVAL
-        if self.needs_retrieval(out.greedy.text, direct.uncertainty):
+        if self.gate.needs_retrieval(out.greedy.text, direct.uncertainty):
             step.decision, step.query = "retrieve", state.question
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             found = yield from self.calls.search(state, step, state.question)

@@ -1,11 +1,10 @@
 """The threads the driver runs searches on: a small pool of daemon threads.
 
 A search that outlives ``search_timeout`` is abandoned: its question fails (or goes on without it) on time, but the
-thread cannot be stopped, since Python has no way to kill a thread.  ``concurrent.futures.ThreadPoolExecutor`` joins
-its threads when the interpreter exits, so one hung search would keep the whole process alive until it returned
-(a 60 s search delayed exit by 58 s).  This pool's threads are daemons: the interpreter exits without waiting for a
-search nobody waits for any more.  A search that is still running at exit is simply dropped, which is what
-abandoning it meant.
+thread cannot be stopped, since Python has no way to kill a thread.  ``concurrent.futures.ThreadPoolExecutor`` joins its
+threads when the interpreter exits, so one hung search would keep the whole process alive until it returned (a 60 s
+search delayed exit by 58 s).  This pool's threads are daemons: the interpreter exits without waiting for a search
+nobody waits for any more.  A search that is still running at exit is simply dropped, which is what abandoning it meant.
 """
 
 from __future__ import annotations

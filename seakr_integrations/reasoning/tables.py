@@ -62,10 +62,9 @@ def step_rows(trace: TraceLike) -> list[dict[str, Any]]:
 def candidate_rows(trace: TraceLike) -> list[dict[str, Any]]:
     """One row per passage tried in a re-ranking round: its search rank against the model's uncertainty.
 
-    Columns: ``step`` (1-based), ``search_rank``, ``search_score``, ``title``, ``id``, ``uncertainty``,
-    ``rank_value`` (what the re-ranking compared: the uncertainty, or ``inf`` when the model wrote an empty step
-    after reading the passage), ``chosen`` (whether it was kept), ``generation`` (the step written with the passage
-    in context).
+    Columns: ``step`` (1-based), ``search_rank``, ``search_score``, ``title``, ``id``, ``uncertainty``, ``rank_value``
+    (what the re-ranking compared: the uncertainty, or ``inf`` when the model wrote an empty step after reading the
+    passage), ``chosen`` (whether it was kept), ``generation`` (the step written with the passage in context).
     """
     return [
         {

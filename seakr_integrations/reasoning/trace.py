@@ -90,18 +90,11 @@ class SeaKRResult:
         return _plain(
             {
                 "schema_version": SCHEMA_VERSION,
-                "question": self.question,
-                "answer": self.answer,
-                "strategy": self.strategy,
+                **vars(self),
                 "finals": {k: v.to_dict() for k, v in self.finals.items()},
                 "steps": [s.to_dict() for s in self.steps],
                 "passages": [p.to_dict() for p in self.passages],
-                "stop_reason": self.stop_reason,
                 "notes": list(self.notes),
-                "lm_calls": self.lm_calls,
-                "generated_tokens": self.generated_tokens,
-                "searches": self.searches,
-                "config": self.config,
             }
         )
 

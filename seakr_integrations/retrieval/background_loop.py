@@ -25,9 +25,6 @@ class BackgroundLoop:
     """An event loop running on a daemon thread, started on first use and stopped by :meth:`close`.
 
     Thread-safe: any thread may call :meth:`run`, any event loop may await :meth:`call`.
-
-    Args:
-        name: The thread's name (shows in debuggers and thread dumps).
     """
 
     def __init__(self, name: str) -> None:

@@ -5,10 +5,8 @@ in-process, with no server: on 2 CPU cores a 200k-passage index builds in 3.4 s 
 docs/benchmarks.md), and the on-disk index is memory-mapped, so opening it is instant and the OS page cache shares
 it between processes.
 
-An index directory holds tantivy's files plus ``seakr-index.json``, a manifest written as the last step of a
-build.  A directory without the manifest is never treated as an index: that is what makes builds atomic (see
-:meth:`BM25Index.build` and ``bm25_build.py``) and lets a build refuse to replace a directory that is not one of
-ours.
+An index directory holds tantivy's files plus ``seakr-index.json``, a manifest written as the last step of a build:
+a directory without one is never treated as an index, which makes builds atomic (``bm25_build.py``).
 """
 
 from __future__ import annotations
@@ -78,9 +76,6 @@ class BM25Index:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         """Open an index built by :meth:`build`.
-
-        Args:
-            path: The index directory.
 
         Raises:
             FileNotFoundError: ``path`` does not exist or is not a finished seakr index (no manifest); the message
@@ -156,20 +151,15 @@ class BM25Index:
         killed build could not delete is removed by the next build of ``out`` (see ``build_folders``).
 
         Args:
-            documents: Path of a JSONL corpus (``{"id", "title", "text"}`` per line, gzip-compressed or not), or an
-                iterable of such dicts or :class:`Passage` objects.  Ids must be unique.
+            documents: A corpus as :func:`~.corpus.iter_passages` takes it; ids must be unique.
             out: The index directory.  It may be missing (parents are created), an empty directory, or an
                 existing seakr index (replaced when ``overwrite``).
             progress: Show a tqdm progress bar on stderr.
             overwrite: Replace an existing index at ``out``; when False an existing ``out`` is an error.
-            memory_budget_mb: Indexing memory shared by the writer threads (tantivy needs at least 15 MB per
-                thread); a segment is flushed whenever a thread's share fills up, so more memory means fewer,
-                larger segments.
+            memory_budget_mb: Indexing memory shared by the writer threads (tantivy needs at least 15 MB per thread); a
+                segment is flushed whenever a thread's share fills up, so more memory means fewer, larger segments.
             threads: Writer threads; ``None`` uses up to 4, one per CPU core.  Parsing the corpus runs in the
                 calling thread at the same time.
-
-        Returns:
-            The new index, opened.
 
         Raises:
             ValueError: The corpus has no passages, or a record is invalid (the message names the line or item);
@@ -192,24 +182,15 @@ class BM25Index:
     def search(self, query: str, k: int = 3) -> list[Passage]:
         """The ``k`` best passages for ``query`` by BM25 over title and text, best first.
 
-        ``query`` is plain text, as an LLM writes it: quotes, colons, brackets, ``AND``/``OR``/``NOT``, ``-`` and
-        other query-language syntax are word separators, never operators (SeaKR's Elasticsearch ``multi_match``
-        reads them the same way), so no query fails to parse or matches everything.  Every distinct word counts:
-        the score is the sum of the word's BM25 scores in ``title`` and in ``text``, the scores tantivy's
-        ``parse_query_lenient(words, ["title", "text"])`` gives the query's lower-cased words.  Passages with equal
-        scores are ordered by id, so results do not depend on how the build split the index into segments.
-
-        The result is exact, but usually found without scoring every passage that contains a common word (see
-        :meth:`_search_pruned`): tantivy's Python binding cannot use its own top-k pruning, and a query with
-        "the" would otherwise score nearly every passage (at 200k passages: 1.9 ms median instead of 0.6 ms).
-
-        Args:
-            query: The search text.
-            k: Maximum number of passages to return.
+        ``query`` is plain text, as an LLM writes it: query-language syntax (quotes, colons, ``AND``, ``-``, ...) only
+        separates words (see ``_ANALYZER``), so no query fails to parse or matches everything.  Each distinct word
+        adds its BM25 scores in ``title`` and in ``text``; equal scores are ordered by id, so results do not depend on
+        how the build split the index into segments.  The result is exact, but usually found without scoring every
+        passage that holds a common word (:meth:`_search_pruned`: tantivy's Python binding cannot use its own top-k
+        pruning; at 200k passages, 0.6 ms median instead of 1.9 ms).
 
         Returns:
-            Up to ``k`` passages with ``score`` set to the BM25 score; empty when no passage shares a word with the
-            query or the query has no words at all (only punctuation).
+            Up to ``k`` passages, ``score`` set; empty when no passage shares a word with the query.
 
         Raises:
             TypeError: ``query`` is not a string.
@@ -292,9 +273,8 @@ class BM25Index:
            nested as an optional part (nesting makes tantivy skip straight to the candidates in each posting list;
            with a flat OR of the common clauses it decodes them in bulk: the whole search took 0.97 ms median at
            200k passages that way, 0.58 ms nested).
-        3. Passages matching no rare clause score below ``bound``; if the k-th exact score is not above it, or
-           the candidates filled the whole first search (more may follow), give up and let the caller search
-           exhaustively.
+        3. Passages matching no rare clause score below ``bound``; if the k-th exact score is not above it, or the
+           candidates filled the whole first search (more may follow), give up and let the caller search exhaustively.
         """
         searcher, schema = self._searcher, self._schema
         should, must = tantivy.Occur.Should, tantivy.Occur.Must

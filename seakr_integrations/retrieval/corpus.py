@@ -34,18 +34,13 @@ def _kind(value: object) -> str:
 def validate_passage(obj: object, where: str) -> Passage:
     """Check one corpus record and turn it into a :class:`Passage`.
 
-    ``id`` must be a non-empty string or an integer (JSON corpora often number their passages; the integer is
-    converted to its decimal string so ids have one type everywhere).  ``text`` must be a non-empty string.
-    ``title`` is optional (missing or null become ``""``).  Other keys are ignored, so corpora may carry extra
-    metadata such as URLs.
+    ``id`` must be a non-empty string or an integer (JSON corpora often number their passages; the integer is converted
+    to its decimal string so ids have one type everywhere).  ``text`` must be a non-empty string.  ``title`` is optional
+    (missing or null become ``""``).  Other keys are ignored, so corpora may carry extra metadata such as URLs.
 
     Args:
-        obj: A mapping with ``id``, ``text`` and optionally ``title`` keys, or a :class:`Passage`.
-        where: Where the record came from, put at the start of error messages (e.g. ``"corpus.jsonl, line 7"``
-            or ``"item 17"``).
-
-    Returns:
-        The record as a :class:`Passage` (score 0.0; a valid Passage is returned unchanged).
+        obj: A mapping with ``id``, ``text`` and optionally ``title`` keys, or a :class:`Passage` (returned as it is).
+        where: Where the record came from, at the start of error messages (e.g. ``"corpus.jsonl, line 7"``).
 
     Raises:
         ValueError: The record is not a mapping, or a field is missing, empty or of the wrong type.  The message
@@ -129,13 +124,7 @@ def read_corpus(path: str | os.PathLike[str]) -> Iterator[Passage]:
 
     Blank lines are skipped; a UTF-8 byte-order mark on the first line is tolerated.  Ids must be unique across
     the file: a repeated id would make retrieval results ambiguous, so it is an error rather than a silent
-    overwrite.  Nothing is held in memory except the ids seen so far.
-
-    Args:
-        path: A ``.jsonl`` file, or a gzip-compressed one (detected from its content, e.g. ``.jsonl.gz``).
-
-    Yields:
-        One :class:`Passage` per non-blank line, in file order.
+    overwrite.  Nothing is held in memory except the ids seen so far.  Gzip is detected from the content.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -173,18 +162,11 @@ def _read_records(path: Path) -> Iterator[tuple[str, str, str]]:
 
 
 def iter_passages(documents: CorpusSource) -> Iterator[Passage]:
-    """Validated passages from a corpus path or an iterable of records, with unique ids.
+    """Validated passages, in input order, from a JSONL(.gz) corpus path or an iterable of dicts / :class:`Passage`
+    objects, with unique ids.
 
-    The one entry point indexers use, so a JSONL file and a Python list get the same checks and the same kind of
-    error messages (``"item 17"`` in place of a line number for iterables, 1-based).  The argument's type is
-    checked at the call, the records as they are consumed.
-
-    Args:
-        documents: A path (``str`` or ``os.PathLike``) to a JSONL(.gz) corpus, or an iterable of dicts /
-            :class:`Passage` objects.
-
-    Returns:
-        An iterator over the passages in input order.
+    The one entry point indexers use, so a file and a Python list get the same checks and messages (``"item 17"``,
+    1-based, in place of a line number).  The argument's type is checked at the call, the records as they are consumed.
 
     Raises:
         TypeError: ``documents`` is a single dict, Passage or bytes rather than a path or an iterable of records.

@@ -1,15 +1,10 @@
 """SeaKR's retriever over an Elasticsearch cluster: the authors' BM25 query on the ``wiki`` index, at any scale.
 
 The embedded tantivy index is right up to a few million passages on one machine; the paper's 21M Wikipedia
-passages, a corpus shared by many workers, or an index that already exists in a company's cluster call for
-Elasticsearch.  :class:`ElasticsearchRetriever` implements the core's ``Retriever`` protocol with the query SeaKR
-and DRAGIN send: ``multi_match`` of ``best_fields`` type over ``[title, txt]`` with ``tie_breaker`` 0.5 (a
-passage scores by its better field plus half the other), top ``k``, and only the passage text goes to the LM.
-
-The reasoning loop sends each question's search as soon as the question issues it, several at once from the
-driver's search threads (the client is thread-safe); :meth:`search_many` runs a list of searches concurrently on an
-asyncio client (see :mod:`~seakr_integrations.retrieval.background_loop`) for callers that have one.  Build the
-index with ``seakr index CORPUS.jsonl --es URL --index NAME`` (:func:`~.es_index.build_elasticsearch_index`).
+passages, a corpus shared by many workers, or an index already in a company's cluster call for Elasticsearch.  The
+loop's driver sends each question's search from its search threads as soon as it is issued (the client is
+thread-safe); :meth:`ElasticsearchRetriever.search_many` runs many at once on an asyncio client
+(``background_loop``).  Build the index with ``seakr index CORPUS.jsonl --es URL --index NAME``.
 """
 
 from __future__ import annotations
@@ -44,18 +39,12 @@ SearchResult = list[Passage] | BaseException
 class ElasticsearchRetriever:
     """BM25 search over an Elasticsearch index; a core ``Retriever`` with sync, async and concurrent batch search.
 
-    Construction connects and checks the index (``check=True``): the cluster answers, the credentials work, the
-    index exists, maps both fields as text, and is not a half-finished ``seakr index`` build.  Any problem is an
-    error right away, naming the URL (never a credential), the index or the fields, and saying how to fix it,
-    instead of surfacing in the middle of answering a question.
-
-    Connection settings come from the arguments or the environment (``ELASTICSEARCH_URL``,
-    ``ELASTICSEARCH_API_KEY`` or ``ELASTICSEARCH_USERNAME``/``ELASTICSEARCH_PASSWORD``,
-    ``ELASTICSEARCH_CA_CERTS``); see :class:`ElasticsearchConnection` for the timeout and retry policy.
-
-    The retriever holds a thread-safe synchronous client and, once :meth:`asearch` or :meth:`search_many` is
-    used, an asyncio client on a private daemon thread.  Close it (or use it as a context manager) to release
-    them; they are also released when it is garbage-collected.
+    The query is SeaKR's and DRAGIN's: ``multi_match`` of ``best_fields`` type over title and text with
+    ``tie_breaker`` 0.5 (a passage scores by its better field plus half the other); only the text goes to the LM.
+    Construction checks the cluster, the credentials and the index (``check=True``), so a problem is an error right
+    away, naming the URL (never a credential), the index or the fields, instead of midway through a question.  The
+    asyncio client of :meth:`asearch` / :meth:`search_many` lives on a private daemon thread; close the retriever
+    (or use it as a context manager) to release both clients, or let garbage collection do it.
 
     Args:
         index: Index, alias or pattern to search (default ``wiki``).
@@ -203,8 +192,7 @@ class ElasticsearchRetriever:
 
         Raises:
             TypeError, ValueError: A bad ``query`` or ``k`` (see :meth:`query_body`).
-            ElasticsearchBackendError: The search failed (subclasses: unreachable, authentication, missing index);
-                a hit without the text field (the message names the document and the field).
+            ElasticsearchBackendError: The search failed, or a hit has no text field (the message names both).
         """
         body = self.query_body(query, k)
         with self.connection.errors("search", self.index):
@@ -236,8 +224,6 @@ class ElasticsearchRetriever:
         the searches run on the retriever's own loop).
 
         Args:
-            queries: The queries.
-            k: Passages per query.
             return_exceptions: Put a failed search's exception in its slot instead of raising the first one
                 (as ``asyncio.gather``); a bad query is then a ``ValueError`` in its slot.
 

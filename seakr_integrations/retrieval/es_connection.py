@@ -1,17 +1,12 @@
 """Where an Elasticsearch cluster is and how to log in: settings, secrets that never print, and clear errors.
 
-The retriever and the bulk indexer talk to the same cluster with the same credentials, and both must turn the
-client's exceptions into messages a user can act on: which URL, what went wrong, what to change.  Those messages,
-every ``repr`` and every log line must stay free of the API key and the password, because they end up in CI logs,
-notebooks and bug reports.  So the credentials live in :class:`Secret` objects (whose ``repr`` and ``str`` are
-``'***'``) from the moment they are read, and every text that comes back from the server is scrubbed of them
-before it is shown.
+The retriever and the bulk indexer talk to the same cluster with the same credentials, and both must turn the client's
+exceptions into messages a user can act on: which URL, what went wrong, what to change.  Those messages, every ``repr``
+and every log line must stay free of the API key and the password, because they end up in CI logs, notebooks and bug
+reports.  So the credentials live in :class:`Secret` objects (whose ``repr`` and ``str`` are ``'***'``) from the moment
+they are read, and every text that comes back from the server is scrubbed of them before it is shown.
 
 The errors themselves, and the translation of the client's exceptions into them, are in ``es_errors.py``.
-
-Settings come from arguments first, then from the environment, the variables the official tooling uses:
-``ELASTICSEARCH_URL``, ``ELASTICSEARCH_API_KEY``, or ``ELASTICSEARCH_USERNAME`` with ``ELASTICSEARCH_PASSWORD``,
-and ``ELASTICSEARCH_CA_CERTS`` for a private certificate authority.
 """
 
 from __future__ import annotations
@@ -58,9 +53,8 @@ _INSTALL = "pip install 'seakr-integrations[elasticsearch]'"
 class Secret:
     """A credential that does not show itself: ``repr``/``str``/f-strings give ``'***'``; :meth:`reveal` the value.
 
-    Wrapping the value where it is read (argument or environment) means no later ``print(settings)``, logging
-    call, exception message or debugger ``repr`` can leak it by accident; only the client constructor calls
-    :meth:`reveal`.
+    Wrapping the value where it is read (argument or environment) means no later ``print(settings)``, logging call,
+    exception message or debugger ``repr`` can leak it by accident; only the client constructor calls :meth:`reveal`.
     """
 
     __slots__ = ("_value",)
@@ -149,28 +143,19 @@ class ElasticsearchConnection:
     ) -> ElasticsearchConnection:
         """Settings from the arguments, falling back to the environment for what they leave out.
 
-        Credentials are taken as a whole from one place: if the arguments give any (``api_key``, or ``username``
-        and ``password``), the environment's are ignored; otherwise the environment's are used; otherwise user
-        info in the URL (``https://user:pass@host``), which is moved out of the URL so it is never printed.  In
-        one place, an API key and a password together are an error, since it would be unclear which one the
-        cluster checks.
+        Credentials are taken as a whole from one place: if the arguments give any (``api_key``, or ``username`` and
+        ``password``), the environment's are ignored; otherwise the environment's are used; otherwise user info in the
+        URL (``https://user:pass@host``), which is moved out of the URL so it is never printed.  In one place, an API
+        key and a password together are an error, since it would be unclear which one the cluster checks.
 
-        Args:
-            url: The cluster, e.g. ``http://localhost:9200``; default ``$ELASTICSEARCH_URL``.
-            api_key: API key; default ``$ELASTICSEARCH_API_KEY``.
-            username: Basic-auth user; default ``$ELASTICSEARCH_USERNAME``.
-            password: Basic-auth password; default ``$ELASTICSEARCH_PASSWORD``.
-            ca_certs: CA bundle path; default ``$ELASTICSEARCH_CA_CERTS``.
-            verify_certs: Check TLS certificates.
-            request_timeout: Seconds per request (> 0).
-            max_retries: Retries per request (>= 0).
-            retry_on_timeout: Retry timed-out requests too.
-            environ: The environment to read (default ``os.environ``; tests pass a dict).
+        The arguments are the class's attributes; ``url``, ``api_key``, ``username``, ``password`` and ``ca_certs``
+        default to the variables the official tooling uses, ``$ELASTICSEARCH_URL``, ``$ELASTICSEARCH_API_KEY``,
+        ``$ELASTICSEARCH_USERNAME``, ``$ELASTICSEARCH_PASSWORD`` and ``$ELASTICSEARCH_CA_CERTS``, read from
+        ``environ`` (default ``os.environ``; tests pass a dict).
 
         Raises:
-            ValueError: No URL anywhere, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair,
-                both an API key and a password, or a timeout/retry count out of range.  Messages never contain
-                a credential.
+            ValueError: No URL anywhere, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair, both an
+                API key and a password, or a timeout/retry count out of range.  Messages never contain a credential.
         """
         env = os.environ if environ is None else environ
         raw_url = url if url is not None else env.get(ENV_URL, "")
@@ -307,17 +292,11 @@ class ElasticsearchConnection:
         except ElasticsearchBackendError:
             raise
         except Exception as exc:
-            translated = self.translate(exc, action, index, time.monotonic() - started)
+            translated = translate_client_error(exc, self, action, index, time.monotonic() - started)
             if translated is None:
                 raise
             # Authentication failures drop the client's exception: it carries the server's full error body.
             raise translated from (None if isinstance(translated, AuthenticationError) else exc)
-
-    def translate(
-        self, exc: BaseException, action: str, index: str | None = None, elapsed: float | None = None
-    ) -> ElasticsearchBackendError | None:
-        """This module's error for a client exception (``None`` for one that is not the client's)."""
-        return translate_client_error(exc, self, action, index, elapsed)
 
 
 def _import_client() -> Any:

@@ -77,11 +77,7 @@ def how_to_build(url: str, index: str) -> str:
 
 
 def translate_client_error(
-    exc: BaseException,
-    conn: ClientSide,
-    action: str,
-    index: str | None = None,
-    elapsed: float | None = None,
+    exc: BaseException, conn: ClientSide, action: str, index: str | None = None, elapsed: float | None = None
 ) -> ElasticsearchBackendError | None:
     """The error of this package for an exception of the Elasticsearch client (``None`` for one that is not the
     client's): which URL, what went wrong, what to change, with every text from the server scrubbed of ``conn``'s
@@ -141,8 +137,7 @@ def translate_client_error(
     if isinstance(exc, elasticsearch.NotFoundError) and _api_type(exc) == "index_not_found_exception":
         name = index or "?"
         return IndexNotFoundError(
-            f"Elasticsearch index {name!r} does not exist at {url}; build it with {how_to_build(url, name)}",
-            url,
+            f"Elasticsearch index {name!r} does not exist at {url}; build it with {how_to_build(url, name)}", url
         )
     if isinstance(exc, elasticsearch.UnsupportedProductError):
         return ElasticsearchBackendError(

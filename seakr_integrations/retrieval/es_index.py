@@ -1,9 +1,7 @@
 """A resumable bulk build of the Elasticsearch index SeaKR searches (the layout and its checks: ``es_mapping.py``).
 
-Using the passage id as ``_id`` is what makes a build resumable: documents are sent as ``create`` operations, so a
-passage that is already in the index is answered with a version conflict (counted as "already indexed", nothing is
-rewritten) and a rerun after an interruption adds exactly the passages that are missing, without duplicates.  The
-index's ``_meta.seakr.complete`` is set only once every passage is indexed, refreshed and counted.
+The passage id is the ``_id`` and passages are sent as ``create``, so a rerun after an interruption adds exactly
+what is missing; ``_meta.seakr.complete`` is set once every passage is indexed, refreshed and counted.
 """
 
 from __future__ import annotations
@@ -84,11 +82,9 @@ def build_elasticsearch_index(
 ) -> IndexBuild:
     """Bulk-index a corpus into an Elasticsearch index, creating it with the BM25 mapping if needed; resumable.
 
-    Every passage is sent with its id as ``_id``.  By default as a ``create``: one the index already holds is left
-    as it is and counted in ``already_indexed``, so running the same command again after an interruption (Ctrl-C,
-    a lost connection, a bad corpus line fixed) completes the index without duplicates and without rewriting what
-    is there.  With ``overwrite`` passages are sent as ``index`` operations and replace same-id documents (for an
-    updated corpus).
+    A passage the index already holds is left as it is and counted in ``already_indexed``, so running the same command
+    again after an interruption (Ctrl-C, a lost connection, a bad corpus line fixed) completes the index without
+    duplicates.  With ``overwrite`` passages replace same-id documents (for an updated corpus).
 
     For an index it creates, or one it created before, the build switches periodic refresh and replicas off
     while loading (restored at the end, and on failure, so what was indexed is searchable), then refreshes,
@@ -96,8 +92,7 @@ def build_elasticsearch_index(
     added to; its settings are left alone.
 
     Args:
-        documents: Path of a JSONL corpus (``{"id", "title", "text"}`` per line, gzip or not) or an iterable of
-            dicts / :class:`Passage` objects; ids must be unique (the corpus reader checks).
+        documents: A corpus as :func:`~.corpus.read_corpus` takes it; ids must be unique.
         index: The index name (rules: :func:`check_index_name`).
         connection: Cluster settings; default ``ElasticsearchConnection.from_env(url)``.
         url: The cluster's URL when ``connection`` is not given (default ``$ELASTICSEARCH_URL``).

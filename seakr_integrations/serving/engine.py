@@ -20,7 +20,7 @@ import numpy as np
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.vllm_settings import request_params
 from seakr_integrations.backends.vllm_stream import continuation
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, unpack_popped
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.estimate import estimate
@@ -208,12 +208,11 @@ class ServerEngine:
         (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=([request_id], []))
         if request_id not in popped["keys"]:
             raise RuntimeError("the worker kept no hidden state for a read-out; the capture hook missed it")
-        data = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
-        return data[popped["keys"].index(request_id)].copy()
+        return unpack_popped(popped)[0][request_id]
 
     async def _logsumexp(self, greedy_id: str, n: int) -> list[float]:
         (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=([], [greedy_id]))
-        by_position = {int(at): float(v) for at, v in popped["lse"].get(greedy_id, [])}
+        by_position = unpack_popped(popped)[1].get(greedy_id, {})
         values = [by_position[i] for i in range(n) if i in by_position]
         if len(values) < n:
             raise RuntimeError(f"the worker recorded no raw-logit logsumexp for some of the {n} greedy tokens")

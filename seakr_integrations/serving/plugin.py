@@ -18,6 +18,7 @@ import asyncio
 import logging
 import os
 from argparse import Namespace
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -40,6 +41,8 @@ from seakr_integrations.serving.protocol import (
 __all__ = ["SeaKREndpointPlugin", "endpoint_plugin"]
 
 log = logging.getLogger("seakr.serve")
+
+Handler = Callable[[Request, Any, Any], Any]
 
 
 class SeaKREndpointPlugin:
@@ -118,109 +121,99 @@ def _router() -> APIRouter:
             log.exception("seakr request failed")
             return error(500, f"{type(exc).__name__}: {exc}")
 
-    @router.get("/info")
-    async def info(raw_request: Request) -> Any:
-        async def handle(engine: Any, _: Any) -> Any:
-            limits = raw_request.app.state.seakr_limits
-            budget = raw_request.app.state.seakr_budget
-            return {**engine.info(), "limits": dict(limits.__dict__), "samples_in_flight": budget.in_flight}
+    def route(method: str, path: str) -> Callable[[Handler], Handler]:
+        """Register ``handle(request, engine, body)`` at ``path``, run through ``guarded``."""
 
-        return await guarded(raw_request, handle)
+        def register(handle: Handler) -> Handler:
+            async def endpoint(raw_request: Request) -> Any:
+                return await guarded(raw_request, lambda engine, body: handle(raw_request, engine, body))
 
-    @router.post("/generate")
-    async def generate(raw_request: Request) -> Any:
-        async def handle(engine: Any, body: Any) -> Any:
-            from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
+            router.add_api_route(path, endpoint, methods=[method], name=handle.__name__)
+            return handle
 
-            request = parse_generate(body, raw_request.app.state.seakr_limits)
-            config = request.config
-            if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
-                raise BadRequest(
-                    f"this server reads layer {engine.layer} ({engine.source}); the request asks for layer "
-                    f"{config.layer} ({config.source}): leave layer/source out, or start a server with "
-                    "SEAKR_SERVE_LAYER / SEAKR_SERVE_SOURCE set to them"
-                )
-            prompts = request.prompts or [_chat_prompt(engine.tokenizer, m) for m in request.messages or []]
-            ids = [list(engine.tokenizer(p).input_ids) for p in prompts]
-            limit = engine.facts.max_context - config.max_tokens - 1
-            for i, p in enumerate(ids):
-                if len(p) > limit:
-                    raise BadRequest(
-                        f"prompt {i} has {len(p)} tokens: with max_tokens={config.max_tokens} the limit (the model's "
-                        f"context of {engine.facts.max_context} tokens) leaves room for {limit}; shorten it"
-                    )
-            async with raw_request.app.state.seakr_budget.admit(len(prompts) * (config.k + 1)):
-                outputs = await asyncio.gather(
-                    *(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True))
-                )
-            result = []
-            for output in outputs:
-                item = {
-                    "prompt": output.prompt,
-                    "prompt_token_ids": output.prompt_token_ids,
-                    "greedy": continuation_to_json(output.greedy, with_lse=True),
-                    "samples": [continuation_to_json(s) for s in output.samples],
-                    "layer": output.layer,
-                    "source": output.source,
-                    "uncertainty": {
-                        name: uncertainty_to_json(u)
-                        for name, u in engine.scores(output, request.estimators, request.alpha).items()
-                    },
-                    "eos_vectors": None,
-                }
-                if request.return_vectors and output.samples:
-                    item["eos_vectors"] = encode_vectors(output.eos_vectors(), request.vector_dtype)
-                result.append(item)
-            return {"model": engine.facts.model, "outputs": result}
+        return register
 
-        return await guarded(raw_request, handle)
+    @route("GET", "/info")
+    async def info(raw_request: Request, engine: Any, _: Any) -> Any:
+        limits = raw_request.app.state.seakr_limits
+        budget = raw_request.app.state.seakr_budget
+        return {**engine.info(), "limits": dict(limits.__dict__), "samples_in_flight": budget.in_flight}
 
-    @router.post("/tokenize")
-    async def tokenize(raw_request: Request) -> Any:
-        async def handle(engine: Any, body: Any) -> Any:
-            request = parse(TokenizeRequest, body)
-            special = request.add_special_tokens
-            return {
-                "token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in request.texts]
-            }
+    @route("POST", "/generate")
+    async def generate(raw_request: Request, engine: Any, body: Any) -> Any:
+        from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
 
-        return await guarded(raw_request, handle)
-
-    @router.post("/detokenize")
-    async def detokenize(raw_request: Request) -> Any:
-        async def handle(engine: Any, body: Any) -> Any:
-            request = parse(DetokenizeRequest, body, vocab_size=engine.facts.vocab_size)
-            skip = request.skip_special_tokens
-            return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in request.token_ids]}
-
-        return await guarded(raw_request, handle)
-
-    @router.post("/chat_prompt")
-    async def chat_prompt(raw_request: Request) -> Any:
-        async def handle(engine: Any, body: Any) -> Any:
-            request = parse(ChatPromptRequest, body)
-            return {"prompt": _chat_prompt(engine.tokenizer, [m.model_dump() for m in request.messages])}
-
-        return await guarded(raw_request, handle)
-
-    @router.post("/vectors")
-    async def vectors(raw_request: Request) -> Any:
-        async def handle(engine: Any, body: Any) -> Any:
-            from seakr_integrations.serving.wire import encode_vectors
-
-            request = parse(
-                VectorsRequest,
-                body,
-                limits=raw_request.app.state.seakr_limits,
-                max_context=engine.facts.max_context,
-                vocab_size=engine.facts.vocab_size,
+        request = parse_generate(body, raw_request.app.state.seakr_limits)
+        config = request.config
+        if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
+            raise BadRequest(
+                f"this server reads layer {engine.layer} ({engine.source}); the request asks for layer "
+                f"{config.layer} ({config.source}): leave layer/source out, or start a server with "
+                "SEAKR_SERVE_LAYER / SEAKR_SERVE_SOURCE set to them"
             )
-            layer, source = request.layer or engine.layer, request.source or engine.source
-            if layer != engine.layer or source != engine.source:
-                raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
-            return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32")}
+        prompts = request.prompts or [_chat_prompt(engine.tokenizer, m) for m in request.messages or []]
+        ids = [list(engine.tokenizer(p).input_ids) for p in prompts]
+        limit = engine.facts.max_context - config.max_tokens - 1
+        for i, p in enumerate(ids):
+            if len(p) > limit:
+                raise BadRequest(
+                    f"prompt {i} has {len(p)} tokens: with max_tokens={config.max_tokens} the limit (the model's "
+                    f"context of {engine.facts.max_context} tokens) leaves room for {limit}; shorten it"
+                )
+        async with raw_request.app.state.seakr_budget.admit(len(prompts) * (config.k + 1)):
+            outputs = await asyncio.gather(*(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True)))
+        result = []
+        for output in outputs:
+            item = {
+                "prompt": output.prompt,
+                "prompt_token_ids": output.prompt_token_ids,
+                "greedy": continuation_to_json(output.greedy, with_lse=True),
+                "samples": [continuation_to_json(s) for s in output.samples],
+                "layer": output.layer,
+                "source": output.source,
+                "uncertainty": {
+                    name: uncertainty_to_json(u)
+                    for name, u in engine.scores(output, request.estimators, request.alpha).items()
+                },
+                "eos_vectors": None,
+            }
+            if request.return_vectors and output.samples:
+                item["eos_vectors"] = encode_vectors(output.eos_vectors(), request.vector_dtype)
+            result.append(item)
+        return {"model": engine.facts.model, "outputs": result}
 
-        return await guarded(raw_request, handle)
+    @route("POST", "/tokenize")
+    async def tokenize(raw_request: Request, engine: Any, body: Any) -> Any:
+        request = parse(TokenizeRequest, body)
+        special = request.add_special_tokens
+        return {"token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in request.texts]}
+
+    @route("POST", "/detokenize")
+    async def detokenize(raw_request: Request, engine: Any, body: Any) -> Any:
+        request = parse(DetokenizeRequest, body, vocab_size=engine.facts.vocab_size)
+        skip = request.skip_special_tokens
+        return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in request.token_ids]}
+
+    @route("POST", "/chat_prompt")
+    async def chat_prompt(raw_request: Request, engine: Any, body: Any) -> Any:
+        request = parse(ChatPromptRequest, body)
+        return {"prompt": _chat_prompt(engine.tokenizer, [m.model_dump() for m in request.messages])}
+
+    @route("POST", "/vectors")
+    async def vectors(raw_request: Request, engine: Any, body: Any) -> Any:
+        from seakr_integrations.serving.wire import encode_vectors
+
+        request = parse(
+            VectorsRequest,
+            body,
+            limits=raw_request.app.state.seakr_limits,
+            max_context=engine.facts.max_context,
+            vocab_size=engine.facts.vocab_size,
+        )
+        layer, source = request.layer or engine.layer, request.source or engine.source
+        if layer != engine.layer or source != engine.source:
+            raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
+        return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32")}
 
     return router
 

@@ -54,11 +54,9 @@ class Limits:
         max_k: Samples per prompt.
         max_tokens: Tokens generated per continuation.
         max_prompts: Prompts (or conversations, or sequences) per request.
-        max_prompt_chars: Characters per prompt (the token limit is the model's context, checked after
-            tokenising).
-        max_samples_in_flight: Sequences (prompts x (k + 1)) of all ``/v1/seakr/generate`` requests running or
-            queued at once; past it a request waits for room (``queue_seconds``), then gets a 503 with
-            ``Retry-After``.
+        max_prompt_chars: Characters per prompt (the token limit is the model's context, checked after tokenising).
+        max_samples_in_flight: Sequences (prompts x (k + 1)) of all ``/v1/seakr/generate`` requests running or queued at
+            once; past it a request waits for room (``queue_seconds``), then gets a 503 with ``Retry-After``.
         queue_seconds: How long a request waits for room under ``max_samples_in_flight`` (0: refused at once).
     """
 
@@ -178,10 +176,6 @@ class GenerateRequest(_Body):
     def config(self) -> SamplingConfig:
         """The one sampling config of every prompt."""
         return self._config
-
-    @property
-    def count(self) -> int:
-        return len(self.prompts if self.prompts is not None else self.messages or [])
 
 
 def _conversation(i: int, conversation: Any, limits: Limits) -> list[dict[str, str]]:

@@ -1,9 +1,8 @@
 """One entry point that scores a self-aware output with any registered estimator.
 
-The estimators themselves, and the rules around their formulas (empty samples dropped, fewer than two kept count as
-maximally uncertain, a non-finite vector gives ``inf`` with the reason recorded), live in their own modules and
-are found through ``registry.REGISTRY``; this module adds what is the same for all of them: an output that came
-from a ``seakr serve`` server without its vectors carries the server's scores, which are returned as they are.
+The estimators themselves, and the rules around their formulas (``samples``), live in their own modules and are
+found through ``registry.REGISTRY``; this module adds what is the same for all of them: an output that came from a
+``seakr serve`` server without its vectors carries the server's scores, which are returned as they are.
 """
 
 from __future__ import annotations
