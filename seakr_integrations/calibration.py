@@ -16,21 +16,15 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seakr_integrations.models import cache_dir, packaged_model
-
-if TYPE_CHECKING:  # annotations only: reading a profile needs neither the back-ends nor the loop loaded
-    from seakr_integrations.backends.base import SelfAwareBackend
-    from seakr_integrations.reasoning.config import SeaKRConfig
 
 __all__ = [
     "PAPER_DELTA",
     "CalibrationMismatchWarning",
     "DeltaProfile",
-    "ResolvedConfig",
     "UncalibratedDeltaWarning",
-    "calibrated_config",
     "canonical_model_name",
     "load_profile",
     "profile_key",
@@ -38,7 +32,6 @@ __all__ = [
     "prompt_mismatches",
     "prompt_settings",
     "resolve_band",
-    "resolve_config",
     "resolve_delta",
     "save_profile",
     "shipped_profile",
@@ -363,67 +356,3 @@ def resolve_band(profile: DeltaProfile | None, config: Any) -> tuple[float, floa
             stacklevel=4,
         )
     return None
-
-
-@dataclass(frozen=True)
-class ResolvedConfig:
-    """A SeaKR config made ready to run on one model by :func:`resolve_config`, with what it read.
-
-    Attributes:
-        config: The config that runs: ``delta`` and ``cascade_band`` filled in.
-        profile: The profile they came from; ``None`` when none exists (a warning said so).
-        requested: The config as given (``delta=None``: "the calibrated one").
-        model: The back-end's model name it was resolved for.
-    """
-
-    config: SeaKRConfig
-    profile: DeltaProfile | None
-    requested: SeaKRConfig
-    model: str
-
-
-def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedConfig:
-    """The config a SeaKR run on ``backend`` uses: the step that reads the calibration profiles, once per ``SeaKR``.
-
-    ``delta`` comes from :func:`resolve_delta` and the cascade band from :func:`resolve_band` (their docstrings
-    say which profile wins and when a warning is given); the model name, the layer read
-    (``backend.profile_layer``) and whether the tokenizer has a chat template pick the profile.  ``SeaKR(backend,
-    retriever, config)`` calls this itself; ``SeaKR(backend, retriever, resolve_config(backend, config))`` builds
-    it from what was read here, reading no file (the adapters' loop caches do so).
-    """
-    layer = backend.profile_layer(config.layer)
-    delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)
-    resolved = config.with_(delta=delta, cascade_band=resolve_band(profile, config))
-    return ResolvedConfig(resolved, profile, config, backend.model_name)
-
-
-def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path | None = None) -> SeaKRConfig:
-    """``config`` with the delta (and cascade band) that ``seakr calibrate`` saved for this back-end's model and these
-    settings (``SeaKRConfig.calibrated``): unlike :func:`resolve_config`, a missing profile is an error.
-
-    Args:
-        backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).
-        config: The ``SeaKRConfig`` (``layer``, ``source``, ``estimator`` and ``k`` also choose the profile).
-        root: Directory of the profiles (default ``<cache>/calibration``, then the profiles the package ships).
-
-    Raises:
-        LookupError: No profile exists for these settings; the message says how to make one.
-
-    Warns:
-        CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
-            template, ``Answer:`` placement) than these.
-    """
-    layer = backend.profile_layer(config.layer)
-    chat_default = backend.has_chat_template
-    model, source, estimator, k = backend.model_name, config.source, config.estimator, config.k
-    profile = load_profile(model, layer, source, estimator, k, root)
-    if profile is None and root is None:
-        profile = shipped_profile(model, layer, config, chat_default)
-    if profile is None:
-        raise LookupError(
-            f"no calibrated delta for {model} ({'logprobs only' if layer is None else f'layer {layer}'}, {source}, "
-            f"{estimator}, k={k}) at {profile_path(model, layer, source, estimator, k, root)}; run `seakr calibrate "
-            "--dataset QUESTIONS.jsonl --model MODEL` with the same settings first"
-        )
-    warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
-    return config.with_(delta=profile.delta, cascade_band=resolve_band(profile, config))

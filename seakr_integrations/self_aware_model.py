@@ -215,8 +215,8 @@ class LoopCache:
 
     def get(self, backend: SelfAwareBackend, retriever: Retriever | None, config: SeaKRConfig) -> Any:
         """The ``SeaKR`` for these three (a ``reasoning.SeaKR``); ``config`` is resolved (the calibration profiles
-        read, ``calibration.resolve_config``) only when a loop is built, never on a call that reuses one."""
-        from seakr_integrations.calibration import resolve_config
+        read, ``config_resolution.resolve_config``) only when a loop is built, never on a call that reuses one."""
+        from seakr_integrations.config_resolution import resolve_config
         from seakr_integrations.reasoning.reasoner import SeaKR
 
         with self._lock:

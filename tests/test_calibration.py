@@ -7,7 +7,7 @@ import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, is_step, parse
 
-from seakr_integrations import calibration
+from seakr_integrations import calibration, config_resolution
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import (
     CalibrationMismatchWarning,
@@ -223,7 +223,7 @@ def test_resolving_is_one_step_before_seakr_is_built_and_the_loop_runs_with_its_
     backend, retriever = setup()
     config = CONFIG.with_(layer=1, delta=None)
     save_profile(calibrate_delta(backend, retriever, QUESTIONS, config.with_(delta=0.0), points=3, progress=False))
-    resolved = calibration.resolve_config(backend, config)
+    resolved = config_resolution.resolve_config(backend, config)
     assert resolved.requested == config and resolved.config.delta == resolved.profile.delta is not None
 
     def no_files(*args, **kwargs):
@@ -248,8 +248,8 @@ def test_a_components_loop_resolves_its_config_once(monkeypatch):
 
     backend, retriever = setup()
     seen = []
-    real = calibration.resolve_config
-    monkeypatch.setattr(calibration, "resolve_config", lambda b, c: seen.append(c) or real(b, c))
+    real = config_resolution.resolve_config
+    monkeypatch.setattr(config_resolution, "resolve_config", lambda b, c: seen.append(c) or real(b, c))
     cache = LoopCache()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncalibratedDeltaWarning)  # k=6 has no profile: not what is tested

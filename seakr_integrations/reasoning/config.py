@@ -109,7 +109,7 @@ class SeaKRConfig:
         alpha: EigenScore's ridge (positive and finite).
         delta: Retrieval threshold: retrieve when the uncertainty is above it (a finite number: to retrieve always
             or never, set ``retrieve``).  Its scale depends on model, layer, source, estimator, k and prompt, so the
-            default ``None`` takes the calibrated one (``calibration.resolve_config``, when ``SeaKR`` is built): your
+            default ``None`` takes the calibrated one (``resolve_config``, when ``SeaKR`` is built): your
             ``seakr calibrate`` profile for these settings, else the one the package ships for its bundled models,
             else the authors' -6.0 (set for Llama-2-7B's MLP output) with an ``UncalibratedDeltaWarning``.
         n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
@@ -352,8 +352,8 @@ class SeaKRConfig:
     @classmethod
     def calibrated(cls, backend: Any, *, root: Any = None, **settings: Any) -> SeaKRConfig:
         """A config whose delta and cascade band are those ``seakr calibrate`` saved for this back-end's model and
-        these settings (``calibration.calibrated_config``: ``root`` is the profiles' directory; none: LookupError)."""
-        from seakr_integrations.calibration import calibrated_config
+        these settings (``calibrated_config``: ``root`` is the profiles' directory; none: LookupError)."""
+        from seakr_integrations.config_resolution import calibrated_config
 
         return calibrated_config(backend, cls(**settings), root)
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.openai_plain import check_estimators
 from seakr_integrations.backends.scored import probe_scores
-from seakr_integrations.calibration import ResolvedConfig, resolve_config
+from seakr_integrations.config_resolution import ResolvedConfig, resolve_config
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
@@ -242,7 +242,7 @@ class SeaKR(Reasoner):
     Args:
         backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
         retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).
-        config: SeaKR's settings (the authors' defaults when omitted), or what ``calibration.resolve_config`` made
+        config: SeaKR's settings (the authors' defaults when omitted), or what ``config_resolution.resolve_config`` made
             of them for this back-end.  A plain config is resolved here, by that same function (the one step that
             reads calibration profiles): ``delta=None`` becomes the calibrated delta, and the cascade band the one
             calibrated with it.  The convenience keeps ``SeaKR(backend, retriever)`` one line, calibrated; a

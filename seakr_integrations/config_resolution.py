@@ -1,0 +1,89 @@
+"""The one step that makes a ``SeaKRConfig`` ready to run on a back-end: delta and the cascade band filled in from
+the calibration profiles (``calibration``), so that ``SeaKR`` itself reads no file when given its result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seakr_integrations.calibration import (
+    DeltaProfile,
+    load_profile,
+    profile_path,
+    resolve_band,
+    resolve_delta,
+    shipped_profile,
+    warn_prompt_mismatch,
+)
+
+if TYPE_CHECKING:  # annotations only: resolving needs neither the back-ends nor the loop loaded
+    from seakr_integrations.backends.base import SelfAwareBackend
+    from seakr_integrations.reasoning.config import SeaKRConfig
+
+__all__ = ["ResolvedConfig", "calibrated_config", "resolve_config"]
+
+
+@dataclass(frozen=True)
+class ResolvedConfig:
+    """A SeaKR config made ready to run on one model by :func:`resolve_config`, with what it read.
+
+    Attributes:
+        config: The config that runs: ``delta`` and ``cascade_band`` filled in.
+        profile: The profile they came from; ``None`` when none exists (a warning said so).
+        requested: The config as given (``delta=None``: "the calibrated one").
+        model: The back-end's model name it was resolved for.
+    """
+
+    config: SeaKRConfig
+    profile: DeltaProfile | None
+    requested: SeaKRConfig
+    model: str
+
+
+def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedConfig:
+    """The config a SeaKR run on ``backend`` uses: the step that reads the calibration profiles, once per ``SeaKR``.
+
+    ``delta`` comes from :func:`resolve_delta` and the cascade band from :func:`resolve_band` (their docstrings
+    say which profile wins and when a warning is given); the model name, the layer read
+    (``backend.profile_layer``) and whether the tokenizer has a chat template pick the profile.  ``SeaKR(backend,
+    retriever, config)`` calls this itself; ``SeaKR(backend, retriever, resolve_config(backend, config))`` builds
+    it from what was read here, reading no file (the adapters' loop caches do so).
+    """
+    layer = backend.profile_layer(config.layer)
+    delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)
+    resolved = config.with_(delta=delta, cascade_band=resolve_band(profile, config))
+    return ResolvedConfig(resolved, profile, config, backend.model_name)
+
+
+def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path | None = None) -> SeaKRConfig:
+    """``config`` with the delta (and cascade band) that ``seakr calibrate`` saved for this back-end's model and these
+    settings (``SeaKRConfig.calibrated``): unlike :func:`resolve_config`, a missing profile is an error.
+
+    Args:
+        backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).
+        config: The ``SeaKRConfig`` (``layer``, ``source``, ``estimator`` and ``k`` also choose the profile).
+        root: Directory of the profiles (default ``<cache>/calibration``, then the profiles the package ships).
+
+    Raises:
+        LookupError: No profile exists for these settings; the message says how to make one.
+
+    Warns:
+        CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
+            template, ``Answer:`` placement) than these.
+    """
+    layer = backend.profile_layer(config.layer)
+    chat_default = backend.has_chat_template
+    model, source, estimator, k = backend.model_name, config.source, config.estimator, config.k
+    profile = load_profile(model, layer, source, estimator, k, root)
+    if profile is None and root is None:
+        profile = shipped_profile(model, layer, config, chat_default)
+    if profile is None:
+        raise LookupError(
+            f"no calibrated delta for {model} ({'logprobs only' if layer is None else f'layer {layer}'}, {source}, "
+            f"{estimator}, k={k}) at {profile_path(model, layer, source, estimator, k, root)}; run `seakr calibrate "
+            "--dataset QUESTIONS.jsonl --model MODEL` with the same settings first"
+        )
+    warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
+    return config.with_(delta=profile.delta, cascade_band=resolve_band(profile, config))
