@@ -213,6 +213,9 @@ def cascade_lines(ds: str) -> list[str]:
         f"With minus without, paired: {100 * np.mean(diffs):+.1f} F1 ({100 * low:+.1f} to {100 * high:+.1f}). The run "
         "with the cascade generated both final answers with their samples and its answers are replayed with the "
         f"default final margin {margin:g}, which changes no call: its cost is the default's.",
+        "",
+        "The two runs were made at different times on the shared 2-core machine, so their seconds per question also "
+        "carry the machine's load at the time; LM calls and generated tokens do not.",
     ]
     return out
 
