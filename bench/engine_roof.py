@@ -10,14 +10,16 @@ prefix caching, the CPU block size, whole prefills, the KV cache sized by ``kv_c
    ``n=k`` request (SeaKR's sampling: temperature 1.0, top-k 50, top-p 0.9, seeded), both of up to ``M`` tokens
    with EOS honoured.  Batch sizes 1, 2, 4 ... (questions submitted in one ``generate`` call); one warm-up call of the
    largest batch first, then the median of ``--repeats`` runs per size.  Generated tokens are the outputs' actual
-   token counts; the roof is the best tokens/s.  With ``--seakr-params-batch B`` the largest batch is also run once
-   with SeaKR's own request parameters (``VLLMBackend.request_params``: log-probabilities, seakr's top-k/top-p
-   logits processor, cumulative output) to show what they cost.
+   token counts; the roof is the best tokens/s.  ``--params seakr`` sends SeaKR's own request parameters instead
+   (``VLLMBackend.request_params``: log-probabilities, seakr's top-k/top-p logits processor instead of vLLM's);
+   ``--seakr-params-batch B`` runs batch ``B`` once that way after the plain roof.
 2. ``SeaKR.answer_many`` on the same questions (BM25 index of ``data/corpus_hotpotqa.jsonl``,
    ``SeaKRConfig(k, max_tokens, exemplar_style="hotpotqa")``): generated tokens from the results
    (``SeaKRResult.generated_tokens``: greedy continuations and samples, read-outs not counted) over wall seconds, and
    its ratio to the roof; with the LM calls, searches and their summed seconds, and the backend's prefill counters
    (prompt tokens sent and found cached, per request kind).  ``--one-at-a-time`` adds ``SeaKR.answer`` per question.
+   Last, a prefill probe (``--prefill-probe N``): N later questions' prompts with three passages each, not seen
+   before, one token each: prompt tokens the engine computes per second.
 
     python bench/engine_roof.py --model qwen --k 10 --max-tokens 64 --batch-sizes 1 2 4 8 16 --questions 16
 
@@ -85,6 +87,20 @@ def roof_requests(ids: list[list[int]], greedy: Any, sampled: Any) -> tuple[list
     return prompts, [greedy, sampled] * len(ids)
 
 
+def prefill_probe(llm: Any, builder: Any, retriever: Any, questions: list[str]) -> dict[str, Any]:
+    """Prefill speed: prompts not seen before (a question, three of its passages), one token each."""
+    from vllm import SamplingParams
+
+    prompts = [builder(q, (), [p.text for p in retriever.search(q, 3)]) for q in questions]
+    started = time.perf_counter()
+    outputs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
+    seconds = time.perf_counter() - started
+    tokens = sum(len(o.prompt_token_ids) for o in outputs)
+    uncached = tokens - sum(o.num_cached_tokens or 0 for o in outputs)
+    record = {"kind": "prefill", "requests": len(prompts), "prompt_tokens": tokens, "uncached_tokens": uncached}
+    return {**record, "seconds": round(seconds, 2), "uncached_tokens_per_s": round(uncached / seconds, 1)}
+
+
 def prefill_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
     zero = {"prompt_tokens": 0, "cached_tokens": 0}
     return {kind: {n: v - before.get(kind, zero)[n] for n, v in counts.items()} for kind, counts in after.items()}
@@ -126,7 +142,9 @@ def main() -> None:
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--questions", type=int, default=16, help="SeaKR's questions (the first of hotpotqa_dev)")
+    parser.add_argument("--params", choices=["vllm", "seakr"], default="vllm", help="the roof's request parameters")
     parser.add_argument("--seakr-params-batch", type=int, default=0, help="also run this batch with SeaKR's params")
+    parser.add_argument("--prefill-probe", type=int, default=16, help="prompts of the prefill probe (0: none)")
     parser.add_argument("--no-seakr", action="store_true", help="measure the roof only")
     parser.add_argument("--one-at-a-time", action="store_true", help="also SeaKR.answer, one question at a time")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "engine_roof.json")
@@ -141,12 +159,13 @@ def main() -> None:
     from seakr_integrations.retrieval.bm25 import BM25Index
 
     count = max([*args.batch_sizes, args.questions])
-    questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()][:count]
+    questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()]
     summary: dict[str, Any] = {
         "model": args.model,
         "dtype": args.dtype,
         "k": args.k,
         "max_tokens": args.max_tokens,
+        "params": args.params,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}",
         "measurements": [],
     }
@@ -161,7 +180,7 @@ def main() -> None:
         }
         config = SeaKRConfig(k=args.k, max_tokens=args.max_tokens, exemplar_style="hotpotqa")
         seakr = SeaKR(backend, retriever, config)
-        ids = [backend.tokenize(seakr.calls.builder(q)) for q in questions]  # the prompt of SeaKR's first call
+        ids = [backend.tokenize(seakr.calls.builder(q)) for q in questions[:count]]  # the prompt of SeaKR's first call
         summary["prompt_tokens_median"] = statistics.median(len(p) for p in ids)
         sampling = config.sampling  # SeaKR's: temperature 1.0, top-k 50, top-p 0.9, seed 42
         greedy = SamplingParams(temperature=0.0, max_tokens=args.max_tokens)
@@ -173,6 +192,9 @@ def main() -> None:
             seed=sampling.seed,
             max_tokens=args.max_tokens,
         )
+        seakr_greedy, seakr_sampled, _ = backend.request_params(sampling)  # no stop strings
+        if args.params == "seakr":
+            greedy, sampled = seakr_greedy, seakr_sampled
         llm = backend.llm
         seconds, tokens = timed_generate(llm, *roof_requests(ids[: max(args.batch_sizes)], greedy, sampled))
         summary["warmup"] = {"batch": max(args.batch_sizes), "seconds": round(seconds, 2), "tokens": tokens}
@@ -188,7 +210,6 @@ def main() -> None:
         summary["roof_tokens_per_s"] = round(roof, 2)
         if args.seakr_params_batch:
             batch = args.seakr_params_batch
-            seakr_greedy, seakr_sampled, _ = backend.request_params(sampling)  # no stop strings
             seconds, tokens = timed_generate(llm, *roof_requests(ids[:batch], seakr_greedy, seakr_sampled))
             record = {"kind": "roof_seakr_params", "batch": batch, "tokens": tokens, "seconds": round(seconds, 2)}
             emit({**record, "tokens_per_s": round(tokens / seconds, 2)}, summary, args.out)
@@ -196,6 +217,9 @@ def main() -> None:
             emit(seakr_run(seakr, retriever, questions[: args.questions], "seakr_answer_many", roof), summary, args.out)
             if args.one_at_a_time:
                 emit(seakr_run(seakr, retriever, questions[: args.questions], "seakr_answer", roof), summary, args.out)
+        if args.prefill_probe:
+            probe = questions[count : count + args.prefill_probe]
+            emit(prefill_probe(llm, seakr.calls.builder, retriever, probe), summary, args.out)
         backend.close()
     args.out.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps({k: v for k, v in summary.items() if k != "measurements"}), flush=True)
