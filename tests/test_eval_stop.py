@@ -12,12 +12,12 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
 from fakes import FakeRetriever
 from test_ablations import DOCS
-from test_client_faults import INFO, serve  # noqa: F401 - the stub server's fixture
+from test_client_faults import INFO, Handler, serve  # noqa: F401 - the stub server's fixture
 from test_eval_runner import ListMethod
 from test_reasoner import CONFIG
 
@@ -149,29 +149,22 @@ def test_server_unavailable_reads_the_cause_chain():
 
 
 # --------------------------------------------------------------------------------------------- a real hung server
-class _Hung(BaseHTTPRequestHandler):
+class _Hung(Handler):
     """Answers ``/v1/seakr/info`` (and everything, while ``hang`` is clear); else holds the request open."""
 
     hang = threading.Event()
     release = threading.Event()
     paths: list[str] = []
+    respond = staticmethod(lambda path: (200, "application/json", json.dumps(INFO).encode()))
 
     def _answer(self) -> None:
-        self.paths.append(self.path)
         if self.path != "/v1/seakr/info" and self.hang.is_set():
+            self.paths.append(self.path)
             self.release.wait(60)  # accepted, never answered (until the test ends)
             return
-        body = json.dumps(INFO).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        super()._answer()
 
     do_GET = do_POST = _answer  # noqa: N815
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture

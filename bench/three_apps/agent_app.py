@@ -14,31 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
 
+from apps_common import QUESTIONS, Decisions, judge
 from langchain.agents import create_agent
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_openai import ChatOpenAI
 
-from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRMiddleware
+from langchain_seakr import PassageIndexRetriever, SeaKRMiddleware
 from seakr_integrations import SeaKRConfig
 
-QUESTIONS = {
-    "known": "How many legs does a spider have?",
-    "multi-hop": "The author of Sexual Politics attended which British University?",  # gold: Oxford
-}
 SYSTEM = "Answer the question in a few words."
-
-
-class Decisions(BaseCallbackHandler):
-    """Keeps SeaKR's custom events (``seakr_gate_decided``, ``seakr_passages_reranked``...), as a tracer would."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
-        if name.startswith("seakr_"):
-            self.events.append((name, data))
 
 
 def run(url: str, *, model: str = "smollm2", api_key: str | None = None, config: SeaKRConfig | None = None) -> dict:
@@ -46,12 +30,11 @@ def run(url: str, *, model: str = "smollm2", api_key: str | None = None, config:
 
     ``config`` sets SeaKR's sampling and gate (default ``SeaKRConfig.light()``, the CPU preset).
     """
-    config = config or SeaKRConfig.light()
-    judge = ChatSeaKR(base_url=url, api_key=api_key, k=config.k, max_tokens=config.max_tokens)
+    llm, config = judge(url, api_key, config)
     answering = ChatOpenAI(
         base_url=f"{url}/v1", api_key=api_key or "none", model=model, temperature=0, max_tokens=48, timeout=600
     )
-    seakr = SeaKRMiddleware(llm=judge, config=config, retriever=PassageIndexRetriever.demo(k=3))
+    seakr = SeaKRMiddleware(llm=llm, config=config, retriever=PassageIndexRetriever.demo(k=3))
     agent = create_agent(answering, system_prompt=SYSTEM, middleware=[seakr])
     out = {}
     for kind, question in QUESTIONS.items():

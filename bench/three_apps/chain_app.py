@@ -17,32 +17,17 @@ import json
 import os
 from typing import Any
 
-from langchain_core.callbacks import BaseCallbackHandler
+from apps_common import QUESTIONS, Decisions, judge
 from langchain_core.documents import Document
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda, RunnablePassthrough
 from langchain_openai import ChatOpenAI
 
-from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SelfAwareReranker, UncertaintyGatedRetriever
+from langchain_seakr import PassageIndexRetriever, SelfAwareReranker, UncertaintyGatedRetriever
 from seakr_integrations import SeaKRConfig
 
-QUESTIONS = {
-    "known": "How many legs does a spider have?",
-    "multi-hop": "The author of Sexual Politics attended which British University?",  # gold: Oxford
-}
 PROMPT = ChatPromptTemplate.from_template("Answer in a few words.\n\nContext:\n{context}\n\nQuestion: {question}")
-
-
-class Decisions(BaseCallbackHandler):
-    """Keeps SeaKR's custom events, as a tracer would."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, dict[str, Any]]] = []
-
-    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
-        if name.startswith("seakr_"):
-            self.events.append((name, data))
 
 
 def run(url: str, *, model: str = "smollm2", api_key: str | None = None, config: SeaKRConfig | None = None) -> dict:
@@ -50,10 +35,9 @@ def run(url: str, *, model: str = "smollm2", api_key: str | None = None, config:
 
     ``config`` sets SeaKR's sampling and gate (default ``SeaKRConfig.light()``, the CPU preset).
     """
-    config = config or SeaKRConfig.light()
-    judge = ChatSeaKR(base_url=url, api_key=api_key, k=config.k, max_tokens=config.max_tokens)
-    gated = UncertaintyGatedRetriever(retriever=PassageIndexRetriever.demo(k=3), llm=judge, config=config)
-    reranker = SelfAwareReranker(llm=judge, config=config, top_n=1)
+    llm, config = judge(url, api_key, config)
+    gated = UncertaintyGatedRetriever(retriever=PassageIndexRetriever.demo(k=3), llm=llm, config=config)
+    reranker = SelfAwareReranker(llm=llm, config=config, top_n=1)
 
     def keep_surest(inputs: dict[str, Any], config: RunnableConfig) -> list[Document]:
         return reranker.compress_documents(inputs["docs"], inputs["question"], callbacks=config.get("callbacks"))
