@@ -9,9 +9,12 @@ from seakr_integrations.reasoning.entities import (
     compared_entities,
     covers,
     entity_query,
+    linked_entities,
     named_entities,
+    titled,
     uncovered,
 )
+from seakr_integrations.retrieval.passage import Passage
 
 COMPARED = [
     (
@@ -83,3 +86,31 @@ def test_anchored_queries_keep_the_question_in_sight():
     )
     question = "Which film has the director died earlier, Remember The Day or Cast Up By The Sea?"
     assert entity_query("Cast Up By The Sea", question) == "Cast Up By The Sea film director died earlier"
+
+
+DUEL = passage(
+    "duel",
+    "Duel in the Jungle is a 1954 British adventure film directed by George Marshall and starring Dana Andrews, "
+    "Jeanne Crain and David Farrar. It was shot in Southern Rhodesia.",
+    "Duel in the Jungle",
+)
+
+
+def test_a_passage_about_the_question_links_it_to_its_bridge_entity():
+    question = "Where was the place of death of the director of film Duel In The Jungle?"
+    assert linked_entities(question, [DUEL]) == ["George Marshall"]  # not the cast, who follow no role word
+    marshall = passage("gm", "George Marshall (1891-1975) was an American film director.", "George Marshall")
+    assert linked_entities(question, [DUEL, marshall]) == []  # the bridge has its passage
+    # family relations follow the words passages use for them; a full stop ends a name
+    son = passage("eric", "Eric VI was the son of King Eric V. He married Ingeborg.", "Eric VI of Denmark")
+    assert linked_entities("When did Eric Vi Of Denmark's father die?", [son]) == ["King Eric V"]
+    # a passage about something else links nothing, and a question with no role word follows no link
+    assert linked_entities(question, [marshall]) == []
+    assert linked_entities("Which film came out first, Duel In The Jungle or Ogro?", [DUEL]) == []
+
+
+def test_a_passage_is_about_an_entity_its_title_names():
+    assert titled(DUEL, "Duel In The Jungle") and not titled(DUEL, "George Marshall")
+    assert titled(passage("b", "Binnya U was a king.", "Binnya U"), "King Binnya U")  # the title without a qualifier
+    untitled = Passage(id="c", title="", text="George Marshall was an American film director.")
+    assert titled(untitled, "George Marshall")  # no title: its opening words

@@ -108,6 +108,28 @@ def test_a_compared_entity_gets_a_passage_before_the_answer():
     assert retriever.queries == [] and result.answer == "Ada Lovelace"
 
 
+def test_bridge_entities_get_a_passage_before_the_answer():
+    question = "Where did the director of film Duel In The Jungle die?"
+    duel = passage("duel", "Duel in the Jungle is a 1954 film directed by George Marshall.", "Duel in the Jungle")
+    marshall = passage("gm", "George Marshall died in Washington, D.C.", "George Marshall")
+
+    def respond(prompt, config):
+        if is_step(config) and "Context:" not in prompt:
+            return Reply("The director of Duel In The Jungle was Tom Smith.")
+        return Reply("So the answer is Washington.")
+
+    retriever = FakeRetriever(default=lambda q: [marshall] if "Marshall" in q else [duel])
+    cfg = SeaKRConfig(**SMALL, cover_bridge_entities=True)
+    result = SeaKR(ScriptedBackend(respond), retriever, cfg).answer(question)
+    assert [p.id for p in result.passages] == ["duel", "gm"]
+    assert retriever.queries[-1][0] == "George Marshall director film die"
+    assert result.steps[1].reason == GateReason.UNCOVERED_ENTITY
+    # without the rule (the default) the first passage's answer stands
+    retriever = FakeRetriever(default=lambda q: [marshall] if "Marshall" in q else [duel])
+    result = SeaKR(ScriptedBackend(respond), retriever, SeaKRConfig(**SMALL)).answer(question)
+    assert [p.id for p in result.passages] == ["duel"]
+
+
 def test_no_samples_where_no_decision_reads_them():
     def respond(prompt, config):
         if not is_step(config):

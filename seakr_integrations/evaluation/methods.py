@@ -102,6 +102,10 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
         {"cascade_estimator": None},
         "ablation of the default SeaKR: every step that the claim checks leave open is sampled (no cascade)",
     ),
+    "seakr-bridges": (
+        {"cover_bridge_entities": True},
+        "the default SeaKR that also searches for each bridge entity a kept passage links the question to",
+    ),
     # The paper's ablations (its Table 3) change the authors' SeaKR, so they keep its rules.
     "seakr-always-retrieve": (
         {**PAPER_RULES, "retrieve": "always"},

@@ -27,7 +27,7 @@ def _u(u: Uncertainty) -> str:
 
 _BEFORE_SAMPLES = {
     GateReason.UNSUPPORTED_CLAIM: "it names something no kept passage covers",
-    GateReason.UNCOVERED_ENTITY: "an entity the question compares has no passage yet",
+    GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no passage yet",
     GateReason.UNSURE_FROM_TOKENS: "unsure from its tokens ({doubt}, above the band)",
 }
 """The retrievals decided before any sample is drawn (``reasoning/gate.py``), in words."""

@@ -171,6 +171,9 @@ class SeaKRConfig:
         cover_compared_entities: A question that compares or joins entities ("X or Y", "X and Y") is not answered
             while one of them has no kept passage: SeaKR searches for it first (within ``max_steps`` and
             ``max_docs``).  ``False``, the paper, answers as soon as a step states an answer.
+        cover_bridge_entities: Nor while a kept passage links the question to an entity no kept passage is about
+            ("directed by George Marshall" for "where did the director of film X die?"): SeaKR searches for that
+            bridge entity first, once each.  ``False``, the paper, answers from the first passage.
         final_estimator: The estimator that compares the two final answers (``final_strategy="choose"``); ``None``:
             the loop's ``estimator``.  A greedy-only one (``"min_token_prob"``, ``"perplexity"``) draws no samples
             for the final answers.
@@ -212,6 +215,7 @@ class SeaKRConfig:
     cascade_band: tuple[float, float] | None = None
     check_claims: bool = True
     cover_compared_entities: bool = True
+    cover_bridge_entities: bool = False
     anchor_queries: bool = True
     final_estimator: str | None = None
     answer_when_stated: bool = False
@@ -288,7 +292,13 @@ class SeaKRConfig:
                     f"final_estimator={self.final_estimator!r}: give an estimator that reads the greedy continuation "
                     "alone ('min_token_prob', 'perplexity'), or None for the loop's estimator"
                 )
-        for name in ("check_claims", "cover_compared_entities", "anchor_queries", "answer_when_stated"):
+        for name in (
+            "check_claims",
+            "cover_compared_entities",
+            "cover_bridge_entities",
+            "anchor_queries",
+            "answer_when_stated",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: must be True or False (the paper)")
         if self.cascade_estimator is not None:
@@ -376,6 +386,7 @@ PAPER_RULES: dict[str, Any] = {
     "cascade_estimator": None,
     "check_claims": False,
     "cover_compared_entities": False,
+    "cover_bridge_entities": False,
     "anchor_queries": False,
     "final_estimator": None,
     "answer_when_stated": False,

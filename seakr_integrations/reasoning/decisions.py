@@ -84,8 +84,8 @@ class GateReason(StrEnum):
     UNSUPPORTED_CLAIM = "unsupported_claim"
     """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the uncertainty."""
     UNCOVERED_ENTITY = "uncovered_entity"
-    """The step states the answer, but an entity the question compares has no kept passage yet
-    (``cover_compared_entities``): search for that entity before answering."""
+    """The step states the answer, but an entity the question compares (``cover_compared_entities``), or a bridge
+    entity a kept passage links it to (``cover_bridge_entities``), has no kept passage yet: search for it first."""
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,8 @@ class GateDecision:
             GateReason.UNSURE_FROM_TOKENS: "the greedy step's token probabilities show the model clearly unsure, so "
             "it retrieves",
             GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage covers, so it retrieves",
-            GateReason.UNCOVERED_ENTITY: "an entity the question compares has no kept passage yet, so it retrieves",
+            GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no kept passage yet, so "
+            "it retrieves",
         }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})")
 
     def to_metadata(self) -> dict[str, Any]:

@@ -14,13 +14,23 @@ An entity is covered by a passage when all its content words occur in the passag
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 
 from seakr_integrations.reasoning.query import STOP_WORDS
 from seakr_integrations.retrieval.passage import Passage
 
-__all__ = ["anchor_query", "compared_entities", "covers", "entity_query", "named_entities", "uncovered"]
+__all__ = [
+    "anchor_query",
+    "compared_entities",
+    "covers",
+    "entity_query",
+    "linked_entities",
+    "named_entities",
+    "titled",
+    "uncovered",
+]
 
 _TOKEN = re.compile(r"\(|\)|[\w][\w'’.\-]*|[:–;/&,\"“”]")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
@@ -145,3 +155,77 @@ def entity_query(entity: str, question: str) -> str:
     names = set().union(*(_content(n) for n in named_entities(question))) if named_entities(question) else set()
     relation = [w for w in _WORD.findall(question) if w.lower() not in STOP_WORDS and w.lower() not in names]
     return " ".join([entity, *relation]).strip()
+
+
+# Words a passage uses for a family relation a question asks about ("Khanzada Begum's father" -> "daughter of Umar").
+_KIN = {
+    "father": ("son", "daughter", "child", "born"),
+    "mother": ("son", "daughter", "child", "born"),
+    "parent": ("son", "daughter", "child", "born"),
+    "spouse": ("married", "wife", "husband"),
+    "husband": ("married", "wife"),
+    "wife": ("married", "husband"),
+    "grandfather": ("son", "daughter", "child", "father"),
+    "grandmother": ("son", "daughter", "child", "mother"),
+}
+_LINK_GAP = re.compile(r"^[\s,]*(?:[a-z]+[\s,]+){0,3}$")  # "directed by ", "the son of ", "composed and conducted by "
+
+
+def titled(passage: Passage, entity: str) -> bool:
+    """Whether ``passage`` is about ``entity``: its title (its opening words, when it has no title) names it, or
+    the title is the entity's name without a qualifier ("Binnya U" for "King Binnya U")."""
+    if not passage.title:
+        return _content(entity) <= _content(" ".join(passage.text.split()[:8]))
+    title, name = _content(passage.title), _content(entity)
+    return name <= title or (len(title) >= 2 and title <= name)
+
+
+# Comparatives and other words ending like an agent noun that name no role.
+_NOT_ROLES = frozenset(
+    "earlier later older younger longer shorter bigger smaller either neither whether rather other another together "
+    "further number member".split()
+)
+
+
+def _triggers(question: str) -> set[str]:
+    """The question's role words (agent nouns such as "director", "composer", "founder", and family relations)
+    and the words a passage uses for them: what a link to a bridge entity follows."""
+    words = {w.lower() for w in _WORD.findall(question)}
+    roles = {w for w in words if len(w) >= 6 and w.endswith(("er", "or", "ist")) and w not in _NOT_ROLES}
+    kin = {w for w in words if w in _KIN}
+    return roles | kin | {w for r in kin for w in _KIN[r]}
+
+
+def _same_stem(a: str, b: str) -> bool:
+    """ "director"/"directed", "composer"/"composed", "writer"/"written": the same word, or a shared prefix of at
+    least four letters that leaves at most three letters of the shorter word."""
+    common = len(os.path.commonprefix([a, b]))
+    return a == b or (common >= 4 and common >= min(len(a), len(b)) - 3)
+
+
+def linked_entities(question: str, passages: Sequence[Passage], per_passage: int = 2) -> list[str]:
+    """The bridge entities the kept passages link the question to, which no kept passage is about yet.
+
+    A passage about one of the question's entities links it to the names that follow, within three lower-case
+    words, a word of the question's relation ("directed by George Marshall" for "the director of film Duel in the
+    Jungle"; "the daughter of Umar Shaikh Mirza" for "Khanzada Begum's father").  At most ``per_passage`` per
+    passage, in text order."""
+    asked = named_entities(question)
+    triggers = _triggers(question)
+    linked: list[str] = []
+    for passage in passages:
+        if not any(titled(passage, e) for e in asked):
+            continue
+        words = [(m.end(), m.group().lower()) for m in _WORD.finditer(passage.text)]
+        ends = [end for end, w in words if any(_same_stem(w, t) for t in triggers)]
+        found: list[str] = []
+        for start, _, name in _with_quoted(passage.text):
+            if len(found) == per_passage:
+                break
+            near = any(end <= start and _LINK_GAP.match(passage.text[end:start]) for end in ends)
+            name = name.split(". ")[0]  # a capitalised run goes on past a full stop ("Jacques Deray. It")
+            if near and _content(name) and not any(_content(e) <= _content(name) for e in asked):
+                found.append(name)
+        linked += found
+    kept = list(dict.fromkeys(linked))
+    return [e for e in kept if not any(titled(p, e) for p in passages)]

@@ -35,6 +35,7 @@ from seakr_integrations.reasoning.entities import (
     compared_entities,
     covers,
     entity_query,
+    linked_entities,
     named_entities,
     uncovered,
 )
@@ -110,13 +111,13 @@ class SeaKRLoop:
         step = StepTrace(len(state.trace), out.greedy.text, reading.uncertainty, "accept")
         step.reason, step.screen = reading.reason, reading.screen
         state.trace.append(step)
-        missing = self.missing_compared(state)
+        missing = self.missing_entities(state, searched)
         if has_answer(text) and not missing:  # checked before the uncertainty gate
             step.decision, step.accepted, step.stop = "answer", text, StopReason.ANSWER_FOUND
             state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             return step
-        if has_answer(text):  # cover_compared_entities: one side of the comparison has no passage yet
+        if has_answer(text):  # cover_compared/bridge_entities: an entity the answer needs has no passage yet
             step.decision, step.reason = "retrieve", GateReason.UNCOVERED_ENTITY
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             query = entity_query(missing[0], state.question)
@@ -177,18 +178,23 @@ class SeaKRLoop:
         yield from self.rerank(state, step, found, wanted)
         if step.stop:
             return
-        if has_answer(state.steps[-1]) and not self.missing_compared(state):
+        if has_answer(state.steps[-1]) and not self.missing_entities(state, searched):
             step.stop = StopReason.ANSWER_FOUND
             return
         if self.repeated(state, step, state.steps[-1], state.steps[:-1]):
             state.steps.pop()  # the passage stays: it was chosen for the knowledge answer
             step.accepted = None
 
-    def missing_compared(self, state: QuestionState) -> list[str]:
-        """With ``cover_compared_entities``: the entities the question compares that no kept passage covers."""
-        if not self.config.cover_compared_entities:
-            return []
-        return uncovered(compared_entities(state.question), state.docs)
+    def missing_entities(self, state: QuestionState, searched: set[str]) -> list[str]:
+        """The entities the answer needs that no kept passage covers and no query has searched for yet: with
+        ``cover_compared_entities``, those the question compares; with ``cover_bridge_entities``, the bridge
+        entities the kept passages link the question to."""
+        missing = []
+        if self.config.cover_compared_entities:
+            missing += uncovered(compared_entities(state.question), state.docs)
+        if self.config.cover_bridge_entities:
+            missing += linked_entities(state.question, state.docs)
+        return [e for e in missing if entity_query(e, state.question) not in searched]
 
     def missing_named(self, state: QuestionState) -> list[str]:
         """The entities the question names that no kept passage covers (what an anchored query reaches for)."""
