@@ -169,9 +169,17 @@ def calibration_lines(ds: str) -> list[str]:
     return lines
 
 
-def cascade_lines(ds: str) -> list[str]:
-    """Fold 0 with the cascade (the development run, its final answers replayed with the default margin) and
-    without it (``seakr-no-cascade``, the default minus the cascade)."""
+FOLD0_RULES = {
+    "cascade": ("seakr-no-cascade", "with the cascade", "without it", "With minus without"),
+    "bridges": ("seakr-bridges", "the default", "with cover_bridge_entities", "With the rule minus the default"),
+}
+"""The rules measured on fold 0 against the development run: the method that differs from the default by that rule
+alone, the two rows' labels, and how the paired difference is named."""
+
+
+def fold0_lines(ds: str, rule: str) -> list[str]:
+    """Fold 0's development run (the default, its final answers replayed with the default margin) beside the run
+    that differs from it by one rule (``FOLD0_RULES``)."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -180,44 +188,46 @@ def cascade_lines(ds: str) -> list[str]:
     from seakr_integrations.evaluation.scoring import score
     from seakr_integrations.reasoning import SeaKRConfig
 
+    method, dev_label, other_label, difference = FOLD0_RULES[rule]
     fold0 = ROOT / "runs" / "cv" / f"{ds}_dev" / "fold0"
     lines0 = {i for i in range(300) if i % FOLDS == 0 and i not in LEFT_OUT.get(ds, set())}
     ids = {k for k, i in all_lines(ds).items() if i in lines0}
     dev = {k: v for k, v in read(fold0 / "seakr-both-finals.jsonl").items() if k in ids}
-    off = {k: v for k, v in read(fold0 / "seakr-no-cascade.jsonl").items() if k in ids}
-    if not dev or not off:
+    other = {k: v for k, v in read(fold0 / f"{method}.jsonl").items() if k in ids}
+    if not dev or not other:
         return ["Not run yet."]
     margin = SeaKRConfig().final_margin
-    with_f1 = {k: score(_pick(r["trace"], "uncertainty", margin) or "", r["golds"]).f1 for k, r in dev.items()}
-    common = sorted(set(with_f1) & set(off))
+    dev_f1 = {k: score(_pick(r["trace"], "uncertainty", margin) or "", r["golds"]).f1 for k, r in dev.items()}
+    other_f1 = {k: r["f1"] for k, r in other.items()}
+    common = sorted(set(dev_f1) & set(other))
     out = [
-        "| fold 0 | questions | F1 | LM calls / q | tokens / q | s / q | steps decided without samples |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| fold 0 | questions | F1 | retrievals / q | LM calls / q | tokens / q | s / q "
+        "| steps decided without samples |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, rows, f1 in (
-        ("with the cascade", dev, with_f1),
-        ("without it", off, {k: r["f1"] for k, r in off.items()}),
-    ):
+    rows_of = {dev_label: (dev, dev_f1), other_label: (other, other_f1)}
+    for name in (dev_label, other_label):
+        rows, f1 = rows_of[name]
         s = summary([rows[k] for k in common])
         stages = gate_stages([rows[k] for k in common])
         sampled = stages["confident"] + stages["uncertain"]
         gated = sum(stages.values()) - stages["states the answer"]
         out.append(
-            f"| {name} | {len(common)} | {100 * np.mean([f1[k] for k in common]):.1f} | {s['lm_calls']:.1f} | "
-            f"{s['generated_tokens']:.0f} | {s['seconds']:.1f} | {gated - sampled} of {gated} |"
+            f"| {name} | {len(common)} | {100 * np.mean([f1[k] for k in common]):.1f} | {s['retrievals']:.2f} | "
+            f"{s['lm_calls']:.1f} | {s['generated_tokens']:.0f} | {s['seconds']:.1f} | {gated - sampled} of {gated} |"
         )
-    diffs = [with_f1[k] - off[k]["f1"] for k in common]
+    sign = 1 if rule == "cascade" else -1  # the cascade's row is the default: with minus without
+    diffs = [sign * (dev_f1[k] - other_f1[k]) for k in common]
     low, high = interval(diffs)
-    out += [
+    return out + [
         "",
-        f"With minus without, paired: {100 * np.mean(diffs):+.1f} F1 ({100 * low:+.1f} to {100 * high:+.1f}). The run "
-        "with the cascade generated both final answers with their samples and its answers are replayed with the "
-        f"default final margin {margin:g}, which changes no call: its cost is the default's.",
+        f"{difference}, paired: {100 * np.mean(diffs):+.1f} F1 ({100 * low:+.1f} to {100 * high:+.1f}). The default's "
+        "run generated both final answers with their samples and its answers are replayed with the default final "
+        f"margin {margin:g}, which changes no call: its cost is the default's.",
         "",
         "The two runs were made at different times on the shared 2-core machine, so their seconds per question also "
         "carry the machine's load at the time; LM calls and generated tokens do not.",
     ]
-    return out
 
 
 def all_lines(ds: str) -> dict[str, int]:
@@ -363,7 +373,8 @@ def main() -> None:
         for reason, count in stages.most_common():
             out.append(f"* {STAGE_WORDS.get(reason, reason)}: {count} of {total} steps ({count / total:.0%})")
         out += ["", "**Calibration on held-out folds.**", "", *calibration_lines(ds), ""]
-        out += ["**The cascade** (fold 0, the development fold):", "", *cascade_lines(ds), ""]
+        out += ["**The cascade** (fold 0, the development fold):", "", *fold0_lines(ds, "cascade"), ""]
+        out += ["**Bridge entities** (fold 0, the development fold):", "", *fold0_lines(ds, "bridges"), ""]
         out += [
             "**What the traces show** (SeaKR's held-out questions by type):",
             "",

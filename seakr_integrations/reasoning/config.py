@@ -173,7 +173,8 @@ class SeaKRConfig:
             ``max_docs``).  ``False``, the paper, answers as soon as a step states an answer.
         cover_bridge_entities: Nor while a kept passage links the question to an entity no kept passage is about
             ("directed by George Marshall" for "where did the director of film X die?"): SeaKR searches for that
-            bridge entity first, once each.  ``False``, the paper, answers from the first passage.
+            bridge entity first, once each, and an answer stated before the last of them has its passage stays out
+            of the chain.  ``False``, the paper, answers from the first passage.
         final_estimator: The estimator that compares the two final answers (``final_strategy="choose"``); ``None``:
             the loop's ``estimator``.  A greedy-only one (``"min_token_prob"``, ``"perplexity"``) draws no samples
             for the final answers.

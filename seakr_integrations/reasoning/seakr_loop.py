@@ -178,9 +178,14 @@ class SeaKRLoop:
         yield from self.rerank(state, step, found, wanted)
         if step.stop:
             return
-        if has_answer(state.steps[-1]) and not self.missing_entities(state, searched):
-            step.stop = StopReason.ANSWER_FOUND
-            return
+        if has_answer(state.steps[-1]):
+            if not self.missing_entities(state, searched):
+                step.stop = StopReason.ANSWER_FOUND
+                return
+            if self.config.cover_bridge_entities:  # an answer before the last entity's passage: not in the chain
+                state.steps.pop()
+                step.accepted = None
+                return
         if self.repeated(state, step, state.steps[-1], state.steps[:-1]):
             state.steps.pop()  # the passage stays: it was chosen for the knowledge answer
             step.accepted = None
