@@ -11,6 +11,8 @@ from seakr_integrations.reasoning.entities import (
     entity_query,
     linked_entities,
     named_entities,
+    offered_options,
+    option_answer,
     titled,
     uncovered,
 )
@@ -114,3 +116,22 @@ def test_a_passage_is_about_an_entity_its_title_names():
     assert titled(passage("b", "Binnya U was a king.", "Binnya U"), "King Binnya U")  # the title without a qualifier
     untitled = Passage(id="c", title="", text="George Marshall was an American film director.")
     assert titled(untitled, "George Marshall")  # no title: its opening words
+
+
+def test_an_answer_naming_neither_option_becomes_the_option_it_leads_to():
+    question = "Which film has the director who died earlier, Santa And The Fairy Snow Queen or Hearts In Bondage?"
+    bondage = passage("hb", "Hearts in Bondage is a 1936 film directed by Lew Ayres.", "Hearts in Bondage")
+    santa = passage(
+        "s", "Santa and the Fairy Snow Queen is a 1951 film by Sid Davis.", "Santa and the Fairy Snow Queen"
+    )
+    assert offered_options(question) == ["Santa And The Fairy Snow Queen", "Hearts In Bondage"]
+    assert option_answer(question, "Lew Ayres", [santa, bondage]) == "Hearts In Bondage"  # its passage names him
+    # an answer that is an option, a yes/no answer, or a question without options is left alone
+    assert option_answer(question, "hearts in bondage", [bondage]) == "hearts in bondage"
+    assert option_answer("Are X and Y both films?", "yes", [bondage]) == "yes"
+    assert option_answer("Who directed Hearts in Bondage?", "Lew Ayres", [bondage]) == "Lew Ayres"
+    # no passage leads there: the other final answer, when it names an option
+    assert option_answer(question, "Steven Spielberg", [], ["Santa and the Fairy Snow Queen"]) == (
+        "Santa And The Fairy Snow Queen"
+    )
+    assert option_answer(question, "Steven Spielberg", [], ["George Lucas"]) == "Steven Spielberg"

@@ -130,6 +130,20 @@ def test_bridge_entities_get_a_passage_before_the_answer():
     assert [p.id for p in result.passages] == ["duel"]
 
 
+def test_an_answer_naming_neither_option_gives_the_option_its_passage_leads_to():
+    question = "Which film has the director who died earlier, Santa And The Fairy Snow Queen or Hearts In Bondage?"
+    bondage = passage("hb", "Hearts in Bondage is a 1936 film directed by Lew Ayres.", "Hearts in Bondage")
+    santa = passage("s", "Santa and the Fairy Snow Queen is a 1951 film.", "Santa and the Fairy Snow Queen")
+    retriever = FakeRetriever(default=lambda q: [santa] if "Santa" in q else [bondage])
+    backend = ScriptedBackend(lambda p, c: Reply("So the answer is Lew Ayres."))
+    result = SeaKR(backend, retriever, SeaKRConfig(**SMALL)).answer(question)
+    assert result.answer == "Hearts In Bondage"
+    assert any("answer_with_option" in note for note in result.notes)
+    assert result.finals[result.strategy].answer == "Lew Ayres"  # the final answer as generated stays in the trace
+    result = SeaKR(backend, retriever, SeaKRConfig(**SMALL, answer_with_option=False)).answer(question)
+    assert result.answer == "Lew Ayres"
+
+
 def test_no_samples_where_no_decision_reads_them():
     def respond(prompt, config):
         if not is_step(config):

@@ -102,6 +102,10 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
         {"cascade_estimator": None},
         "ablation of the default SeaKR: every step that the claim checks leave open is sampled (no cascade)",
     ),
+    "seakr-no-options": (
+        {"answer_with_option": False},
+        "ablation of the default SeaKR: an answer that names neither option a question offers is given as it is",
+    ),
     "seakr-bridges": (
         {"cover_bridge_entities": True},
         "the default SeaKR that also searches for each bridge entity a kept passage links the question to",

@@ -57,6 +57,8 @@ _ADDED_SETTINGS: dict[str, Any] = {
     "final_margin": 0.0,
     "knowledge_needs_passages": False,
     "stop_on_repeated_step": False,
+    "cover_bridge_entities": False,
+    "answer_with_option": False,
 }
 """SeaKR settings added after results files were written, with the value those files' runs had: a header that
 lacks one is read with it, so an old file resumes under the settings that reproduce it (and only those)."""

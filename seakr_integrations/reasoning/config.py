@@ -6,12 +6,11 @@ framework adapters pass it through unchanged.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 from seakr_integrations.params import SamplingConfig, check_choice, check_int, check_real
+from seakr_integrations.reasoning.flat_sampling import SAMPLING_SETTINGS, SEAKR_SAMPLING, flat_sampling
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
 
@@ -36,48 +35,6 @@ RetrievalErrorPolicy = Literal["raise", "answer_without"]
 RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
 ExemplarStyle = Literal["2wiki", "hotpotqa", "simple"]
-SEAKR_SAMPLING = SamplingConfig(min_tokens=1)
-"""SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, the one deliberate difference.  Every call
-writes at least one token before EOS may end it.  Not in the authors' code (their plain prompts rarely end at once);
-inside a chat template an instruct model closes its turn after one sentence (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89
-after the first step), and an empty step has no uncertainty (U = inf, so it always retrieves) and gives the
-re-ranking nothing to compare.  ``min_tokens=0`` restores the authors' behaviour."""
-SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name != "stop")
-"""The sampling settings ``SeaKRConfig`` takes as flat keywords and shows as flat attributes; the stops are SeaKR's
-own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""
-
-
-class _FromSampling:
-    """``config.k`` reads ``config.sampling.k``, read-only, as users write it (``SeaKRConfig(k=10)``) and the loop,
-    traces and adapters read it; on the class, SeaKR's default."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __get__(self, config: SeaKRConfig | None, owner: type | None = None) -> Any:
-        return getattr(SEAKR_SAMPLING if config is None else config.sampling, self.name)
-
-
-def _flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
-    """Let ``SeaKRConfig`` take and show its sampling settings flat, one ``SamplingConfig`` holding them:
-    ``SeaKRConfig(k=10)`` applies ``k=10`` to ``sampling`` (``SEAKR_SAMPLING`` unless given), and so does
-    ``config.with_(k=5)`` (``dataclasses.replace`` passes ``sampling`` and the change here).  A mapping for
-    ``sampling`` (the nested JSON form, e.g. pydantic's dump of a component) is read as a ``SamplingConfig``."""
-    fields_init: Callable[..., None] = cls.__init__
-
-    @functools.wraps(fields_init)
-    def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
-        flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
-        if isinstance(sampling, Mapping):
-            sampling = SamplingConfig(**sampling)
-        if not isinstance(sampling, SamplingConfig):
-            raise ValueError(f"sampling={sampling!r}: pass a SamplingConfig, or the settings as keywords (k=10)")
-        fields_init(self, *args, sampling=sampling.with_(**flat) if flat else sampling, **kwargs)
-
-    cls.__init__ = __init__  # type: ignore[method-assign]
-    for name in SAMPLING_SETTINGS:
-        setattr(cls, name, _FromSampling(name))
-    return cls
 
 
 def check_band(band: Any) -> tuple[float, float]:
@@ -91,7 +48,7 @@ def check_band(band: Any) -> tuple[float, float]:
     return (low, high)
 
 
-@_flat_sampling
+@flat_sampling
 @dataclass(frozen=True)
 class SeaKRConfig:
     """SeaKR's settings.
@@ -181,6 +138,10 @@ class SeaKRConfig:
         answer_when_stated: When the loop ends on a step that states the answer, give that answer and skip the
             final reasoning (two LM calls).  ``False``, the paper, reasons again from the rationales and from the
             passages and picks one.
+        answer_with_option: A question that closes on two options ("Which film ..., X or Y?") gets one of them: an
+            answer naming neither (a director, for "which film has the director born first") becomes the option
+            whose kept passage names it, else the other final answer when that names one.  ``False``, the paper,
+            gives the answer as generated.
         anchor_queries: Keep each query on the question: one that names none of the question's entities still
             lacking a passage gets the first of them, and one that shares no word with the question gets the
             question's content words.  ``False``, the paper, searches the masked step as it is.
@@ -220,6 +181,7 @@ class SeaKRConfig:
     anchor_queries: bool = True
     final_estimator: str | None = None
     answer_when_stated: bool = False
+    answer_with_option: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.base_stops, str):
@@ -299,6 +261,7 @@ class SeaKRConfig:
             "cover_bridge_entities",
             "anchor_queries",
             "answer_when_stated",
+            "answer_with_option",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}={getattr(self, name)!r}: must be True or False (the paper)")
@@ -391,6 +354,7 @@ PAPER_RULES: dict[str, Any] = {
     "anchor_queries": False,
     "final_estimator": None,
     "answer_when_stated": False,
+    "answer_with_option": False,
 }
 """The settings whose defaults differ from the paper's decisions, at the paper's values (``SeaKRConfig.paper()``;
 ``docs/decision_rules.md`` says why the defaults differ)."""

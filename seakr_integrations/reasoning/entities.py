@@ -28,6 +28,8 @@ __all__ = [
     "entity_query",
     "linked_entities",
     "named_entities",
+    "offered_options",
+    "option_answer",
     "titled",
     "uncovered",
 ]
@@ -107,10 +109,10 @@ def _with_quoted(text: str) -> list[tuple[int, int, str]]:
 def compared_entities(question: str) -> list[str]:
     """The entities ``question`` compares or joins ("X or Y", "X and Y", "both X and Y"); empty when it names at
     most one side."""
+    options = offered_options(question)
+    if options:  # "Which film came out first, X or Y?": the two sides are the whole of what follows the comma
+        return options
     text = question.strip().rstrip("?").strip()
-    tail = re.search(r",\s*([^,]+?)\s+or\s+([^,]+)$", text)
-    if tail:  # "Which film came out first, X or Y?": the two sides are the whole of what follows the comma
-        return [tail.group(1).strip(' "“”'), tail.group(2).strip(' "“”')]
     spans = _with_quoted(text)
     joined: list[str] = []
     for (_, end, left), (start, _, right) in zip(spans, spans[1:], strict=False):
@@ -118,6 +120,40 @@ def compared_entities(question: str) -> list[str]:
         if between and set(between) <= _CONNECTORS and ({"or", "and"} & set(between)):
             joined += [left, right]
     return list(dict.fromkeys(joined))
+
+
+def offered_options(question: str) -> list[str]:
+    """The two options a question closes on ("Which film came out first, X or Y?"); empty for any other form."""
+    tail = re.search(r",\s*([^,]+?)\s+or\s+([^,]+)$", question.strip().rstrip("?").strip())
+    return [tail.group(1).strip(' "“”'), tail.group(2).strip(' "“”')] if tail else []
+
+
+def option_answer(question: str, answer: str, passages: Sequence[Passage], alternatives: Sequence[str] = ()) -> str:
+    """``answer`` as one of the options the question offers, when it names neither.
+
+    An answer that names neither option usually names what the comparison went through: the director of one of two
+    films ("Lew Ayres" for "Which film has the director who died earlier, X or Y?").  The option whose kept passage
+    names the answer is given; else the first of ``alternatives`` (the other final answer) that names one option;
+    else ``answer`` as it is.  A yes/no answer, or a question that offers no options, is left alone."""
+    options = offered_options(question)
+    if not options or not _content(answer) or answer.strip().lower() in {"yes", "no"}:
+        return answer
+    if any(_names(answer, o) for o in options):
+        return answer
+    linked = [o for o in options if any(titled(p, o) and covers(p, answer) for p in passages)]
+    if len(linked) == 1:
+        return linked[0]
+    for alternative in alternatives:
+        named = [o for o in options if _content(alternative) and _names(alternative, o)]
+        if len(named) == 1:
+            return named[0]
+    return answer
+
+
+def _names(answer: str, option: str) -> bool:
+    """Whether ``answer`` and ``option`` name the same thing (one's content words within the other's)."""
+    a, o = _content(answer), _content(option)
+    return bool(a and o) and (a <= o or o <= a)
 
 
 def _content(name: str) -> set[str]:

@@ -37,6 +37,7 @@ from seakr_integrations.reasoning.entities import (
     entity_query,
     linked_entities,
     named_entities,
+    option_answer,
     uncovered,
 )
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
@@ -364,6 +365,15 @@ class SeaKRLoop:
     def _result(
         self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace], stop: StopReason
     ) -> SeaKRResult:
+        if self.config.answer_with_option and winner.answer:
+            others = [f.answer for f in finals.values() if f is not winner and f.answer]
+            option = option_answer(state.question, winner.answer, state.docs, others)
+            if option != winner.answer:
+                state.note(
+                    f"the answer {quoted(winner.answer)} names neither option the question offers, so {quoted(option)} "
+                    "is given (answer_with_option)"
+                )
+                winner = replace(winner, answer=option)
         return state.result(winner, finals, stop, self.config.to_dict())
 
 

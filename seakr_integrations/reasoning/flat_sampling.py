@@ -1,0 +1,59 @@
+"""SeaKR's sampling settings, held in one ``SamplingConfig`` and read and written flat (``SeaKRConfig(k=10)``,
+``config.k``), as users, traces and adapters name them."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from seakr_integrations.params import SamplingConfig
+
+if TYPE_CHECKING:
+    from seakr_integrations.reasoning.config import SeaKRConfig
+
+__all__ = ["SAMPLING_SETTINGS", "SEAKR_SAMPLING", "flat_sampling"]
+
+SEAKR_SAMPLING = SamplingConfig(min_tokens=1)
+"""SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, the one deliberate difference.  Every call
+writes at least one token before EOS may end it.  Not in the authors' code (their plain prompts rarely end at once);
+inside a chat template an instruct model closes its turn after one sentence (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89
+after the first step), and an empty step has no uncertainty (U = inf, so it always retrieves) and gives the
+re-ranking nothing to compare.  ``min_tokens=0`` restores the authors' behaviour."""
+SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name != "stop")
+"""The sampling settings ``SeaKRConfig`` takes as flat keywords and shows as flat attributes; the stops are SeaKR's
+own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""
+
+
+class _FromSampling:
+    """``config.k`` reads ``config.sampling.k``, read-only, as users write it (``SeaKRConfig(k=10)``) and the loop,
+    traces and adapters read it; on the class, SeaKR's default."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, config: SeaKRConfig | None, owner: type | None = None) -> Any:
+        return getattr(SEAKR_SAMPLING if config is None else config.sampling, self.name)
+
+
+def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
+    """Let ``SeaKRConfig`` take and show its sampling settings flat, one ``SamplingConfig`` holding them:
+    ``SeaKRConfig(k=10)`` applies ``k=10`` to ``sampling`` (``SEAKR_SAMPLING`` unless given), and so does
+    ``config.with_(k=5)`` (``dataclasses.replace`` passes ``sampling`` and the change here).  A mapping for
+    ``sampling`` (the nested JSON form, e.g. pydantic's dump of a component) is read as a ``SamplingConfig``."""
+    fields_init: Callable[..., None] = cls.__init__
+
+    @functools.wraps(fields_init)
+    def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
+        flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
+        if isinstance(sampling, Mapping):
+            sampling = SamplingConfig(**sampling)
+        if not isinstance(sampling, SamplingConfig):
+            raise ValueError(f"sampling={sampling!r}: pass a SamplingConfig, or the settings as keywords (k=10)")
+        fields_init(self, *args, sampling=sampling.with_(**flat) if flat else sampling, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    for name in SAMPLING_SETTINGS:
+        setattr(cls, name, _FromSampling(name))
+    return cls
