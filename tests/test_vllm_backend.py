@@ -142,8 +142,9 @@ def test_interrupted_generate_leaves_no_request_behind(vllm_tiny):
 
 
 def test_engine_environment_does_not_leak_into_our_process(vllm_tiny):
-    """The OpenMP preload is for vLLM's spawned processes only."""
+    """The OpenMP and allocator preloads are for vLLM's spawned processes only."""
     assert "libiomp5" not in os.environ.get("LD_PRELOAD", "")
+    assert "tcmalloc" not in os.environ.get("LD_PRELOAD", "")
 
 
 def test_min_tokens_defers_stop_strings_as_hf_does(vllm_tiny, hf_tiny):

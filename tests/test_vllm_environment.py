@@ -19,6 +19,7 @@ def clean_env(monkeypatch):
     for name in START_VARS:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(vllm_settings, "_intel_openmp", lambda: "/venv/lib/libiomp5.so")
+    monkeypatch.setattr(vllm_settings, "_tcmalloc", lambda: None)
     return monkeypatch
 
 
@@ -39,6 +40,15 @@ def test_start_environment_fills_only_what_the_user_left_unset(clean_env):
     assert engine_environment(on_cpu=True) == {}
     clean_env.delenv("LD_PRELOAD")
     assert engine_environment(on_cpu=True, preload_intel_openmp=False, kv_cache_space_gib=None) == {}
+
+
+def test_the_systems_tcmalloc_goes_first_unless_the_user_preloads_an_allocator(clean_env):
+    clean_env.setattr(vllm_settings, "_tcmalloc", lambda: "libtcmalloc_minimal.so.4")
+    clean_env.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+    assert engine_environment(on_cpu=True)["LD_PRELOAD"] == "libtcmalloc_minimal.so.4:/venv/lib/libiomp5.so"
+    clean_env.setenv("LD_PRELOAD", "/lib/libjemalloc.so")
+    assert engine_environment(on_cpu=True)["LD_PRELOAD"] == "/lib/libjemalloc.so:/venv/lib/libiomp5.so"
+    assert "LD_PRELOAD" not in engine_environment(on_cpu=False)  # GPU: vLLM's own allocator settings
 
 
 def test_environment_applies_during_the_block_and_restores_after_even_on_error(clean_env):

@@ -11,6 +11,7 @@ This module imports nothing from vLLM at import time, so the launcher and torch-
 
 from __future__ import annotations
 
+import ctypes.util
 import json
 import math
 import os
@@ -127,6 +128,12 @@ def _intel_openmp() -> str | None:
     return None
 
 
+def _tcmalloc() -> str | None:
+    """The system's tcmalloc (Debian and Ubuntu: ``apt install libtcmalloc-minimal4``), if installed: vLLM's CPU
+    builds bundle one and preload it into their workers, the PyPI wheel does not."""
+    return ctypes.util.find_library("tcmalloc_minimal")
+
+
 def engine_environment(
     on_cpu: bool, kv_cache_space_gib: float | None = None, preload_intel_openmp: bool = True
 ) -> dict[str, str]:
@@ -139,7 +146,10 @@ def engine_environment(
     - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``.  vLLM keeps one core per worker for its scheduler process;
       on small machines that halves the compute (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s).
     - ``LD_PRELOAD`` (CPU): the user's value followed by the Intel OpenMP runtime that vllm-cpu installs, as vLLM's
-      CPU guide recommends (measured here: step 2.61 s -> 2.50 s), unless it already names an OpenMP runtime.
+      CPU guide recommends (measured here: step 2.61 s -> 2.50 s), unless it already names an OpenMP runtime; and
+      before them the system's tcmalloc where one is installed, unless the user's value names an allocator
+      (``malloc``): with glibc's allocator a served engine's worker grew all through a 25-minute soak
+      (docs/benchmarks.md, "Soak").
     """
     env: dict[str, str] = {}
     if "VLLM_USE_V2_MODEL_RUNNER" not in os.environ:
@@ -152,8 +162,9 @@ def engine_environment(
         env["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
     preload = os.environ.get("LD_PRELOAD", "")
     iomp = _intel_openmp() if preload_intel_openmp and "omp" not in preload else None
-    if iomp:
-        env["LD_PRELOAD"] = ":".join(p for p in (preload, iomp) if p)
+    tcmalloc = _tcmalloc() if "malloc" not in preload else None
+    if iomp or tcmalloc:
+        env["LD_PRELOAD"] = ":".join(p for p in (tcmalloc, preload, iomp) if p)
     return env
 
 
