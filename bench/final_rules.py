@@ -6,12 +6,14 @@ of the candidate rules gives its answer without a new LM call.  Prints F1 and EM
 table to ``runs/cv/final_rules.json`` (the chosen rule: best F1 over both datasets' fold 0, ties to the cheaper).
 
     python bench/final_rules.py
+    python bench/final_rules.py --held-out   # the chosen rule replayed on the held-out folds
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,5 +114,36 @@ def main() -> None:
     (ROOT / "runs" / "cv" / "final_rules.json").write_text(json.dumps({"rules": table, "chosen": chosen}, indent=2))
 
 
+def held_out() -> None:
+    """The default final rule (``final_strategy="knowledge"``, with ``answer_with_option``) replayed on the held-out
+    folds' runs of the previous default, which kept both final answers: F1 as run and replayed, paired."""
+    from option_answers import interval
+
+    from seakr_integrations.evaluation.scoring import score
+    from seakr_integrations.reasoning.entities import option_answer
+    from seakr_integrations.retrieval.passage import Passage
+
+    for dataset in DATASETS:
+        before, after = [], []
+        for path in sorted((ROOT / "runs" / "cv" / f"{dataset}_dev").glob("fold[1-4]/seakr-both-finals.jsonl")):
+            for r in (json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()):
+                if "trace" not in r:
+                    continue
+                passages = [
+                    Passage(id=p["id"], title=p.get("title", ""), text=p["text"]) for p in r["trace"]["passages"]
+                ]
+                answer = option_answer(r["question"], _knowledge(r["trace"]) or "", passages, [])
+                before.append(r["f1"])
+                after.append(score(answer, r["golds"]).f1)
+        diffs = [a - b for a, b in zip(after, before, strict=True)]
+        low, high = interval(diffs)
+        n = len(diffs)
+        print(
+            f"{dataset} folds 1-4: {n} questions; F1 as run {100 * sum(before) / n:.1f}, knowledge final "
+            f"{100 * sum(after) / n:.1f} (paired {100 * sum(diffs) / n:+.1f}, "
+            f"95% {100 * low:+.1f} to {100 * high:+.1f})"
+        )
+
+
 if __name__ == "__main__":
-    main()
+    held_out() if sys.argv[1:] == ["--held-out"] else main()

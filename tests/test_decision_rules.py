@@ -12,7 +12,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.reasoning.config import PAPER_RULES
-from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
+from seakr_integrations.reasoning.rules import choice_needs_samples, pick_final, pick_passage, repeats_earlier
 from seakr_integrations.reasoning.trace import SeaKRResult
 
 SMALL = {"k": 4, "num_exemplars": 0, "max_tokens": 10, "delta": -6.5}
@@ -62,6 +62,20 @@ def test_pick_passage(uncertainties, margin, kept):
 def test_pick_final(rationales, knowledge, margin, winner):
     (r, r_unknown), (k, k_unknown) = rationales, knowledge
     assert pick_final(r, k, rationales_unknown=r_unknown, knowledge_unknown=k_unknown, margin=margin) == winner
+
+
+@pytest.mark.parametrize(
+    ("rationales", "knowledge", "needed"),
+    [
+        ("France", "Italy", True),
+        ("France", "the france.", False),  # the same answer as it is scored
+        (None, "Italy", False),  # a missing answer loses whatever its uncertainty
+        ("unknown", "Italy", False),
+        (None, None, False),
+    ],
+)
+def test_choice_needs_samples_only_between_two_known_different_answers(rationales, knowledge, needed):
+    assert choice_needs_samples(rationales, knowledge) is needed
 
 
 def test_repeats_earlier_ignores_case_punctuation_and_articles_only():
@@ -260,3 +274,49 @@ def test_a_greedy_only_final_estimator_compares_the_answers_without_samples():
     assert all(c.k == 0 for batch in backend.batches for _, c in batch if not is_step(c))
     with pytest.raises(ValueError, match="greedy continuation alone"):
         SeaKRConfig(final_estimator="eigenscore")
+
+
+def _finals_saying(rationales: str, knowledge: str, *, state_it: bool = True):
+    """A model whose final answers from the rationales and from the passages are these (stated at once, or only when
+    asked again with " So the answer is")."""
+
+    def respond(prompt, config):
+        context, answer = parse(prompt)
+        if is_step(config):
+            return eiffel(prompt, config)
+        from_steps = bool(context) and context[0].startswith("It is")
+        said, spread = (rationales, 0.2) if from_steps else (knowledge, 0.3)
+        if state_it or answer.endswith("So the answer is"):
+            return Reply(f"So the answer is {said}" if state_it else said, spread)
+        return Reply("Let me think about it", 1.0)
+
+    return respond
+
+
+def final_calls(backend):
+    return [(p, c) for batch in backend.batches for p, c in batch if not is_step(c)]
+
+
+@pytest.mark.parametrize("state_it", [True, False])
+def test_final_samples_are_drawn_only_for_answers_that_differ_and_give_the_papers_choice(state_it):
+    respond = _finals_saying("France", "Italy", state_it=state_it)
+    always, always_backend = run(SeaKRConfig(**SMALL, final_margin=0.0, final_samples="always"), respond)
+    deciding, backend = run(SeaKRConfig(**SMALL, final_margin=0.0), respond)
+    assert (deciding.answer, deciding.strategy) == (always.answer, always.strategy) == ("France", "rationales")
+    for s in ("rationales", "knowledge"):
+        assert deciding.finals[s].uncertainty.value == pytest.approx(always.finals[s].uncertainty.value)
+    sampled = [(p, c) for p, c in final_calls(backend) if c.k > 0]
+    # the samples of each answer's own call: the one that asked again when the first stated no answer
+    assert len(sampled) == 2 and all(p.endswith("So the answer is") is not state_it for p, _ in sampled)
+    if not state_it:  # "always" also sampled the first calls, whose uncertainty the calls asking again replaced
+        assert deciding.generated_tokens < always.generated_tokens
+        assert sum(c.k for _, c in final_calls(always_backend)) == 2 * sum(c.k for _, c in final_calls(backend))
+
+
+def test_final_answers_that_agree_are_not_sampled():
+    result, backend = run(SeaKRConfig(**SMALL), _finals_saying("France", "france"))
+    assert result.answer == "france" and result.strategy == "knowledge"
+    assert all(c.k == 0 for _, c in final_calls(backend)) and len(final_calls(backend)) == 2
+    assert any("neither was sampled" in note for note in result.notes)
+    with pytest.raises(ValueError, match="final_samples='sometimes'"):
+        SeaKRConfig(final_samples="sometimes")

@@ -94,7 +94,7 @@ _SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "seakr": ({}, "SeaKR with the library's default decision rules (SeaKRConfig(); docs/decision_rules.md)"),
     "seakr-paper": (dict(PAPER_RULES), "SeaKR with the authors' decision rules exactly (SeaKRConfig.paper())"),
     "seakr-both-finals": (
-        {"final_strategy": "choose", "final_estimator": None, "answer_when_stated": False},
+        {"final_strategy": "choose", "final_samples": "always", "final_estimator": None, "answer_when_stated": False},
         "the default SeaKR with the paper's final step: both final answers generated, each with its samples, the "
         "less uncertain by EigenScore given (its traces replay any final-answer rule)",
     ),

@@ -59,6 +59,7 @@ _ADDED_SETTINGS: dict[str, Any] = {
     "stop_on_repeated_step": False,
     "cover_bridge_entities": False,
     "answer_with_option": False,
+    "final_samples": "always",
 }
 """SeaKR settings added after results files were written, with the value those files' runs had: a header that
 lacks one is read with it, so an old file resumes under the settings that reproduce it (and only those)."""

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.scored import probe_calls, probe_uncertainty, prompt_fits
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.params import max_tokens_too_large
+from seakr_integrations.params import SamplingConfig, max_tokens_too_large
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
 from seakr_integrations.reasoning.config import SeaKRConfig
@@ -27,6 +28,7 @@ from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.records import FinalTrace, StepTrace
+from seakr_integrations.reasoning.rules import choice_needs_samples
 from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Scored, Search
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
@@ -168,12 +170,15 @@ class ModelCalls:
         *,
         measured: bool = True,
         estimator: str | None = None,
+        deciding: bool = False,
     ) -> Generator[Generate, Any, list[FinalTrace]]:
         """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
         " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
         ``estimator``: measure each answer's uncertainty with this greedy-only estimator instead (the calls were
-        made without samples)."""
+        made without samples).  ``deciding`` (two answers, made without samples): draw the samples of each answer's
+        own call afterwards, and only when the choice between them depends on them (``final_samples``)."""
         finals, forced = [], []
+        answer_calls = [(prompt, self._final_sampling(has_steps=False)) for prompt, *_ in items]
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
             answer = extract_answer(out.greedy.text)
             screen = self.screen(out)
@@ -183,12 +188,12 @@ class ModelCalls:
                 again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
                 if self.fits(again):
                     forced.append((i, again))
+                    answer_calls[i] = (again, self._final_sampling(has_steps=True))
                 else:
                     state.note(f"no answer from {strategy} and no room left in the context to ask for one")
         if forced:
-            sampling = self.config.call_sampling(self.config.stops(has_steps=True, one_sentence=False))
-            sampling = sampling if measured else sampling.with_(k=0)
-            scored = yield from self.run(state, [(p, sampling) for _, p in forced])
+            again_calls = [(p, answer_calls[i][1] if measured else answer_calls[i][1].with_(k=0)) for i, p in forced]
+            scored = yield from self.run(state, again_calls)
             for (i, _), (out, u) in zip(forced, scored, strict=True):
                 old = finals[i]
                 u = u if estimator is None else estimate(out, estimator, self.config.alpha)
@@ -197,7 +202,17 @@ class ModelCalls:
                 finals[i] = FinalTrace(
                     old.strategy, extract_answer(text), generation, u, True, old.context, self.screen(out)
                 )
+        if deciding and len(finals) == 2:
+            if not choice_needs_samples(finals[0].answer, finals[1].answer):
+                state.note("the final answers agree (or one is unknown), so neither was sampled")
+                return finals
+            scored = yield from self.run(state, answer_calls)
+            finals = [replace(f, uncertainty=u) for f, (_, u) in zip(finals, scored, strict=True)]
         return finals
+
+    def _final_sampling(self, *, has_steps: bool) -> SamplingConfig:
+        """A final answer's call settings (``has_steps``: the call that asks again with " So the answer is")."""
+        return self.config.call_sampling(self.config.stops(has_steps=has_steps, one_sentence=False))
 
     def screen(self, output: SelfAwareOutput) -> Uncertainty | None:
         """The ``cascade_estimator``'s reading of a call's greedy continuation (``None`` when none is set)."""

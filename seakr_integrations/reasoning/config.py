@@ -34,6 +34,7 @@ ContentFilter = Literal["stopwords", "spacy"]
 RetrievalErrorPolicy = Literal["raise", "answer_without"]
 RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
+FinalSamples = Literal["deciding", "always"]
 ExemplarStyle = Literal["2wiki", "hotpotqa", "simple"]
 
 
@@ -107,6 +108,11 @@ class SeaKRConfig:
             is more than this below the knowledge-based answer's (>= 0, in the estimator's units); 0, the paper,
             keeps the less uncertain, a tie going to knowledge.  The default 0.5 (EigenScore units) had the best F1
             of the final-answer rules replayed on the development fold (``docs/cv_protocol.md``).
+        final_samples: With ``final_strategy="choose"``: ``"deciding"`` generates both final answers without samples
+            and draws the samples of each answer's own call only when the choice depends on them (both answers
+            known and different; about half the questions), so the same answer is given for about half the final
+            tokens.  ``"always"``, the paper, samples every final call, including the first call of an answer that
+            had to be asked for again with " So the answer is" (whose uncertainty then goes unread).
         knowledge_needs_passages: When the loop kept no passage, answer from the rationales alone, one LM call fewer
             (reasoning "from the knowledge" without passages is a closed-book answer); with ``final_strategy=
             "knowledge"`` too.  ``False``, the paper, generates and compares both.
@@ -171,6 +177,7 @@ class SeaKRConfig:
     rerank_margin: float = 0.0
     final_strategy: FinalStrategy = "choose"
     final_margin: float = 0.5
+    final_samples: FinalSamples = "deciding"
     knowledge_needs_passages: bool = True
     stop_on_repeated_step: bool = True
     cascade_estimator: str | None = "min_token_prob"
@@ -276,6 +283,7 @@ class SeaKRConfig:
         if self.cascade_band is not None:
             checked["cascade_band"] = check_band(self.cascade_band)
         check_choice("final_strategy", self.final_strategy, FinalStrategy, "SeaKR")
+        check_choice("final_samples", self.final_samples, FinalSamples, "samples only where they decide")
         if self.sampling.k == 0:  # the rest of the sampling settings were validated by SamplingConfig
             raise ValueError(
                 "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"
@@ -345,6 +353,7 @@ PAPER_RULES: dict[str, Any] = {
     "rerank": True,
     "rerank_margin": 0.0,
     "final_margin": 0.0,
+    "final_samples": "always",
     "knowledge_needs_passages": False,
     "stop_on_repeated_step": False,
     "cascade_estimator": None,

@@ -7,6 +7,8 @@ Each rule has a setting in ``SeaKRConfig`` whose paper value reproduces the auth
   clearly (by more than a margin) less uncertain than the first; margin 0 is the paper's "least uncertain wins".
 * :func:`pick_final` (``final_margin``): the rationales-based answer replaces the knowledge-based one only when it
   is clearly less uncertain; margin 0 is the paper's "less uncertain wins, a tie goes to knowledge".
+* :func:`choice_needs_samples` (``final_samples``): the samples behind the two final answers' uncertainties are
+  drawn only when ``pick_final`` depends on them.
 * :func:`repeats_earlier` (``stop_on_repeated_step``): a step that says word for word what an earlier step said adds
   nothing to the context, so the loop can end there instead of paying for more rounds.
 
@@ -19,6 +21,8 @@ import math
 import re
 import string
 from collections.abc import Sequence
+
+from seakr_integrations.reasoning.answer import is_unknown
 
 __all__ = ["pick_final", "pick_passage", "repeats_earlier"]
 
@@ -68,6 +72,15 @@ def pick_final(
     if rationales_unknown:
         return "knowledge"
     return "rationales" if rationales < knowledge - margin else "knowledge"
+
+
+def choice_needs_samples(rationales: str | None, knowledge: str | None) -> bool:
+    """Whether ``pick_final`` between these two answers depends on their uncertainties: only when both are known
+    and say different things (compared as answers are scored).  An unknown answer loses whatever its uncertainty,
+    and two answers that agree give the same answer whichever wins."""
+    if is_unknown(rationales) or is_unknown(knowledge):
+        return False
+    return _words(rationales or "") != _words(knowledge or "")
 
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

@@ -317,14 +317,15 @@ class SeaKRLoop:
         if self.config.final_strategy != "rationales" and self.config.knowledge_needs_passages and not state.docs:
             wanted = ["rationales"]  # reasoning from no passages would be a closed-book answer: one call fewer
             state.note("no passage was kept, so the answer is reasoned from the rationales alone")
-        # only the choice between two answers reads their uncertainty, and a greedy-only final_estimator needs no
-        # samples for it
+        # only the choice between two answers reads their uncertainty; a greedy-only final_estimator needs no
+        # samples for it, and final_samples="deciding" draws them only when the choice depends on them
         by = self.config.final_estimator if len(wanted) == 2 else None
-        measured = len(wanted) == 2 and by is None
+        deciding = len(wanted) == 2 and by is None and self.config.final_samples == "deciding"
+        measured = len(wanted) == 2 and by is None and not deciding
         calls = [self.calls.call(state, [], contexts[s], sentence=False, measured=measured) for s in wanted]
         scored = yield from self.calls.run(state, calls)
         items = [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)]
-        finals = yield from self.calls.final_answers(state, items, measured=measured, estimator=by)
+        finals = yield from self.calls.final_answers(state, items, measured=measured, estimator=by, deciding=deciding)
         return {f.strategy: f for f in finals}
 
     # ------------------------------------------------------------------------------------------- single-hop
