@@ -63,7 +63,8 @@ def fold0_lines(ds: str, rule: str) -> list[str]:
         "",
         f"{difference}, paired: {100 * np.mean(diffs):+.1f} F1 ({100 * low:+.1f} to {100 * high:+.1f}). The default's "
         "run generated both final answers with their samples and its answers are replayed with the default final "
-        f"margin {margin:g}, which changes no call: its cost is the default's.",
+        f'margin {margin:g}, which changes no call. Both runs sampled every final call (`final_samples="always"`), '
+        "so their costs compare with each other; the default's own final step costs less.",
         "",
         "The two runs were made at different times on the shared 2-core machine, so their seconds per question also "
         "carry the machine's load at the time; LM calls and generated tokens do not.",
@@ -92,7 +93,8 @@ def option_lines(ds: str, ids: dict[str, int]) -> list[str]:
         f"On the development fold ({len(dev)} questions, the default's run replayed) the rule changed {changed} "
         f"answers: F1 {before:.1f} without it, {after:.1f} with it. It makes no LM call, so the held-out folds' "
         "runs of the default made before it existed are replayed with it (`python bench/option_answers.py --write`; "
-        "the runs as made are `seakr-no-options.jsonl`), and the SeaKR row above is the default with it. The rule "
+        "the runs as made are `seakr-no-options.jsonl`, the replays `seakr-both-finals.jsonl`), and the SeaKR rows "
+        "above have it. The rule "
         "came from the development fold's traces, but its effect on the held-out folds was computed before the choice "
         "was written down, so for this rule the held-out estimate is not free of the choice.",
         "",

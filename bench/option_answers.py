@@ -11,7 +11,8 @@ it changed and the paired difference with its bootstrap interval.
 ``--write`` turns each held-out fold's run of the default made before the rule existed into the default's run:
 ``runs/cv/DATASET_dev/foldJ/seakr.jsonl`` is renamed ``seakr-no-options.jsonl`` (its header saying so) and a new
 ``seakr.jsonl`` holds the same rows with the rule's answers, scores and header (``"replayed"`` names the source).
-Costs stay as they were: the rule makes no call.
+Costs stay as they were: the rule makes no call.  (Those replays were later renamed ``seakr-both-finals.jsonl``, the
+default's final step having changed since: ``docs/cv_protocol.md``.)
 """
 
 from __future__ import annotations
