@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from seakr_integrations.quoting import quoted
+from seakr_integrations.reasoning.answer import is_unknown
 from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.records import StepTrace, StopReason
 from seakr_integrations.reasoning.trace import SeaKRResult
@@ -18,9 +19,14 @@ from seakr_integrations.uncertainty.record import Uncertainty
 __all__ = ["decision_account"]
 
 
+def _unread(u: Uncertainty) -> bool:
+    """Whether no estimator read this call (it was made without samples)."""
+    return u.value is None or math.isnan(u.value)
+
+
 def _u(u: Uncertainty) -> str:
     value = u.value
-    if value is None or math.isnan(value):
+    if _unread(u):
         return "U n/a"
     return "U inf (it wrote nothing)" if math.isinf(value) else f"U {value:.2f}"
 
@@ -99,8 +105,13 @@ def decision_account(result: SeaKRResult) -> str:
         "stated": "the answer its last step stated",
     }
     if final is not None:
-        line = f"answered from {source.get(result.strategy, result.strategy)} ({_u(final.uncertainty)})"
-        if other is not None:
-            line += f" rather than {other.strategy} ({_u(other.uncertainty)})"
+        line = f"answered from {source.get(result.strategy, result.strategy)}"
+        if other is not None and _unread(final.uncertainty) and _unread(other.uncertainty):  # final_samples
+            said = "no answer" if is_unknown(other.answer) else "the same answer"
+            line += f"; {other.strategy} gave {said}, so neither was sampled"
+        else:
+            line += f" ({_u(final.uncertainty)})"
+            if other is not None:
+                line += f" rather than {other.strategy} ({_u(other.uncertainty)})"
         lines.append(line + f": {quoted(result.answer or '', 80)}")
     return "\n".join(lines)
