@@ -319,6 +319,6 @@ def test_final_answers_that_agree_are_not_sampled():
     assert result.answer == "france" and result.strategy == "knowledge"
     assert all(c.k == 0 for _, c in final_calls(backend)) and len(final_calls(backend)) == 2
     assert any("neither was sampled" in note for note in result.notes)
-    assert decision_account(result).endswith('rationales gave the same answer, so neither was sampled: 'france'")
+    assert decision_account(result).endswith("rationales gave the same answer, so neither was sampled: 'france'")
     with pytest.raises(ValueError, match="final_samples='sometimes'"):
         SeaKRConfig(final_samples="sometimes")
