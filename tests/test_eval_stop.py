@@ -194,16 +194,17 @@ def test_seakr_on_a_hung_server_stops_after_about_one_timeout(hung_url, tmp_path
     seconds = time.monotonic() - started
     print(f"batch_size={batch_size}: stopped after {seconds:.2f} s")  # 10 questions x 1 s each before
     assert seconds < 4.0, f"{seconds:.1f} s"
-    in_a_row = max(batch_size, STOP_AFTER_UNAVAILABLE)
+    in_a_row = STOP_AFTER_UNAVAILABLE  # SeaKR streams its questions: the run stops at the third failure in a row
     message = str(stopped.value)
     assert f"the server at {hung_url} did not answer within 1 s on {in_a_row} questions in a row" in message
     assert "timed out after 1 s" in message and f"0 answered question(s) are saved in {path}" in message
     rows = _rows(path)
-    assert [r["id"] for r in rows] == [q.id for q in TEN[:in_a_row]] and all(r["error"] for r in rows)
+    in_flight = {q.id for q in TEN[: max(batch_size, in_a_row)]}
+    assert len(rows) == in_a_row and {r["id"] for r in rows} <= in_flight and all(r["error"] for r in rows)
     generates = [p for p in _Hung.paths if p == "/v1/seakr/generate"]
     assert len(generates) == batch_size  # after the first failure, nothing waits for the hung server again
     with ResultsFile.open(path, method.describe()) as out:  # a rerun asks these questions again, then the rest
-        assert out.done == set() and out.failed == {q.id for q in TEN[:in_a_row]}
+        assert out.done == set() and out.failed == {r["id"] for r in rows}
 
 
 def test_after_a_failure_the_client_checks_health_quickly_and_trusts_a_server_that_answers(hung_url):

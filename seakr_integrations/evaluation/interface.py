@@ -6,11 +6,11 @@ in its own module, such as ``skr.SKRkNN``, implements the interface without impo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Method", "MethodAnswer"]
+__all__ = ["Method", "MethodAnswer", "StreamingMethod"]
 
 
 @dataclass(frozen=True)
@@ -49,4 +49,14 @@ class Method(Protocol):
 
     def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
         """Answers in question order (questions answered together may share back-end batches)."""
+        ...
+
+
+@runtime_checkable
+class StreamingMethod(Method, Protocol):
+    """A method that answers as a stream: a new question starts as soon as one finishes, so the engine is never
+    left waiting on a batch's slowest question (``seakr eval`` prefers this when a method has it)."""
+
+    def iter_answers(self, questions: Sequence[str], max_in_flight: int) -> Iterator[tuple[int, MethodAnswer]]:
+        """Yield ``(index, answer)`` as each question finishes, at most ``max_in_flight`` in progress at once."""
         ...

@@ -8,7 +8,7 @@ loop (:class:`SeaKRConfig`), not copies of it: a method here is a name, a config
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from seakr_integrations.evaluation.interface import Method, MethodAnswer
@@ -48,6 +48,11 @@ class SeaKRMethod:
         """Answers in order; a question that failed gets an answer with its ``error`` (the others are kept)."""
         return [_answer(r) for r in self.seakr.answer_many(list(questions), return_exceptions=True)]
 
+    def iter_answers(self, questions: Sequence[str], max_in_flight: int) -> Iterator[tuple[int, MethodAnswer]]:
+        """``(index, answer)`` as each question finishes; a new one starts as soon as one is done."""
+        for i, result in self.seakr.iter_answers(list(questions), max_in_flight=max_in_flight):
+            yield i, _answer(result)
+
 
 class ClosedBookMethod(SeaKRMethod):
     """The model's direct answer without retrieval, with every estimator's uncertainty of it (for AUROC).
@@ -62,6 +67,11 @@ class ClosedBookMethod(SeaKRMethod):
 
     def __init__(self, seakr: SeaKR) -> None:
         super().__init__("closed-book", seakr)
+
+    def iter_answers(self, questions: Sequence[str], max_in_flight: int) -> Iterator[tuple[int, MethodAnswer]]:
+        """One batched call per ``max_in_flight`` questions: closed-book answers have no loop to stream."""
+        for start in range(0, len(questions), max_in_flight):
+            yield from enumerate(self.answer_many(questions[start : start + max_in_flight]), start)
 
     def answer_many(self, questions: Sequence[str]) -> list[MethodAnswer]:
         cfg = self.seakr.config

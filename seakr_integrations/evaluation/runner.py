@@ -17,12 +17,12 @@ A question's own failure (a bad input, a request the server refused) resets the 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seakr_integrations.backends.remote_errors import ServerUnavailableError, server_unavailable
-from seakr_integrations.evaluation.methods import Method, MethodAnswer
+from seakr_integrations.evaluation.interface import Method, MethodAnswer, StreamingMethod
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile
 from seakr_integrations.evaluation.scoring import score
@@ -128,6 +128,37 @@ def _record(question: Question, answer: MethodAnswer, seconds: float, keep_trace
     return record
 
 
+def _answered(
+    method: Method, todo: Sequence[Question], batch_size: int
+) -> Iterator[tuple[Question, MethodAnswer, float, bool]]:
+    """Each question with its answer, its share of the run's wall time (the time since the previous answer, or
+    its batch's time shared out, so the shares add up to the run's time) and whether the answers so far are a
+    whole number of batches.  A ``StreamingMethod`` starts a new question as soon as one finishes, ``batch_size``
+    in progress at once; another answers in batches of it."""
+    if isinstance(method, StreamingMethod):
+        last = time.perf_counter()
+        for i, answer in method.iter_answers([q.question for q in todo], batch_size):
+            now = time.perf_counter()
+            yield todo[i], answer, now - last, True
+            last = now
+        return
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        began = time.perf_counter()
+        try:
+            answers = method.answer_many([q.question for q in batch])
+        except Exception as error:  # a method that fails its whole batch (closed-book) on a server's failure
+            if server_unavailable(error) is None:
+                raise
+            answers = [MethodAnswer("", 0, 0, 0, error=f"{type(error).__name__}: {error}", exception=error)]
+            answers *= len(batch)
+        if len(answers) != len(batch):
+            raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
+        each = (time.perf_counter() - began) / len(batch)
+        for n, (question, answer) in enumerate(zip(batch, answers, strict=True), 1):
+            yield question, answer, each, n == len(batch)
+
+
 def evaluate(
     method: Method,
     questions: Sequence[Question],
@@ -145,7 +176,8 @@ def evaluate(
         method: What answers.
         questions: The questions to evaluate (ids must be unique; see ``read_questions``).
         results: The open results file (its configuration must describe ``method``; see ``ResultsFile.open``).
-        batch_size: Questions answered together (they share back-end batches; a kill loses at most these).
+        batch_size: Questions in progress at once (they share back-end batches; a kill loses at most these): a
+            ``StreamingMethod`` starts the next question as soon as one finishes, another answers in batches.
         progress: Show a progress bar with the running EM and F1.
         keep_trace: Store each question's full decision trace in its record.
         stop_after_unavailable: Stop when this many questions in a row failed because the server was unavailable
@@ -170,32 +202,20 @@ def evaluate(
 
         bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=method.name, unit="q")
     try:
-        for start in range(0, len(todo), batch_size):
-            batch = todo[start : start + batch_size]
-            began = time.perf_counter()
-            try:
-                answers = method.answer_many([q.question for q in batch])
-            except Exception as error:  # a method that fails its whole batch (closed-book) on a server's failure
-                if server_unavailable(error) is None:
-                    raise
-                answers = [MethodAnswer("", 0, 0, 0, error=f"{type(error).__name__}: {error}", exception=error)]
-                answers *= len(batch)
-            if len(answers) != len(batch):
-                raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
-            each = (time.perf_counter() - began) / len(batch)
-            for question, answer in zip(batch, answers, strict=True):
-                results.append(_record(question, answer, each, keep_trace))
-                cause = server_unavailable(answer.exception) if answer.error is not None else None
-                if cause is None:
-                    in_a_row = 0
-                else:
-                    in_a_row, first = in_a_row + 1, cause if in_a_row == 0 else first
+        for done, (question, answer, seconds, whole) in enumerate(_answered(method, todo, batch_size), 1):
+            results.append(_record(question, answer, seconds, keep_trace))
+            cause = server_unavailable(answer.exception) if answer.error is not None else None
+            if cause is None:
+                in_a_row = 0
+            else:
+                in_a_row, first = in_a_row + 1, cause if in_a_row == 0 else first
             if bar is not None:
                 now = summarize(results.records)
                 bar.set_postfix(EM=f"{now.em:.3f}", F1=f"{now.f1:.3f}", refresh=False)
-                bar.update(len(batch))
-            unasked = len(todo) - start - len(batch)
-            if stop_after_unavailable is not None and in_a_row >= stop_after_unavailable and unasked and first:
+                bar.update(1)
+            unasked = len(todo) - done
+            stop = stop_after_unavailable is not None and in_a_row >= stop_after_unavailable
+            if stop and whole and unasked and first:
                 raise EvaluationStopped(first, in_a_row, results, sum(q.id not in results.done for q in questions))
     finally:
         if bar is not None:
