@@ -68,6 +68,38 @@ def test_records_are_scored_and_a_crashed_run_resumes_where_it_stopped(tmp_path)
     assert summarize(records) == summary
 
 
+class StreamingListMethod(ListMethod):
+    """``ListMethod`` as a stream that finishes its questions in reverse order, ``max_in_flight`` at a time."""
+
+    def iter_answers(self, questions, max_in_flight):
+        self.in_flight = max_in_flight
+        answers = self.answer_many(questions)
+        yield from reversed(list(enumerate(answers)))
+
+
+def test_a_streaming_method_writes_each_answer_as_it_finishes(tmp_path):
+    path = tmp_path / "s.jsonl"
+    method = StreamingListMethod(wrong={"Question 1?"})
+    with ResultsFile.open(path, method.describe()) as out:
+        summary = evaluate(method, QUESTIONS, out, batch_size=3, progress=False)
+    _, records = read_results(path)
+    records = list(records)
+    assert method.in_flight == 3 and method.asked == [[q.question for q in QUESTIONS]]  # one stream, not batches
+    assert [r["id"] for r in records] == ["q4", "q3", "q2", "q1", "q0"]  # in the order they finished
+    assert summary.questions == 5 and summary.em == pytest.approx(0.8)
+    assert all(r["seconds"] >= 0.0 for r in records)
+
+
+def test_seakr_is_a_streaming_method():
+    from seakr_integrations.evaluation.interface import StreamingMethod
+
+    backend, retriever = ScriptedBackend(respond(1.0)), FakeRetriever(default=DOCS)
+    method = make_method("seakr", backend, retriever, CONFIG)
+    assert isinstance(method, StreamingMethod)
+    answers = dict(method.iter_answers(["Which country is the Eiffel Tower in?", "Which country is Rome in?"], 1))
+    assert sorted(answers) == [0, 1] and answers[0].prediction == "France"
+
+
 def test_a_summary_needs_records():
     with pytest.raises(ValueError, match="no results"):
         summarize([])
