@@ -31,7 +31,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     where = ev.add_mutually_exclusive_group()
     where.add_argument("--out", default=None, help="results file (default runs/DATASET/METHOD.jsonl)")
     where.add_argument("--out-dir", default=None, help="directory of the results files, one METHOD.jsonl per method")
-    ev.add_argument("--batch-size", type=int, default=8, help="questions answered together (default 8)")
+    ev.add_argument(
+        "--batch-size",
+        type=int,
+        default=8,
+        help="questions in progress at once (default 8): SeaKR and the baselines start the next as soon as one "
+        "finishes; closed-book and SKR-kNN answer in batches of it",
+    )
     ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
     ev.add_argument("--skr-train", default=None, help="skr-knn: directory of cot and single-retrieval training results")
     ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")

@@ -1,7 +1,8 @@
 """In-context exemplars for SeaKR's chain-of-thought prompts.
 
 SeaKR prepends ten worked examples to every reasoning prompt, one set per question style (paper Appendix B.4,
-SPEC section 7). The authors reuse IRCoT's lists; these are our own, written in the same format::
+SPEC section 7). The authors reuse IRCoT's lists; these are our own (``data/exemplars.json``), written in the same
+format::
 
     Question: {question}
     Answer: {step 1} {step 2} ... So the answer is {answer}.
@@ -21,7 +22,9 @@ Each multi-hop set renders to about 560 SmolLM2 tokens (the simple set to about 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib.resources import files
 
 __all__ = ["EXEMPLAR_SETS", "Exemplar", "exemplars"]
 
@@ -51,168 +54,15 @@ class Exemplar:
         return f"Question: {self.question}\nAnswer: {prefix}So the answer is {self.answer}."
 
 
-_TWOWIKI: tuple[Exemplar, ...] = (
-    Exemplar(
-        "Where was the director of film Jaws born?",
-        ("The film Jaws was directed by Steven Spielberg.", "Steven Spielberg was born in Cincinnati, Ohio."),
-        "Cincinnati",
-    ),
-    Exemplar(
-        "Which film came out first, Casablanca or Citizen Kane?",
-        ("Casablanca was released in 1942.", "Citizen Kane was released in 1941."),
-        "Citizen Kane",
-    ),
-    Exemplar(
-        "Who was born first, Albert Einstein or Niels Bohr?",
-        ("Albert Einstein was born on March 14, 1879.", "Niels Bohr was born on October 7, 1885."),
-        "Albert Einstein",
-    ),
-    Exemplar(
-        "Are Federico Fellini and Ingmar Bergman of the same nationality?",
-        ("Federico Fellini was Italian.", "Ingmar Bergman was Swedish."),
-        "no",
-    ),
-    Exemplar(
-        "Who is the maternal grandfather of Charles Darwin?",
-        (
-            "The mother of Charles Darwin was Susannah Wedgwood.",
-            "The father of Susannah Wedgwood was the potter Josiah Wedgwood.",
-        ),
-        "Josiah Wedgwood",
-    ),
-    Exemplar(
-        "Which film has the director who died later, Psycho or Lawrence of Arabia?",
-        (
-            "Psycho was directed by Alfred Hitchcock, who died on April 29, 1980.",
-            "Lawrence of Arabia was directed by David Lean, who died on April 16, 1991.",
-        ),
-        "Lawrence of Arabia",
-    ),
-    Exemplar(
-        "When did the director of film Metropolis die?",
-        ("The film Metropolis was directed by Fritz Lang.", "Fritz Lang died on August 2, 1976."),
-        "August 2, 1976",
-    ),
-    Exemplar(
-        "Who is the father-in-law of Prince Philip?",
-        (
-            "Prince Philip was the husband of Queen Elizabeth II.",
-            "The father of Queen Elizabeth II was King George VI.",
-        ),
-        "George VI",
-    ),
-    Exemplar(
-        "Who died first, Wolfgang Amadeus Mozart or Ludwig van Beethoven?",
-        ("Wolfgang Amadeus Mozart died on December 5, 1791.", "Ludwig van Beethoven died on March 26, 1827."),
-        "Wolfgang Amadeus Mozart",
-    ),
-    Exemplar(
-        "Are the directors of films Seven Samurai and Tokyo Story from the same country?",
-        (
-            "Seven Samurai was directed by Akira Kurosawa, who was from Japan.",
-            "Tokyo Story was directed by Yasujiro Ozu, who was also from Japan.",
-        ),
-        "yes",
-    ),
-)
+def _load() -> dict[str, tuple[Exemplar, ...]]:
+    text = files("seakr_integrations").joinpath("data", "exemplars.json").read_text(encoding="utf-8")
+    return {
+        style: tuple(Exemplar(e["question"], tuple(e["steps"]), e["answer"]) for e in listed)
+        for style, listed in json.loads(text).items()
+    }
 
-_HOTPOTQA: tuple[Exemplar, ...] = (
-    Exemplar(
-        "The stadium where the Green Bay Packers play is named after which man?",
-        (
-            "The Green Bay Packers play their home games at Lambeau Field.",
-            "Lambeau Field is named after Curly Lambeau, a founder and the first coach of the team.",
-        ),
-        "Curly Lambeau",
-    ),
-    Exemplar(
-        "Which band is older, Pink Floyd or Led Zeppelin?",
-        ("Pink Floyd was formed in 1965.", "Led Zeppelin was formed in 1968."),
-        "Pink Floyd",
-    ),
-    Exemplar(
-        "Are The New Yorker and Vogue both American magazines?",
-        ("The New Yorker is an American magazine founded in 1925.", "Vogue is an American magazine founded in 1892."),
-        "yes",
-    ),
-    Exemplar(
-        "Are Le Monde and The Guardian both French newspapers?",
-        ("Le Monde is a French newspaper.", "The Guardian is a British newspaper."),
-        "no",
-    ),
-    Exemplar(
-        "The author of the novel War and Peace was born on which estate?",
-        (
-            "The novel War and Peace was written by Leo Tolstoy.",
-            "Leo Tolstoy was born at Yasnaya Polyana, his family estate in Russia.",
-        ),
-        "Yasnaya Polyana",
-    ),
-    Exemplar(
-        "What is the capital of the country where Angkor Wat is located?",
-        ("Angkor Wat is a temple complex in Cambodia.", "The capital of Cambodia is Phnom Penh."),
-        "Phnom Penh",
-    ),
-    Exemplar(
-        "Which company was founded first, Nintendo or Sony?",
-        ("Nintendo was founded in 1889.", "Sony was founded in 1946."),
-        "Nintendo",
-    ),
-    Exemplar(
-        "The band whose lead singer is Bono was formed in which city?",
-        ("Bono is the lead singer of the rock band U2.", "U2 was formed in Dublin in 1976."),
-        "Dublin",
-    ),
-    Exemplar(
-        "Which river flows through the capital city of Portugal?",
-        ("The capital city of Portugal is Lisbon.", "Lisbon lies on the estuary of the Tagus River."),
-        "the Tagus",
-    ),
-    Exemplar(
-        "Were Pablo Picasso and Salvador Dali both Spanish painters?",
-        ("Pablo Picasso was a Spanish painter.", "Salvador Dali was also a Spanish painter."),
-        "yes",
-    ),
-)
 
-_SIMPLE: tuple[Exemplar, ...] = (
-    Exemplar(
-        "who wrote the novel pride and prejudice",
-        ("The novel Pride and Prejudice was written by Jane Austen.",),
-        "Jane Austen",
-    ),
-    Exemplar(
-        "what is the capital city of new zealand", ("The capital city of New Zealand is Wellington.",), "Wellington"
-    ),
-    Exemplar("who painted the mona lisa", ("The Mona Lisa was painted by Leonardo da Vinci.",), "Leonardo da Vinci"),
-    Exemplar(
-        "when did apollo 11 land on the moon", ("Apollo 11 landed on the Moon on July 20, 1969.",), "July 20, 1969"
-    ),
-    Exemplar(
-        "who discovered penicillin", ("Penicillin was discovered by Alexander Fleming in 1928.",), "Alexander Fleming"
-    ),
-    Exemplar(
-        "what is the largest planet in the solar system",
-        ("The largest planet in the solar system is Jupiter.",),
-        "Jupiter",
-    ),
-    Exemplar(
-        "how many players does a soccer team have on the field", ("A soccer team has 11 players on the field.",), "11"
-    ),
-    Exemplar(
-        "who composed the music for the ballet the nutcracker",
-        ("The music for The Nutcracker was composed by Pyotr Ilyich Tchaikovsky.",),
-        "Pyotr Ilyich Tchaikovsky",
-    ),
-    Exemplar("what is the chemical symbol for sodium", ("The chemical symbol for sodium is Na.",), "Na"),
-    Exemplar(
-        "who was the first person to reach the south pole",
-        ("Roald Amundsen led the first expedition to reach the South Pole, in December 1911.",),
-        "Roald Amundsen",
-    ),
-)
-
-EXEMPLAR_SETS: dict[str, tuple[Exemplar, ...]] = {"2wiki": _TWOWIKI, "hotpotqa": _HOTPOTQA, "simple": _SIMPLE}
+EXEMPLAR_SETS: dict[str, tuple[Exemplar, ...]] = _load()
 """Exemplar sets by question style; each holds 10 exemplars, the paper's number."""
 
 
