@@ -5,23 +5,24 @@
 # stream), a fresh engine each. Seconds per question: the run's wall time over its questions (each record holds its
 # share). Results in runs/timing/DATASET_dev/fold1/; the ratios are printed and quoted in docs/benchmarks.md.
 #
-#   bash bench/timing.sh
+#   bash bench/timing.sh [OUT]    # OUT: the results root (default runs/timing), e.g. runs/timing-2 for a second run
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out="${1:-runs/timing}"
 for ds in hotpotqa 2wiki; do
   for method in single-retrieval seakr; do
     flock /tmp/seakr-heavy.lock .venv/bin/python bench/cv_seakr.py --dataset "$ds" --folds 1 --method "$method" \
-      --out runs/timing
+      --out "$out"
   done
 done
-.venv/bin/python - <<'PY'
-import json, statistics
+OUT="$out" .venv/bin/python - <<'PY'
+import json, os, statistics
 from pathlib import Path
 
 for ds in ("hotpotqa", "2wiki"):
     per = {}
     for method in ("single-retrieval", "seakr"):
-        rows = [json.loads(x) for x in Path(f"runs/timing/{ds}_dev/fold1/{method}.jsonl").read_text().splitlines()[1:]]
+        rows = [json.loads(x) for x in Path(os.environ["OUT"], f"{ds}_dev", "fold1", f"{method}.jsonl").read_text().splitlines()[1:]]
         per[method] = (statistics.mean(r["seconds"] for r in rows), statistics.mean(r["generated_tokens"] for r in rows),
                        statistics.mean(r["lm_calls"] for r in rows), statistics.mean(r["f1"] for r in rows), len(rows))
     (s_single, tok_s, calls_s, f1_s, n), (s_seakr, tok_k, calls_k, f1_k, _) = per["single-retrieval"], per["seakr"]
