@@ -55,7 +55,7 @@ def test_a_real_run_writes_scored_records_and_resumes_without_redoing_them(tmp_p
     lines = out.read_text().splitlines()
     header, records = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
     assert header["config"]["seakr"]["k"] == 3 and header["config"]["model"] == "smollm2-135m-instruct"
-    assert [r["id"] for r in records] == [q["id"] for q in map(json.loads, _first_lines(2))]
+    assert sorted(r["id"] for r in records) == sorted(q["id"] for q in map(json.loads, _first_lines(2)))  # as finished
     for r in records:
         assert 0.0 <= r["f1"] <= 1.0 and r["em"] in (0.0, 1.0) and r["lm_calls"] >= 3
         assert r["generated_tokens"] > 0 and r["trace"]["steps"] and r["seconds"] > 0

@@ -199,8 +199,9 @@ def test_seakr_on_a_hung_server_stops_after_about_one_timeout(hung_url, tmp_path
     assert f"the server at {hung_url} did not answer within 1 s on {in_a_row} questions in a row" in message
     assert "timed out after 1 s" in message and f"0 answered question(s) are saved in {path}" in message
     rows = _rows(path)
-    in_flight = {q.id for q in TEN[: max(batch_size, in_a_row)]}
-    assert len(rows) == in_a_row and {r["id"] for r in rows} <= in_flight and all(r["error"] for r in rows)
+    # the stream's order: a question that fails fast (the client already knows the server is down) may finish
+    # before one still waiting on it, and the next question starts in its place
+    assert len(rows) == in_a_row and {r["id"] for r in rows} <= {q.id for q in TEN} and all(r["error"] for r in rows)
     generates = [p for p in _Hung.paths if p == "/v1/seakr/generate"]
     assert len(generates) == batch_size  # after the first failure, nothing waits for the hung server again
     with ResultsFile.open(path, method.describe()) as out:  # a rerun asks these questions again, then the rest
