@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from seakr_integrations.reasoning.answer import is_unknown
 
-__all__ = ["pick_final", "pick_passage", "repeats_earlier"]
+__all__ = ["choice_needs_samples", "pick_final", "pick_passage", "repeats_earlier"]
 
 
 def pick_passage(uncertainties: Sequence[float], margin: float = 0.0) -> int:
