@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # The seconds-per-question comparison behind the target of docs/results.md, measured in one run with nothing else on
 # the machine: single retrieval, then the default SeaKR (delta and cascade band calibrated on the other folds, as in
-# the cross-validation), on the same 60 questions (fold 1) of each dataset, 8 in progress at once (seakr eval's
-# stream), a fresh engine each. Seconds per question: the run's wall time over its questions (each record holds its
-# share). Results in runs/timing/DATASET_dev/fold1/; the ratios are printed and quoted in docs/benchmarks.md.
+# the cross-validation), on the same 60 questions (fold 1) of each dataset, IN_FLIGHT in progress at once (seakr
+# eval's stream; 8 unless given), a fresh engine each. Seconds per question: the run's wall time over its questions
+# (each record holds its share). Results in OUT/DATASET_dev/fold1/; the ratios are printed and quoted in
+# docs/benchmarks.md.
 #
-#   bash bench/timing.sh [OUT]    # OUT: the results root (default runs/timing), e.g. runs/timing-2 for a second run
+#   bash bench/timing.sh [OUT] [IN_FLIGHT]    # OUT: the results root (default runs/timing), e.g. runs/timing-2
+#                                             # for a second run; IN_FLIGHT is written to OUT/in_flight
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-runs/timing}"
+in_flight="${2:-8}"
+mkdir -p "$out"
+echo "$in_flight" > "$out/in_flight"
 for ds in hotpotqa 2wiki; do
   for method in single-retrieval seakr; do
     flock /tmp/seakr-heavy.lock .venv/bin/python bench/cv_seakr.py --dataset "$ds" --folds 1 --method "$method" \
-      --out "$out"
+      --batch-size "$in_flight" --out "$out"
   done
 done
 OUT="$out" .venv/bin/python - <<'PY'
