@@ -1,15 +1,22 @@
 """Benchmark one ``seakr serve`` server under 1, 4 and 8 concurrent client processes (CPU).
 
 Starts ``seakr serve MODEL`` on a free 127.0.0.1 port, then for each client count runs that many processes at once,
-each answering its own 5 HotpotQA questions of data/ with ``SeaKRChain`` (a LangChain retriever over a
-BM25 index of the HotpotQA corpus, ``ChatSeaKR(base_url=...)``).  Prints one JSON line per client count (questions
-per minute, wall time) and the ratio of 8 clients to 1, then the per-call overhead of the HTTP path: the median time
-of a greedy one-token call through ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
+each answering its own questions (``--per-client``, consecutive slices of data/hotpotqa_dev.jsonl) with
+``SeaKRChain`` (a LangChain retriever over a BM25 index of the HotpotQA corpus, ``ChatSeaKR(base_url=...)``), one
+after another.  Prints one JSON line per client count: questions per minute, wall time, and generated tokens per
+second (greedy continuations and samples, as ``SeaKRResult.generated_tokens`` counts them, summed over the clients'
+traces); then the ratio of the most clients to one; then the per-call overhead of the HTTP path: the median time of
+a greedy one-token call through ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
 
-    python bench/serve_clients.py --clients 1 4 8 --per-client 5
+    python bench/serve_clients.py --clients 1 4 8 --per-client 5                        # light settings, SmolLM2
+    python bench/serve_clients.py --model qwen --settings evaluation --roof --clients 1 4 8 --per-client 4
 
-Lighter SeaKR settings than the paper's (k=10, 64 tokens, 4 exemplars, at most 3 steps) keep it to minutes on a
-CPU; they are printed with the results.  Results go to docs/benchmarks.md with the command and the machine.
+``--settings light`` (k=10, 64 tokens, 4 exemplars, at most 3 steps) keeps it to minutes on a CPU; ``evaluation``
+is the request shape of ``bench/engine_roof.py`` (k=10, 64 tokens, the ten HotpotQA exemplars, the shipped delta).
+``--roof`` first runs ``bench/engine_roof.py`` in a process of its own (the roof with SeaKR's requests at 16
+questions per call, then ``answer_many`` on 16 questions, on the same model), before the server starts, and puts
+each client count's tokens per second next to that roof.  Results go to docs/benchmarks.md with the command and the
+machine.
 """
 
 from __future__ import annotations
@@ -27,8 +34,12 @@ import tempfile
 import time
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-SETTINGS = {"k": 10, "max_tokens": 64, "num_exemplars": 4, "max_steps": 3}
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+SETTINGS = {
+    "light": {"k": 10, "max_tokens": 64, "num_exemplars": 4, "max_steps": 3},
+    "evaluation": {"k": 10, "max_tokens": 64, "exemplar_style": "hotpotqa"},
+}
 
 CLIENT = """
 import json, sys
@@ -36,9 +47,14 @@ from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRChain
 from seakr_integrations.reasoning import SeaKRConfig
 url, index, settings, questions = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
 retriever = PassageIndexRetriever.from_path(index)
-chain = SeaKRChain(retriever=retriever, llm=ChatSeaKR(base_url=url), config=SeaKRConfig(**settings))
+chain = SeaKRChain(
+    retriever=retriever, llm=ChatSeaKR(base_url=url), config=SeaKRConfig(**settings), return_trace=True
+)
+tokens = lm_calls = 0
 for q in questions:
-    chain.invoke(q)
+    trace = chain.invoke(q)["trace"]
+    tokens, lm_calls = tokens + trace["generated_tokens"], lm_calls + trace["lm_calls"]
+print(json.dumps({"tokens": tokens, "lm_calls": lm_calls}))
 """
 
 
@@ -55,6 +71,8 @@ def main() -> None:
         "--clients", type=int, nargs="*", default=[1, 4, 8], help="client counts (none: parity and overhead only)"
     )
     parser.add_argument("--per-client", type=int, default=5)
+    parser.add_argument("--settings", choices=sorted(SETTINGS), default="light", help="the clients' SeaKRConfig")
+    parser.add_argument("--roof", action="store_true", help="first measure the engine's roof (bench/engine_roof.py)")
     parser.add_argument(
         "--dtype", default="float32", help="engine dtype of server and in-process engine (float32: CPUs without bf16)"
     )
@@ -65,7 +83,9 @@ def main() -> None:
 
     questions = [json.loads(line)["question"] for line in (DATA / "hotpotqa_dev.jsonl").open()]
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    settings = SETTINGS[args.settings]
     with tempfile.TemporaryDirectory() as tmp:
+        roof = _roof(args.model, args.dtype, Path(tmp) / "roof.json") if args.roof else None
         index = BM25Index.build(DATA / "corpus_hotpotqa.jsonl", Path(tmp) / "index", progress=False)
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
@@ -88,25 +108,28 @@ def main() -> None:
                 procs = []
                 for i in range(n):
                     mine = questions[i * args.per_client : (i + 1) * args.per_client]
-                    argv = [sys.executable, "-c", CLIENT, url, str(index.path), json.dumps(SETTINGS), json.dumps(mine)]
-                    procs.append(subprocess.Popen(argv, stderr=subprocess.PIPE, text=True))
-                failed = [p.communicate()[1][-2000:] for p in procs if p.wait() != 0]
+                    argv = [sys.executable, "-c", CLIENT, url, str(index.path), json.dumps(settings), json.dumps(mine)]
+                    procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                done = [p.communicate() for p in procs]
                 wall = time.perf_counter() - started
+                failed = [err[-2000:] for p, (_, err) in zip(procs, done, strict=True) if p.returncode != 0]
                 if failed:
                     raise SystemExit(failed[0])
+                counts = [json.loads(out.strip().splitlines()[-1]) for out, _ in done]
+                tokens = sum(c["tokens"] for c in counts)
                 rates[n] = n * args.per_client / wall * 60
-                print(
-                    json.dumps(
-                        {
-                            "clients": n,
-                            "questions": n * args.per_client,
-                            "wall_s": round(wall, 1),
-                            "questions_per_minute": round(rates[n], 2),
-                            "settings": SETTINGS,
-                            "machine": machine,
-                        }
-                    )
-                )
+                record = {
+                    "clients": n,
+                    "questions": n * args.per_client,
+                    "wall_s": round(wall, 1),
+                    "questions_per_minute": round(rates[n], 2),
+                    "tokens": tokens,
+                    "lm_calls": sum(c["lm_calls"] for c in counts),
+                    "tokens_per_s": round(tokens / wall, 2),
+                }
+                if roof:
+                    record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
+                print(json.dumps({**record, "settings": settings, "machine": machine}), flush=True)
             if 1 in rates and max(rates) > 1:
                 print(
                     json.dumps({"ratio": f"{max(rates)} clients / 1", "value": round(rates[max(rates)] / rates[1], 2)})
@@ -123,6 +146,15 @@ def main() -> None:
 PARITY_CONFIG = {"k": 10, "max_tokens": 32, "stop": ("\n",), "seed": 7}
 ESTIMATORS = ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity")
 CALLS = 20
+
+
+def _roof(model: str, dtype: str, out: Path) -> dict[str, object]:
+    """``bench/engine_roof.py`` in a process of its own: the roof with SeaKR's requests at 16 questions per call,
+    then ``answer_many`` on 16 questions; its measurements are printed as they come."""
+    command = [sys.executable, str(ROOT / "bench" / "engine_roof.py"), "--model", model, "--dtype", dtype]
+    command += ["--params", "seakr", "--batch-sizes", "16", "--prefill-probe", "0", "--out", str(out)]
+    subprocess.run(command, check=True)
+    return json.loads(out.read_text())
 
 
 def _remote(url: str) -> object:

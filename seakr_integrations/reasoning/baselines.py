@@ -71,7 +71,7 @@ class Baseline(Reasoner):
         call = self.calls.call(state, steps, state.docs, sentence=False, measured=False)
         (scored,) = yield from self.calls.run(state, [call])
         items = [(call[0], scored, strategy, [d.id for d in state.docs])]
-        (final,) = yield from self.calls.final_answers(state, items, measured=False)
+        (final,) = yield from self.calls.final_answers(state, items, reading="none")
         return self._result(state, final, stop)
 
     def _result(self, state: QuestionState, final: FinalTrace, stop: str) -> SeaKRResult:

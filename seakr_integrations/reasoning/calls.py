@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.scored import probe_calls, probe_uncertainty, prompt_fits
@@ -34,6 +34,9 @@ from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 from seakr_integrations.uncertainty.prompt import PROBE_TOKENS
 from seakr_integrations.uncertainty.registry import REGISTRY
+
+FinalReading = Literal["sampled", "greedy", "deciding", "none"]
+"""How ``Calls.final_answers`` reads each final answer's uncertainty (see there)."""
 
 __all__ = ["NOT_MEASURED", "ModelCalls", "RetrievalError"]
 
@@ -168,22 +171,21 @@ class ModelCalls:
         state: QuestionState,
         items: list[tuple[str, Scored, str, list[str]]],
         *,
-        measured: bool = True,
-        estimator: str | None = None,
-        deciding: bool = False,
+        reading: FinalReading = "sampled",
     ) -> Generator[Generate, Any, list[FinalTrace]]:
         """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
         " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
-        ``estimator``: measure each answer's uncertainty with this greedy-only estimator instead (the calls were
-        made without samples).  ``deciding`` (two answers, made without samples): draw the samples of each answer's
-        own call afterwards, and only when the choice between them depends on them (``final_samples``)."""
+
+        ``reading`` says how each answer's uncertainty is read: ``"sampled"``, from its calls' samples (the calls in
+        ``items`` were sampled, and so is the call asking again); ``"greedy"``, with ``final_estimator`` from the
+        greedy continuation alone; ``"deciding"`` (two answers), by sampling each answer's own call afterwards, and
+        only when the choice between them depends on it (``final_samples``); ``"none"``, not at all."""
         finals, forced = [], []
         answer_calls = [(prompt, self._final_sampling(has_steps=False)) for prompt, *_ in items]
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
             answer = extract_answer(out.greedy.text)
-            screen = self.screen(out)
-            u = u if estimator is None else estimate(out, estimator, self.config.alpha)
-            finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context, screen))  # type: ignore[arg-type]
+            u = self._final_uncertainty(out, u, reading)
+            finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context, self.screen(out)))  # type: ignore[arg-type]
             if answer is None:
                 again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
                 if self.fits(again):
@@ -192,23 +194,35 @@ class ModelCalls:
                 else:
                     state.note(f"no answer from {strategy} and no room left in the context to ask for one")
         if forced:
-            again_calls = [(p, answer_calls[i][1] if measured else answer_calls[i][1].with_(k=0)) for i, p in forced]
+            sampled = reading == "sampled"
+            again_calls = [(p, answer_calls[i][1] if sampled else answer_calls[i][1].with_(k=0)) for i, p in forced]
             scored = yield from self.run(state, again_calls)
             for (i, _), (out, u) in zip(forced, scored, strict=True):
                 old = finals[i]
-                u = u if estimator is None else estimate(out, estimator, self.config.alpha)
                 text = ANSWER_PROMPT.rstrip() + out.greedy.text
                 generation = (old.generation + text).strip()
                 finals[i] = FinalTrace(
-                    old.strategy, extract_answer(text), generation, u, True, old.context, self.screen(out)
+                    old.strategy,
+                    extract_answer(text),
+                    generation,
+                    self._final_uncertainty(out, u, reading),
+                    True,
+                    old.context,
+                    self.screen(out),
                 )
-        if deciding and len(finals) == 2:
+        if reading == "deciding" and len(finals) == 2:
             if not choice_needs_samples(finals[0].answer, finals[1].answer):
                 state.note("the final answers agree (or one is unknown), so neither was sampled")
                 return finals
             scored = yield from self.run(state, answer_calls)
             finals = [replace(f, uncertainty=u) for f, (_, u) in zip(finals, scored, strict=True)]
         return finals
+
+    def _final_uncertainty(self, out: SelfAwareOutput, measured: Uncertainty, reading: FinalReading) -> Uncertainty:
+        """A final answer's uncertainty as ``reading`` reads it right after its call."""
+        if reading == "greedy":
+            return estimate(out, self.config.final_estimator, self.config.alpha)  # type: ignore[arg-type]
+        return measured
 
     def _final_sampling(self, *, has_steps: bool) -> SamplingConfig:
         """A final answer's call settings (``has_steps``: the call that asks again with " So the answer is")."""

@@ -27,7 +27,7 @@ from typing import Any
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
-from seakr_integrations.reasoning.calls import ModelCalls
+from seakr_integrations.reasoning.calls import FinalReading, ModelCalls
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.entities import (
@@ -319,13 +319,14 @@ class SeaKRLoop:
             state.note("no passage was kept, so the answer is reasoned from the rationales alone")
         # only the choice between two answers reads their uncertainty; a greedy-only final_estimator needs no
         # samples for it, and final_samples="deciding" draws them only when the choice depends on them
-        by = self.config.final_estimator if len(wanted) == 2 else None
-        deciding = len(wanted) == 2 and by is None and self.config.final_samples == "deciding"
-        measured = len(wanted) == 2 and by is None and not deciding
+        reading: FinalReading = "none" if len(wanted) < 2 else "greedy" if self.config.final_estimator else "deciding"
+        if reading == "deciding" and self.config.final_samples == "always":
+            reading = "sampled"
+        measured = reading == "sampled"
         calls = [self.calls.call(state, [], contexts[s], sentence=False, measured=measured) for s in wanted]
         scored = yield from self.calls.run(state, calls)
         items = [(c[0], o, s, [p.id for p in contexts[s]]) for c, o, s in zip(calls, scored, wanted, strict=True)]
-        finals = yield from self.calls.final_answers(state, items, measured=measured, estimator=by, deciding=deciding)
+        finals = yield from self.calls.final_answers(state, items, reading=reading)
         return {f.strategy: f for f in finals}
 
     # ------------------------------------------------------------------------------------------- single-hop
