@@ -271,7 +271,8 @@ def sources_note() -> list[str]:
     seconds = (
         "The target's seconds and tokens come from runs of single retrieval and the default SeaKR on fold 1 on an "
         "idle machine, questions streamed 8 (or 16) at a time ([`benchmarks.md`](benchmarks.md), `bench/timing.sh`); "
-        "the fold runs above answered in batches of 8, each batch waiting for its slowest question."
+        "the default SeaKR's own fold runs streamed 8 questions at a time too, the other fold runs above answered in "
+        "batches of 8, each batch waiting for its slowest question."
         if timed
         else "No idle-machine timing run (`bench/timing.sh`) has been made yet, so the target's seconds are the fold "
         "runs' means, made beside other work."
