@@ -114,9 +114,8 @@ def verdict(met: bool, answered: int, planned: int) -> str:
 
 
 def in_flight(root: Path) -> int:
-    """How many questions a timing run kept in progress at once (``bench/timing.sh`` writes it; 8 before it did)."""
-    path = root / "in_flight"
-    return int(path.read_text()) if path.exists() else 8
+    """How many questions a timing run kept in progress at once (``bench/timing.sh`` writes it to ``in_flight``)."""
+    return int((root / "in_flight").read_text())
 
 
 def timing_runs(ds: str) -> dict[int, list[dict[str, float]]]:
