@@ -74,7 +74,7 @@ def fold0_lines(ds: str, rule: str) -> list[str]:
 def option_lines(ds: str, ids: dict[str, int]) -> list[str]:
     """``answer_with_option`` on the development fold (the rule was chosen there) and, replayed on their answers, what
     it would do for the baselines: how much of SeaKR's lead it explains."""
-    from cv_report import BASELINES, baseline, interval, read, seakr
+    from cv_report import BASELINES, baseline, default_rows, interval, read
     from final_rules import replay
     from option_answers import replayed_answer
 
@@ -106,7 +106,7 @@ def option_lines(ds: str, ids: dict[str, int]) -> list[str]:
         if rows:
             before, after, changed = f1_with(rows, None)
             out.append(f"* {method}: F1 {before:.1f} as run, {after:.1f} with the rule ({changed} answers changed)")
-    ours = {k: r for k, r in seakr(ds).items() if k in ids}
+    ours = default_rows(ds, ids)[0]  # the rows of the table above
     single = {k: r for k, r in baseline(ds, "single-retrieval").items() if k in ours and "trace" in r}
     if single:
         diffs = [ours[k]["f1"] - score(replayed_answer(r, None)[1], r["golds"]).f1 for k, r in single.items()]

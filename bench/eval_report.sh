@@ -14,6 +14,9 @@
 #                                                SeaKR, seakr-paper and the baselines, in one command per dataset (the
 #                                                default of its day, the rules chosen on lines 0-99, is in
 #                                                seakr-rules-0-99.jsonl; this step writes today's to seakr.jsonl)
+#   bash bench/eval_report.sh cv-baselines       FLARE and IRCoT on lines 100-219 (runs/cv/), the lines the steps
+#                                                above left out, so that every baseline covers the cross-validation's
+#                                                questions; DATASETS="2wiki hotpotqa" picks the datasets and their order
 #   python -m experiments.report runs/answer-prefix --out docs/results.md --commands bench/eval_report.sh \
 #     --notes docs/results_notes.md --profiles runs/answer-prefix/profiles/*/*.json \
 #     --confirmation runs/confirmation --confirmation-notes docs/confirmation_notes.md \
@@ -29,7 +32,7 @@ OUT=runs/answer-prefix
 STEPS=${*:-calibrate seakr baselines skr ablations estimators}
 M=(--model qwen --backend vllm --dtype float32 -k 10 --max-tokens 64)
 for step in $STEPS; do
-  for ds in hotpotqa 2wiki; do
+  for ds in ${DATASETS:-hotpotqa 2wiki}; do
     q=(--dataset "data/${ds}_dev.jsonl" --corpus "data/corpus_${ds}.jsonl" --style "$ds")
     profiles=(--calibrated --profile-dir "$OUT/profiles/$ds")
     case $step in
@@ -61,7 +64,9 @@ for step in $STEPS; do
       confirm)  # the confirmation of docs/decision_rules.md: lines 220-299, never used for any choice
         $S eval "${q[@]}" --start 220 --limit 80 "${M[@]}" --out-dir "runs/confirmation/${ds}_dev" "${profiles[@]}" \
           --method seakr --method seakr-paper --method single-retrieval --method cot --method flare --method ircot ;;
-      *) echo "unknown step $step (calibrate seakr baselines skr ablations estimators confirm)" >&2; exit 2 ;;
+      cv-baselines)
+        $S eval "${q[@]}" --start 100 --limit 120 "${M[@]}" --out-dir "runs/cv/${ds}_dev" --method flare --method ircot ;;
+      *) echo "unknown step $step (calibrate seakr baselines skr ablations estimators confirm cv-baselines)" >&2; exit 2 ;;
     esac
   done
 done
