@@ -4,8 +4,9 @@ own async engine, for any number of concurrent HTTP requests.
 Per prompt: the greedy request and the ``n=k`` request start together; each sample that finishes gets its read-out
 request (``prompt + sample[:-1] + EOS``, ``max_tokens=1``) at once, while the others still run; the worker hook
 (``vllm_worker``) keeps the read-out's vector under the read-out's own request id, and the handler takes exactly its
-own vectors back (``seakr_pop_vectors(keys=...)``).  Nothing is shared between requests, so concurrent clients never
-see each other's vectors, and every request of theirs joins the one engine batch.
+own vectors back (``worker_fetch``: the read-outs that finish together come back in one ``collective_rpc``).
+Nothing is shared between requests, so concurrent clients never see each other's vectors, and every request of
+theirs joins the one engine batch.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import numpy as np
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.vllm_settings import request_params
 from seakr_integrations.backends.vllm_stream import continuation
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, unpack_popped
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
+from seakr_integrations.serving.worker_fetch import WorkerFetch
 from seakr_integrations.uncertainty.estimate import estimate
 from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, estimators_for
 
@@ -77,6 +79,7 @@ class ServerEngine:
         self.supports_logits = supports_logits
         self._custom = custom_top_k_top_p
         self._params = SamplingParams
+        self.fetch = WorkerFetch(engine)
 
     @classmethod
     async def start(cls, engine: Any, layer: int | None, source: str, custom_top_k_top_p: bool) -> ServerEngine:
@@ -205,14 +208,10 @@ class ServerEngine:
 
         request_id = f"{READOUT_PREFIX}{uuid.uuid4().hex}"
         await self._last(TokensPrompt(prompt_token_ids=sequence), params, request_id)
-        (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=([request_id], []))
-        if request_id not in popped["keys"]:
-            raise RuntimeError("the worker kept no hidden state for a read-out; the capture hook missed it")
-        return unpack_popped(popped)[0][request_id]
+        return await self.fetch.vector(request_id)
 
     async def _logsumexp(self, greedy_id: str, n: int) -> list[float]:
-        (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=([], [greedy_id]))
-        by_position = unpack_popped(popped)[1].get(greedy_id, {})
+        by_position = await self.fetch.logsumexp(greedy_id)
         values = [by_position[i] for i in range(n) if i in by_position]
         if len(values) < n:
             raise RuntimeError(f"the worker recorded no raw-logit logsumexp for some of the {n} greedy tokens")
