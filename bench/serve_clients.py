@@ -104,6 +104,7 @@ def main() -> None:
                     time.sleep(1)
             rates = {}
             for n in args.clients:
+                fetched = _fetch_counts(url)
                 started = time.perf_counter()
                 procs = []
                 for i in range(n):
@@ -126,6 +127,8 @@ def main() -> None:
                     "tokens": tokens,
                     "lm_calls": sum(c["lm_calls"] for c in counts),
                     "tokens_per_s": round(tokens / wall, 2),
+                    # the server's fetches of read-out vectors from vLLM's workers (serving/worker_fetch.py)
+                    **{k: v - fetched[k] for k, v in _fetch_counts(url).items()},
                 }
                 if roof:
                     record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
@@ -146,6 +149,18 @@ def main() -> None:
 PARITY_CONFIG = {"k": 10, "max_tokens": 32, "stop": ("\n",), "seed": 7}
 ESTIMATORS = ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity")
 CALLS = 20
+
+
+def _fetch_counts(url: str) -> dict[str, float]:
+    """The server's read-outs and worker round trips so far, from vLLM's /metrics."""
+    import httpx
+
+    counts = {"seakr_read_outs_total": 0.0, "seakr_worker_round_trips_total": 0.0}
+    for line in httpx.get(url + "/metrics", timeout=30).text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in counts:
+            counts[name] = float(value)
+    return counts
 
 
 def _roof(model: str, dtype: str, out: Path) -> dict[str, object]:
