@@ -97,14 +97,6 @@ def to_passage(doc: Document, rank: int) -> Passage:
     return Passage(document_id(doc), str(title) if title is not None else "", doc.page_content, score)
 
 
-def documents_by_id(docs: Sequence[Document]) -> dict[str, Document]:
-    """Map each document's id to it (the first one wins when two share an id)."""
-    out: dict[str, Document] = {}
-    for doc in docs:
-        out.setdefault(document_id(doc), doc)
-    return out
-
-
 def llm_token_usage(output: SelfAwareOutput) -> dict[str, int]:
     """``usage`` under the keys an ``LLMResult.llm_output["token_usage"]`` carries in LangChain."""
     used = usage(output)
