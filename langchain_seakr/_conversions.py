@@ -7,7 +7,6 @@ Every adapter class in this package goes through these functions, so a record lo
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.documents import Document
