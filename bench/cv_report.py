@@ -80,6 +80,20 @@ def default_rows(ds: str, ids: dict[str, int]) -> tuple[dict[str, dict], int]:
     return {**before, **own}, len(before)
 
 
+def coverage_note(runs: dict[str, dict], ours: dict[str, dict]) -> str:
+    """Which rows cover fewer questions than SeaKR's, and why: the earlier reports ran them on lines 0-99 and
+    220-299 only (``bash bench/eval_report.sh cv-baselines`` runs FLARE and IRCoT on lines 100-219)."""
+    fewer = [f"`{name}`" for name, rows in runs.items() if rows and len(rows) < len(ours)]
+    if not fewer:
+        return "Every row covers all of SeaKR's questions."
+    one = len(fewer) == 1
+    return (
+        f"{', '.join(fewer)} {'has' if one else 'have'} results only on lines 0-99 and 220-299 (the runs of the "
+        f"earlier reports), so {'its row covers' if one else 'their rows cover'} fewer questions; the others cover all "
+        "of SeaKR's."
+    )
+
+
 def both_finals_note(from_before: int, total: int) -> list[str]:
     if not from_before:
         return []
@@ -339,8 +353,7 @@ def main() -> None:
         points[ds] = {name: (s["seconds"], s["f1"]) for name, s in sums.items() if runs[name].keys() >= ours.keys()}
         out += [
             "",
-            "`seakr-paper` has results only on lines 0-99 and 220-299 (the runs of the earlier reports), so its row "
-            "covers fewer questions; the others cover all of SeaKR's. `seakr-both-finals` is the default with the "
+            coverage_note(runs, ours) + " `seakr-both-finals` is the default with the "
             'paper\'s final step (`final_samples="always"`): both final answers, each with its samples; the default '
             "gives the same answers and samples them only when they differ ([`cv_protocol.md`](cv_protocol.md)).",
             *both_finals_note(from_before, len(ours)),
