@@ -59,16 +59,29 @@ def fold0_lines(ds: str, rule: str) -> list[str]:
     sign = 1 if rule == "cascade" else -1  # the cascade's row is the default: with minus without
     diffs = [sign * (dev_f1[k] - other_f1[k]) for k in common]
     low, high = interval(diffs)
+    both_sampled = all(final_samples(r) == "always" for r in other.values())
+    costs = (
+        'Both runs sampled every final call (`final_samples="always"`), so their costs compare with each other; the '
+        "default's own final step costs less."
+        if both_sampled
+        else f"The {other_label} run is the default's own final step (`final_samples=\"deciding\"`: final answers "
+        "sampled only where they differ), so its costs do not compare with the development run's (its final step draws "
+        "fewer samples); the F1 compares as it is."
+    )
     return out + [
         "",
         f"{difference}, paired: {100 * np.mean(diffs):+.1f} F1 ({100 * low:+.1f} to {100 * high:+.1f}). The default's "
         "run generated both final answers with their samples and its answers are replayed with the default final "
-        f'margin {margin:g}, which changes no call. Both runs sampled every final call (`final_samples="always"`), '
-        "so their costs compare with each other; the default's own final step costs less.",
+        f"margin {margin:g}, which changes no call. {costs}",
         "",
         "The two runs were made at different times on the shared 2-core machine, so their seconds per question also "
         "carry the machine's load at the time; LM calls and generated tokens do not.",
     ]
+
+
+def final_samples(row: dict) -> str:
+    """A result's ``final_samples`` setting; runs made before the setting existed sampled every final call."""
+    return (row.get("trace") or {}).get("config", {}).get("final_samples") or "always"
 
 
 def option_lines(ds: str, ids: dict[str, int]) -> list[str]:
