@@ -80,8 +80,11 @@ def fold0_lines(ds: str, rule: str) -> list[str]:
 
 
 def final_samples(row: dict) -> str:
-    """A result's ``final_samples`` setting; runs made before the setting existed sampled every final call."""
-    return (row.get("trace") or {}).get("config", {}).get("final_samples") or "always"
+    """A result's ``final_samples`` setting; for a run made before the setting existed, what such runs did (the
+    results files' own record of it, ``_ADDED_SETTINGS``)."""
+    from seakr_integrations.evaluation.results import _ADDED_SETTINGS
+
+    return (row.get("trace") or {}).get("config", {}).get("final_samples") or _ADDED_SETTINGS["final_samples"]
 
 
 def option_lines(ds: str, ids: dict[str, int]) -> list[str]:
