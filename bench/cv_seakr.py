@@ -9,7 +9,8 @@ like ``seakr eval``); each fold's calibration and its held-out first-step retrie
 
     python bench/cv_seakr.py --dataset hotpotqa [--method seakr] [--folds 0 1 2 3 4]
 
-Runs on the evaluation's back-end: Qwen2.5-Coder-0.5B-Instruct on vLLM (CPU, float32), k = 10, 64 tokens.
+Runs on the evaluation's back-end: Qwen2.5-Coder-0.5B-Instruct on vLLM (CPU, float32 unless ``--dtype`` says
+otherwise; delta and the band stay those calibrated in float32), k = 10, 64 tokens.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, nargs="+", default=list(range(FOLDS)))
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "cv", help="results root (default runs/cv)")
+    parser.add_argument("--dtype", default="float32", help="the weights' precision (default float32)")
     args = parser.parse_args()
 
     from seakr_integrations.backends.loading import load_backend
@@ -103,7 +105,7 @@ def main() -> None:
     corpus = ROOT / "data" / f"corpus_{ds}.jsonl"
     retriever = cached_index(corpus, progress=False)
     quiet_vllm_start()
-    with load_backend("vllm", "qwen", dtype="float32") as backend:
+    with load_backend("vllm", "qwen", dtype=args.dtype) as backend:
         for j in args.folds:
             cal = calibrations[j]
             changes = method_settings(args.method)
@@ -119,7 +121,7 @@ def main() -> None:
                 "retriever": {"bm25_corpus": corpus.name},
                 "model": "qwen",
                 "backend": "vllm",
-                "dtype": "float32",
+                "dtype": args.dtype,
             }
             fold_questions = [q for i, q in enumerate(questions[:300]) if fold_of(i) == j]
             path = out_dir / f"fold{j}" / f"{args.method}.jsonl"

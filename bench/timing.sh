@@ -8,16 +8,19 @@
 #
 #   bash bench/timing.sh [OUT] [IN_FLIGHT]    # OUT: the results root (default runs/timing), e.g. runs/timing-2
 #                                             # for a second run; IN_FLIGHT is written to OUT/in_flight
+#   DTYPE=bfloat16 bash bench/timing.sh runs/timing-bf16   # the weights' precision (default float32), written
+#                                             # to OUT/dtype
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-runs/timing}"
 in_flight="${2:-8}"
 mkdir -p "$out"
 echo "$in_flight" > "$out/in_flight"
+echo "${DTYPE:-float32}" > "$out/dtype"
 for ds in hotpotqa 2wiki; do
   for method in single-retrieval seakr; do
     flock /tmp/seakr-heavy.lock .venv/bin/python bench/cv_seakr.py --dataset "$ds" --folds 1 --method "$method" \
-      --batch-size "$in_flight" --out "$out"
+      --batch-size "$in_flight" --out "$out" --dtype "${DTYPE:-float32}"
   done
 done
 OUT="$out" .venv/bin/python - <<'PY'
