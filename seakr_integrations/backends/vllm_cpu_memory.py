@@ -1,0 +1,75 @@
+"""Weights vLLM's CPU worker keeps twice, released once the model is loaded.
+
+On CPU, vLLM hands every linear layer's weight to a packed kernel (oneDNN or its own) and drops the plain copy, except
+for the vocabulary-sized layers: ``VocabParallelEmbedding`` and ``ParallelLMHead`` are packed too but keep their
+plain weight (``remove_weight=False``), because one tensor may serve both the lookup and the output layer.  So a model
+whose output layer is not tied to its embedding (Qwen2.5-Coder-0.5B as converted from its GGUF) holds each of its two
+151,936 x 896 matrices twice: the embedding's packed copy, which a lookup never uses, and the output layer's plain
+weight, which its packed kernel never reads.  That is about 1 GB in float32, a fifth of the README's main job.
+
+This runs inside the worker (``SeaKRWorkerExtension.seakr_install_hook``) and frees only what it can prove unused:
+the output layer's plain weight only after its packed kernel, given an empty weight, reproduces ``x @ weight.T`` on a
+probe; the embedding's packed kernel only when the output layer is another module.  Anything else is left as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["release_duplicate_vocab_weights"]
+
+
+def _vocab_modules(model: torch.nn.Module) -> tuple[torch.nn.Module | None, list[torch.nn.Module]]:
+    """The model's output layer (``lm_head``, if a module) and its vocabulary embeddings (modules with a 2-D weight of
+    the output layer's shape, the output layer itself excepted)."""
+    head = getattr(model, "lm_head", None)
+    if not isinstance(head, torch.nn.Module) or not isinstance(getattr(head, "weight", None), torch.Tensor):
+        return None, []
+    shape = tuple(head.weight.shape)
+    embeddings = [
+        m
+        for m in model.modules()
+        if m is not head
+        and isinstance(getattr(m, "weight", None), torch.Tensor)
+        and tuple(m.weight.shape) == shape
+        and type(m).__name__ == "VocabParallelEmbedding"
+    ]
+    return head, embeddings
+
+
+def _packed_kernel_ignores_weight(head: torch.nn.Module) -> bool:
+    """Whether the output layer's packed kernel computes its product without reading the weight it is passed."""
+    linear = getattr(head, "cpu_linear", None)
+    weight = head.weight
+    if linear is None or weight.ndim != 2 or weight.numel() == 0 or weight.is_meta:
+        return False
+    probe = torch.linspace(-1.0, 1.0, 2 * weight.shape[1], dtype=weight.dtype).reshape(2, weight.shape[1])
+    bias = getattr(head, "bias", None)
+    try:
+        with torch.no_grad():
+            packed = linear(probe, torch.empty(0, dtype=weight.dtype), bias)
+            plain = torch.nn.functional.linear(probe, weight, bias)
+    except (RuntimeError, TypeError, ValueError):  # the kernel reads the weight (or takes other arguments)
+        return False
+    tolerance = 1e-2 if weight.dtype in (torch.float16, torch.bfloat16) else 1e-4
+    return packed.shape == plain.shape and torch.allclose(packed.float(), plain.float(), rtol=tolerance, atol=tolerance)
+
+
+def release_duplicate_vocab_weights(model: torch.nn.Module) -> dict[str, Any]:
+    """Free the vocabulary-sized copies the model's forward pass never reads; returns what was freed (bytes)."""
+    head, embeddings = _vocab_modules(model)
+    freed: dict[str, Any] = {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
+    if head is None:
+        return freed
+    weight_bytes = head.weight.numel() * head.weight.element_size()
+    for embedding in embeddings:  # tied or not, the output layer is another module with a kernel of its own
+        if "cpu_linear" in vars(embedding):  # a packed copy made for a product the lookup never computes
+            del embedding.cpu_linear
+            freed["embedding_packed_bytes"] += weight_bytes
+    tied = any(e.weight is head.weight for e in embeddings)
+    if not tied and _packed_kernel_ignores_weight(head):
+        head.weight = torch.nn.Parameter(torch.empty(0, dtype=head.weight.dtype), requires_grad=False)
+        freed["output_plain_bytes"] = weight_bytes
+    return freed
