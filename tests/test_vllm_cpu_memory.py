@@ -76,3 +76,18 @@ def test_a_model_without_an_output_layer_module_is_left_alone():
     model = torch.nn.Sequential(VocabParallelEmbedding(torch.randn(VOCAB, HIDDEN)))
     assert release_duplicate_vocab_weights(model) == {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
     assert "cpu_linear" in vars(model[0])
+
+
+def test_the_load_format_is_vllms_default_loader_and_cpu_engines_use_it():
+    """vLLM finds seakr's load format once this module's worker side is imported; the loader reads files as vLLM's
+    ``auto`` does, and every CPU engine seakr starts (in-process, served) names it."""
+    from vllm.config.load import LoadConfig
+    from vllm.model_executor.model_loader import get_model_loader
+    from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+
+    import seakr_integrations.backends.vllm_worker  # noqa: F401  (registers, as in a worker)
+    from seakr_integrations.backends.vllm_settings import LOAD_FORMAT, cpu_engine_settings
+
+    loader = get_model_loader(LoadConfig(load_format=LOAD_FORMAT))
+    assert isinstance(loader, DefaultModelLoader) and loader.load_config.load_format == "auto"
+    assert cpu_engine_settings(8192)["load_format"] == LOAD_FORMAT

@@ -170,8 +170,8 @@ class VLLMBackend(SelfAwareBackend):
         """Prompt tokens the engine was given and how many of them it found in its prefix cache, by request kind."""
         self._hooked: tuple[int, str] | None = None
         self.released_bytes = 0
-        """Bytes of duplicate vocabulary-sized weights the CPU worker freed when the hook was installed
-        (``vllm_cpu_memory``; 0 on a GPU or when nothing could be proved unused)."""
+        """Bytes of duplicate vocabulary-sized weights the CPU worker freed (``vllm_cpu_memory``; 0 on a GPU or when
+        nothing could be proved unused)."""
         self._calls = 0
         self._stream: VLLMStream | None = None
         self._self_test()
@@ -206,7 +206,7 @@ class VLLMBackend(SelfAwareBackend):
         if self._hooked != (layer, source):
             installed = self._rpc("seakr_install_hook", layer, source)[0]
             self.supports_logits = bool(installed.get("logits"))  # a model with a `logits_processor` module
-            self.released_bytes += int(installed.get("released_bytes") or 0)
+            self.released_bytes = int(installed.get("released_bytes") or 0)
             self._hooked = (layer, source)
 
     def _self_test(self) -> None:

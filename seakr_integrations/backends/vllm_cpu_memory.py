@@ -7,7 +7,9 @@ whose output layer is not tied to its embedding (Qwen2.5-Coder-0.5B as converted
 151,936 x 896 matrices twice: the embedding's packed copy, which a lookup never uses, and the output layer's plain
 weight, which its packed kernel never reads.  That is about 1 GB in float32, a fifth of the README's main job.
 
-This runs inside the worker (``SeaKRWorkerExtension.seakr_install_hook``) and frees only what it can prove unused:
+This runs inside the worker, as the model loads (``LOAD_FORMAT``, before the KV cache is allocated, so the copies never
+add to the peak) and again when the read-out hook is installed (for engines started with another load format), and
+frees only what it can prove unused:
 the output layer's plain weight only after its packed kernel, given an empty weight, reproduces ``x @ weight.T`` on a
 probe; the embedding's packed kernel only when the output layer is another module.  Anything else is left as it is.
 """
@@ -18,7 +20,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["release_duplicate_vocab_weights"]
+from seakr_integrations.backends.vllm_settings import LOAD_FORMAT
+
+__all__ = ["RELEASED_BYTES", "register_loader", "release_duplicate_vocab_weights"]
 
 
 def _vocab_modules(model: torch.nn.Module) -> tuple[torch.nn.Module | None, list[torch.nn.Module]]:
@@ -57,8 +61,13 @@ def _packed_kernel_ignores_weight(head: torch.nn.Module) -> bool:
     return packed.shape == plain.shape and torch.allclose(packed.float(), plain.float(), rtol=tolerance, atol=tolerance)
 
 
+RELEASED_BYTES = "_seakr_released_bytes"
+"""The model's attribute that counts every byte freed here, across calls (the loader's and the hook's)."""
+
+
 def release_duplicate_vocab_weights(model: torch.nn.Module) -> dict[str, Any]:
-    """Free the vocabulary-sized copies the model's forward pass never reads; returns what was freed (bytes)."""
+    """Free the vocabulary-sized copies the model's forward pass never reads; returns what this call freed (bytes) and
+    adds it to the model's ``RELEASED_BYTES``."""
     head, embeddings = _vocab_modules(model)
     freed: dict[str, Any] = {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
     if head is None:
@@ -72,4 +81,34 @@ def release_duplicate_vocab_weights(model: torch.nn.Module) -> dict[str, Any]:
     if not tied and _packed_kernel_ignores_weight(head):
         head.weight = torch.nn.Parameter(torch.empty(0, dtype=head.weight.dtype), requires_grad=False)
         freed["output_plain_bytes"] = weight_bytes
+    setattr(model, RELEASED_BYTES, getattr(model, RELEASED_BYTES, 0) + sum(freed.values()))
     return freed
+
+
+def register_loader() -> None:
+    """Register ``LOAD_FORMAT`` with vLLM, once per process.  ``vllm_worker`` calls it when vLLM imports it into a
+    worker (before the model loads); a process without vLLM registers nothing."""
+    try:
+        from vllm.model_executor.model_loader import register_model_loader
+        from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+    except ImportError:
+        return
+    import dataclasses
+
+    if getattr(register_loader, "done", False):
+        return
+
+    class SeaKRModelLoader(DefaultModelLoader):
+        """vLLM's default loader; on CPU the duplicate vocabulary-sized weights are freed as soon as they exist."""
+
+        def __init__(self, load_config: Any) -> None:
+            super().__init__(dataclasses.replace(load_config, load_format="auto"))
+
+        def load_model(self, vllm_config: Any, model_config: Any, prefix: str = "") -> torch.nn.Module:
+            model = super().load_model(vllm_config, model_config, prefix)
+            if next(model.parameters()).device.type == "cpu":
+                release_duplicate_vocab_weights(model)
+            return model
+
+    register_model_loader(LOAD_FORMAT)(SeaKRModelLoader)
+    register_loader.done = True  # type: ignore[attr-defined]

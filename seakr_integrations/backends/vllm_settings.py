@@ -21,9 +21,15 @@ from typing import Any
 
 from seakr_integrations.params import SamplingConfig
 
+LOAD_FORMAT = "seakr"
+"""vLLM's ``load_format`` for seakr's loader (``vllm_cpu_memory.register_loader``): vLLM's default loader, then on CPU
+the duplicate vocabulary-sized weights freed before the engine allocates its KV cache.  Freed any later, they would
+still set the process's peak memory (the main job: 6.3 GB at its peak, 5.0 GB steady after the copies went)."""
+
 __all__ = [
     "CPU_BLOCK_SIZE",
     "KV_CACHE_PROMPTS",
+    "LOAD_FORMAT",
     "SERVER_KV_CACHE_PROMPTS",
     "TOP_K_TOP_P",
     "WORKER_EXTENSION",
@@ -106,10 +112,11 @@ def kv_cache_bytes(
 
 def cpu_engine_settings(context: int, kv_cache_memory_bytes: int | None = None) -> dict[str, Any]:
     """The engine arguments a CPU engine needs beyond the defaults (``vllm.LLM`` keyword names; the launcher turns them
-    into ``vllm serve`` flags): 32-token KV blocks, whole prefills of the longest prompt (seeded sampling crashes vLLM's
-    CPU runner when a prefill is chunked), and the KV cache's size when given (``kv_cache_bytes``; a user's
-    ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
+    into ``vllm serve`` flags): seakr's loader (``LOAD_FORMAT``), 32-token KV blocks, whole prefills of the longest
+    prompt (seeded sampling crashes vLLM's CPU runner when a prefill is chunked), and the KV cache's size when given
+    (``kv_cache_bytes``; a user's ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
     settings: dict[str, Any] = {
+        "load_format": LOAD_FORMAT,
         "block_size": CPU_BLOCK_SIZE,
         "enable_chunked_prefill": False,
         "max_num_batched_tokens": max(context, 4096),

@@ -24,9 +24,11 @@ import numpy as np
 import torch
 
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
-from seakr_integrations.backends.vllm_cpu_memory import release_duplicate_vocab_weights
+from seakr_integrations.backends.vllm_cpu_memory import RELEASED_BYTES, register_loader, release_duplicate_vocab_weights
 
 __all__ = ["SeaKRWorkerExtension", "token_digest", "unpack_popped"]
+
+register_loader()  # vLLM imports this module into each worker before the model loads: its load format is known there
 
 V2_RUNNER_HINT = (
     "this vLLM worker uses the V2 model runner, which has no `input_batch` to map hidden-state rows to requests: "
@@ -52,16 +54,15 @@ class SeaKRWorkerExtension:
 
     def seakr_install_hook(self, layer: int, source: str) -> dict[str, Any]:
         """(Re)install the capture hook on decoder ``layer``; returns facts about the model for the driver.  On CPU it
-        first frees the vocabulary-sized weights vLLM keeps twice (``vllm_cpu_memory``)."""
+        frees the vocabulary-sized weights vLLM keeps twice, if seakr's loader has not (``vllm_cpu_memory``)."""
         runner = self.model_runner  # type: ignore[attr-defined]
         for attribute in ("input_batch", "query_start_loc", "positions", "requests"):
             if not hasattr(runner, attribute):
                 raise RuntimeError(V2_RUNNER_HINT + f" (missing model_runner.{attribute})")
         self.seakr_remove_hook()
         model = runner.get_model() if hasattr(runner, "get_model") else runner.model
-        released = {}
         if next(model.parameters()).device.type == "cpu":
-            released = release_duplicate_vocab_weights(model)
+            release_duplicate_vocab_weights(model)
         layers = find_decoder_layers(model)
         if not 0 <= layer < len(layers):
             raise ValueError(f"layer {layer} out of range 0..{len(layers) - 1}")
@@ -84,7 +85,7 @@ class SeaKRWorkerExtension:
             "num_layers": len(layers),
             "module": type(target).__name__,
             "logits": self._seakr_logits_handle is not None,
-            "released_bytes": sum(released.values()),
+            "released_bytes": getattr(model, RELEASED_BYTES, 0),
         }
 
     def seakr_remove_hook(self) -> None:
