@@ -192,8 +192,11 @@ def test_seakr_serve_is_vllm_serve_with_the_plugin_and_the_settings_the_readout_
         f"--logits-processors {TOP_K_TOP_P}",
         "--served-model-name smollm2",
         "--no-enable-chunked-prefill",
+        "--load-format seakr",  # frees vLLM's duplicate vocabulary weights (registered by seakr's extension)
         "--port 8123",
     ):
         assert part in flags
+    args, _ = serve_command("smollm2", ["--worker-extension-cls", "their.Extension"], on_cpu=True)
+    assert "--load-format" not in args and WORKER_EXTENSION not in args
     args, _ = serve_command("smollm2", ["--host", "0.0.0.0", "--max-model-len", "1024"], on_cpu=False)
     assert "127.0.0.1" not in args and args.count("--max-model-len") == 1 and "--block-size" not in args

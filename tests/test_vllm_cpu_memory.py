@@ -57,6 +57,17 @@ def test_a_kernel_that_reads_its_weight_keeps_the_weight():
     freed = release_duplicate_vocab_weights(model)
     assert freed == {"embedding_packed_bytes": MATRIX_BYTES, "output_plain_bytes": 0}
     assert model.lm_head.weight.shape == (VOCAB, HIDDEN)
+    model = Model()
+    model.embed_tokens.cpu_linear = torch.nn.functional.linear  # vLLM's fallback: no copy of its own to free
+    assert release_duplicate_vocab_weights(model)["embedding_packed_bytes"] == 0
+    assert "cpu_linear" in vars(model.embed_tokens)
+
+
+def test_an_output_layer_that_is_also_the_lookup_is_left_alone():
+    model = Model()
+    model.lm_head = model.embed_tokens  # its plain weight is the lookup's
+    assert release_duplicate_vocab_weights(model) == {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
+    assert model.lm_head.weight.shape == (VOCAB, HIDDEN)
 
 
 def test_tied_weights_keep_the_shared_matrix():
@@ -70,6 +81,22 @@ def test_a_second_installation_frees_nothing_more():
     model = Model()
     release_duplicate_vocab_weights(model)
     assert release_duplicate_vocab_weights(model) == {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
+
+
+def test_an_engine_that_reads_the_plain_head_keeps_it():
+    """Speculative decoding compares heads by their weights; logits in another dtype run torch's linear on it."""
+    from types import SimpleNamespace
+
+    for engine in (
+        SimpleNamespace(speculative_config=object(), model_config=SimpleNamespace(dtype="float32", head_dtype=None)),
+        SimpleNamespace(speculative_config=None, model_config=SimpleNamespace(dtype="bfloat16", head_dtype="float32")),
+    ):
+        model = Model()
+        assert release_duplicate_vocab_weights(model, engine) == {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
+    plain = SimpleNamespace(
+        speculative_config=None, model_config=SimpleNamespace(dtype="float32", head_dtype="float32")
+    )
+    assert release_duplicate_vocab_weights(Model(), plain)["output_plain_bytes"] == MATRIX_BYTES
 
 
 def test_a_model_without_an_output_layer_module_is_left_alone():

@@ -29,8 +29,8 @@ def _vocab_modules(model: torch.nn.Module) -> tuple[torch.nn.Module | None, list
     """The model's output layer (``lm_head``, if a module) and its vocabulary embeddings (modules with a 2-D weight of
     the output layer's shape, the output layer itself excepted)."""
     head = getattr(model, "lm_head", None)
-    if not isinstance(head, torch.nn.Module) or not isinstance(getattr(head, "weight", None), torch.Tensor):
-        return None, []
+    if type(head).__name__ != "ParallelLMHead" or not isinstance(getattr(head, "weight", None), torch.Tensor):
+        return None, []  # no output layer, or one that is also the lookup (its plain weight is read)
     shape = tuple(head.weight.shape)
     embeddings = [
         m
@@ -43,14 +43,15 @@ def _vocab_modules(model: torch.nn.Module) -> tuple[torch.nn.Module | None, list
     return head, embeddings
 
 
-def _packed_kernel_ignores_weight(head: torch.nn.Module) -> bool:
-    """Whether the output layer's packed kernel computes its product without reading the weight it is passed."""
-    linear = getattr(head, "cpu_linear", None)
-    weight = head.weight
+def _kernel_ignores_weight(layer: torch.nn.Module) -> bool:
+    """Whether the layer's CPU kernel computes ``x @ weight.T`` without reading the weight it is passed: it then holds
+    a packed copy of its own (vLLM's fallback kernel, torch's linear on the weight, fails the probe)."""
+    linear = getattr(layer, "cpu_linear", None)
+    weight = layer.weight
     if linear is None or weight.ndim != 2 or weight.numel() == 0 or weight.is_meta:
         return False
     probe = torch.linspace(-1.0, 1.0, 2 * weight.shape[1], dtype=weight.dtype).reshape(2, weight.shape[1])
-    bias = getattr(head, "bias", None)
+    bias = getattr(layer, "bias", None)
     try:
         with torch.no_grad():
             packed = linear(probe, torch.empty(0, dtype=weight.dtype), bias)
@@ -65,20 +66,33 @@ RELEASED_BYTES = "_seakr_released_bytes"
 """The model's attribute that counts every byte freed here, across calls (the loader's and the hook's)."""
 
 
-def release_duplicate_vocab_weights(model: torch.nn.Module) -> dict[str, Any]:
-    """Free the vocabulary-sized copies the model's forward pass never reads; returns what this call freed (bytes) and
-    adds it to the model's ``RELEASED_BYTES``."""
+def _engine_reads_plain_head(vllm_config: Any) -> bool:
+    """Whether vLLM may read the output layer's plain weight itself: speculative decoding (a draft model compares and
+    shares heads by their weights) or logits computed in another dtype than the model's (``F.linear`` on the weight)."""
+    if vllm_config is None:
+        return False
+    model_config = getattr(vllm_config, "model_config", None)
+    head_dtype = getattr(model_config, "head_dtype", None)
+    return getattr(vllm_config, "speculative_config", None) is not None or (
+        head_dtype is not None and head_dtype != getattr(model_config, "dtype", head_dtype)
+    )
+
+
+def release_duplicate_vocab_weights(model: torch.nn.Module, vllm_config: Any = None) -> dict[str, Any]:
+    """Free the vocabulary-sized copies a CPU model's forward pass never reads (nothing on other devices, or when
+    ``vllm_config`` lets vLLM read the plain weights); returns what this call freed (bytes) and adds it to the model's
+    ``RELEASED_BYTES``."""
     head, embeddings = _vocab_modules(model)
     freed: dict[str, Any] = {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
-    if head is None:
+    if head is None or head.weight.device.type != "cpu" or _engine_reads_plain_head(vllm_config):
         return freed
     weight_bytes = head.weight.numel() * head.weight.element_size()
     for embedding in embeddings:  # tied or not, the output layer is another module with a kernel of its own
-        if "cpu_linear" in vars(embedding):  # a packed copy made for a product the lookup never computes
+        if "cpu_linear" in vars(embedding) and _kernel_ignores_weight(embedding):  # a copy the lookup never uses
             del embedding.cpu_linear
             freed["embedding_packed_bytes"] += weight_bytes
     tied = any(e.weight is head.weight for e in embeddings)
-    if not tied and _packed_kernel_ignores_weight(head):
+    if not tied and _kernel_ignores_weight(head):
         head.weight = torch.nn.Parameter(torch.empty(0, dtype=head.weight.dtype), requires_grad=False)
         freed["output_plain_bytes"] = weight_bytes
     setattr(model, RELEASED_BYTES, getattr(model, RELEASED_BYTES, 0) + sum(freed.values()))
@@ -106,8 +120,7 @@ def register_loader() -> None:
 
         def load_model(self, vllm_config: Any, model_config: Any, prefix: str = "") -> torch.nn.Module:
             model = super().load_model(vllm_config, model_config, prefix)
-            if next(model.parameters()).device.type == "cpu":
-                release_duplicate_vocab_weights(model)
+            release_duplicate_vocab_weights(model, vllm_config)
             return model
 
     register_model_loader(LOAD_FORMAT)(SeaKRModelLoader)

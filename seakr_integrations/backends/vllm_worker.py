@@ -61,8 +61,7 @@ class SeaKRWorkerExtension:
                 raise RuntimeError(V2_RUNNER_HINT + f" (missing model_runner.{attribute})")
         self.seakr_remove_hook()
         model = runner.get_model() if hasattr(runner, "get_model") else runner.model
-        if next(model.parameters()).device.type == "cpu":
-            release_duplicate_vocab_weights(model)
+        release_duplicate_vocab_weights(model, getattr(self, "vllm_config", None))
         layers = find_decoder_layers(model)
         if not 0 <= layer < len(layers):
             raise ValueError(f"layer {layer} out of range 0..{len(layers) - 1}")

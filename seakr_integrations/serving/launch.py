@@ -66,6 +66,8 @@ def serve_command(
             else kv_cache_bytes(path, context, _dtype(extra), prompts=SERVER_KV_CACHE_PROMPTS)
         )
         defaults += _flags(cpu_engine_settings(context, kv_bytes))
+    if _given(extra, "--worker-extension-cls"):  # seakr's load format is registered by seakr's extension only
+        defaults = [(flag, values) for flag, values in defaults if flag != "--load-format"]
     for flag, values in defaults:
         if not _given(extra, flag):
             args += [flag, *values]
