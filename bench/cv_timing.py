@@ -14,14 +14,21 @@ def in_flight(root: Path) -> int:
     return int((root / "in_flight").read_text())
 
 
+def dtype(root: Path) -> str:
+    """The weights' precision of a timing run (``bench/timing.sh`` writes it to ``dtype``; older runs: float32)."""
+    path = root / "dtype"
+    return path.read_text().strip() if path.is_file() else "float32"
+
+
 def timing_runs(ds: str) -> dict[int, list[dict[str, float]]]:
     """Each timing run on an idle machine (``bench/timing.sh``: ``runs/timing``, ``runs/timing-2``...; the same 60
     questions of fold 1, streamed), by how many questions were in progress at once: SeaKR's and single retrieval's
-    seconds per question (the run's wall time over its questions) and SeaKR's generated tokens per question."""
+    seconds per question (the run's wall time over its questions) and SeaKR's generated tokens per question.  Only
+    float32 runs, the precision of the cross-validation (a bfloat16 run is in docs/benchmarks.md)."""
     from cv_report import ROOT, read
 
     runs: dict[int, list[dict[str, float]]] = {}
-    for root in sorted(p for p in (ROOT / "runs").glob("timing*") if p.is_dir()):
+    for root in sorted(p for p in (ROOT / "runs").glob("timing*") if p.is_dir() and dtype(p) == "float32"):
         got = {m: read(root / f"{ds}_dev" / "fold1" / f"{m}.jsonl") for m in ("seakr", "single-retrieval")}
         if all(got.values()):
             runs.setdefault(in_flight(root), []).append(
