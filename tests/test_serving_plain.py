@@ -17,7 +17,7 @@ from tests.test_serving import PROMPT, _free_port, _stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
-SEAKR_FLAGS = ("--worker-extension-cls", "--logits-processors")
+SEAKR_FLAGS = ("--worker-extension-cls", "--logits-processors", "--load-format")
 """The options of `seakr serve` that name seakr's code: left out of a stock server."""
 
 
