@@ -8,10 +8,10 @@ whose output layer is not tied to its embedding (Qwen2.5-Coder-0.5B as converted
 weight, which its packed kernel never reads.  That is about 1 GB in float32, a fifth of the README's main job.
 
 This runs inside the worker, as the model loads (``LOAD_FORMAT``, before the KV cache is allocated, so the copies never
-add to the peak) and again when the read-out hook is installed (for engines started with another load format), and
-frees only what it can prove unused:
-the output layer's plain weight only after its packed kernel, given an empty weight, reproduces ``x @ weight.T`` on a
-probe; the embedding's packed kernel only when the output layer is another module.  Anything else is left as it is.
+add to the peak) and again when the read-out hook is installed (for engines started with another load format; a
+second call frees nothing more).  It frees a copy only where a probe shows the kernel, given an empty weight, still
+computes ``x @ weight.T`` (so it holds a packed copy of its own), never the plain weight of an output layer that is
+tied to or is the lookup, and nothing when vLLM may read the plain head itself.  Anything else is left as it is.
 """
 
 from __future__ import annotations
@@ -78,12 +78,12 @@ def _engine_reads_plain_head(vllm_config: Any) -> bool:
     )
 
 
-def release_duplicate_vocab_weights(model: torch.nn.Module, vllm_config: Any = None) -> dict[str, Any]:
+def release_duplicate_vocab_weights(model: torch.nn.Module, vllm_config: Any = None) -> dict[str, int]:
     """Free the vocabulary-sized copies a CPU model's forward pass never reads (nothing on other devices, or when
     ``vllm_config`` lets vLLM read the plain weights); returns what this call freed (bytes) and adds it to the model's
     ``RELEASED_BYTES``."""
     head, embeddings = _vocab_modules(model)
-    freed: dict[str, Any] = {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
+    freed = {"embedding_packed_bytes": 0, "output_plain_bytes": 0}
     if head is None or head.weight.device.type != "cpu" or _engine_reads_plain_head(vllm_config):
         return freed
     weight_bytes = head.weight.numel() * head.weight.element_size()
