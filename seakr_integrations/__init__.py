@@ -1,12 +1,7 @@
 """SeaKR (Self-aware Knowledge Retrieval): adaptive RAG driven by the LLM's internal-state uncertainty.
 
-The framework-free core: self-aware LM back-ends (``backends``), uncertainty estimators (``uncertainty``),
-retrievers (``retrieval``), the SeaKR loop and its trace (``reasoning``), packaged models (``models``).
-LangChain and LlamaIndex adapters live in ``langchain_seakr`` and ``llamaindex_seakr``.
-
-This package exports what the core's quick start writes (``SeaKR``, ``SeaKRConfig``, ``BM25Index``) and what it
-gets back (``SeaKRResult``, ``Passage``, ``Uncertainty``, ``RetrievalError``); everything else is imported from
-the subpackage or module that defines it, so each name has one place to come from.
+The framework-free core (LangChain and LlamaIndex adapters: ``langchain_seakr``, ``llamaindex_seakr``).  It exports
+what the quick start writes and gets back; everything else comes from the module that defines it.
 """
 
 from importlib.metadata import PackageNotFoundError

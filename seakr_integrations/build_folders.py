@@ -1,16 +1,7 @@
 """The hidden working folders of a build, and the safe removal of those an interrupted build left behind.
 
-An index build writes into ``.NAME.building-XXXXXXXX`` next to the index ``NAME`` and, when it replaces an index, moves
-the old one to ``.NAME.old-XXXXXXXX`` before deleting it; a model conversion writes into ``.NAME.tmp-XXXXXXXX`` next to
-the converted model.  A build that is killed (SIGKILL, a power cut) cannot delete them, and they can be large (38 MB for
-the bundled corpus, gigabytes for a model), so the next build of the same target removes them.
-
-"Only ours, only when no build is running": only folders whose names have exactly those two prefixes for this
-index are touched, and only while no other build holds the parent directory.  Every build holds a shared
-``flock`` on the parent directory for as long as it runs; the clean-up needs the exclusive lock, taken without
-waiting, so while any build in that directory runs nothing is removed.  The kernel releases a killed process's
-locks, so a crashed build never blocks the clean-up.  Where ``flock`` does not exist (Windows), nothing is removed
-and the leftovers are named in a warning instead.
+A killed build cannot delete its working folders, and they can be large (gigabytes for a model), so the next build
+of the same target removes them, but only while no other build runs in that directory (see docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -27,8 +18,6 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
-
-__all__ = ["BUILDING", "OLD", "TMP", "build_lock", "leftovers"]
 
 BUILDING = "building"
 """The infix of a build's working folder: ``.NAME.building-XXXXXXXX``."""

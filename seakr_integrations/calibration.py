@@ -1,12 +1,7 @@
 """Calibrated retrieval thresholds (delta), stored per model, layer, hidden-state source, estimator and k.
 
-SeaKR retrieves when the uncertainty of a step exceeds delta, and the uncertainty's scale depends on the model, the
-layer and source read, the estimator and the number of samples: the authors' -6.0 was set for Llama-2-7B's MLP
-output and means "always retrieve" for SmolLM2.  ``seakr calibrate`` chooses delta on labelled questions and saves
-it here as a profile.  The package ships profiles for the models it bundles (``data/calibration/``, made by
-``bench/ship_profiles.sh`` on questions that are never evaluated), so the default config is calibrated out of the
-box.  ``SeaKRConfig(delta=None)``, the default, takes the user's profile when one exists, else the shipped one;
-``SeaKR`` warns once when it runs a model for which neither exists, so an uncalibrated threshold is never silent.
+The uncertainty's scale depends on all five (the authors' -6.0 means "always retrieve" for SmolLM2), so
+``seakr calibrate`` saves the delta it chooses as a profile; how profiles are picked: docs/design/core.md.
 """
 
 from __future__ import annotations
@@ -14,29 +9,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from seakr_integrations.models import cache_dir, packaged_model
-
-__all__ = [
-    "PAPER_DELTA",
-    "CalibrationMismatchWarning",
-    "DeltaProfile",
-    "UncalibratedDeltaWarning",
-    "canonical_model_name",
-    "load_profile",
-    "profile_key",
-    "profile_path",
-    "prompt_mismatches",
-    "prompt_settings",
-    "resolve_band",
-    "resolve_delta",
-    "save_profile",
-    "shipped_profile",
-    "warn_prompt_mismatch",
-]
 
 PAPER_DELTA = -6.0
 """The authors' threshold, set for Llama-2-7B's MLP output: the delta of a model without any profile."""
@@ -67,11 +45,9 @@ class DeltaProfile:
 
     Attributes:
         model: Canonical model name (see :func:`canonical_model_name`).
-        layer: Decoder layer the hidden states were read from (resolved, 0-based), or ``None``: calibrated on a
-            back-end that reads no hidden states (a plain OpenAI-compatible server, ``RemoteBackend.kind ==
-            "openai"``).  ``None`` is part of the key, so such a profile serves only such back-ends, and theirs only
-            it (see :func:`profile_key`).
-        source: ``"mlp"`` or ``"residual"`` (recorded as configured; nothing is read when ``layer`` is ``None``).
+        layer: Decoder layer read (0-based), or ``None`` for a back-end that reads no hidden states (see
+            :func:`profile_key`).
+        source: ``"mlp"`` or ``"residual"`` (as configured; nothing is read when ``layer`` is ``None``).
         estimator: The uncertainty estimator.
         k: Samples per call.
         delta: The threshold chosen.
@@ -80,11 +56,9 @@ class DeltaProfile:
         dataset: The calibration question file's name.
         questions: How many questions were used.
         sweep: The candidates tried: one dict per delta with the scores measured there.
-        prompt: The prompt settings of the calibration (see :func:`prompt_settings`); empty in profiles saved
-            before they were recorded.  They are not part of the key, but they move the uncertainty's scale, so
-            ``SeaKRConfig.calibrated`` warns when they differ from the config's.
-        cascade: The cascade gate's band calibrated with this delta (``SeaKRConfig.cascade_band``):
-            ``{"estimator", "band": [low, high], "agreement", "decided"}``, empty when none was calibrated.
+        prompt: The calibration's prompt settings (:func:`prompt_settings`; empty in old profiles), not in the key.
+        cascade: The cascade band calibrated with delta, ``{"estimator", "band": [low, high], "agreement",
+            "decided"}``, or empty.
     """
 
     model: str
@@ -115,12 +89,8 @@ class DeltaProfile:
 def profile_key(model: str, layer: int | None, source: str, estimator: str, k: int) -> str:
     """The file stem of a profile: one per (model, layer, source, estimator, k).
 
-    ``layer=None`` is a back-end that reads no hidden states (a plain OpenAI-compatible server): its key says
-    ``logprobs`` where the others say which layer and source they read, so a profile calibrated there is never
-    taken for a server or model that reads hidden states, nor the reverse.  The reverse would be exact for an
-    estimator of the greedy tokens alone (perplexity, min_token_prob), but not in general: the samples are drawn
-    by another sampler, and a profile's cascade band was chosen for agreement with its own estimator.  Calibrate on
-    the kind of server that will run.
+    ``layer=None`` (a back-end that reads no hidden states) says ``logprobs`` where the others name the layer and
+    source, so such profiles and hidden-state ones never serve each other (docs/design/core.md says why).
     """
     readout = "logprobs" if layer is None else f"layer{layer}__{source}"
     return f"{canonical_model_name(model)}__{readout}__{estimator}__k{k}"
@@ -129,10 +99,9 @@ def profile_key(model: str, layer: int | None, source: str, estimator: str, k: i
 def prompt_settings(config: Any, chat_default: bool | None = None) -> dict[str, Any]:
     """The settings of a ``SeaKRConfig`` that change the prompt the uncertainty is measured on.
 
-    The same question gives a 2Wiki delta of 0.327 with the HotpotQA exemplars, -0.014 with the 2Wiki ones and -0.271
-    once ``Answer:`` opens the assistant turn (docs/archive/results_prompt_notes.md), so a profile records these.
-    ``chat_default`` is what ``chat_template=None`` means for the model (whether its tokenizer has a template); given,
-    ``None`` is replaced by it, so that ``None`` and its meaning compare equal.
+    They move delta (0.327 vs -0.014 on 2Wiki with other exemplars: docs/archive/results_prompt_notes.md), so a
+    profile records them.  ``chat_default``, when given, replaces ``chat_template=None`` (whether the tokenizer has
+    a template), so that ``None`` and its meaning compare equal.
     """
     return {
         "exemplar_style": config.style,
@@ -148,7 +117,6 @@ value stays, and differs from every config today (``prompt_mismatches`` names it
 
 
 def _current_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """A recorded prompt without the removed settings that hold today's value (see ``_REMOVED_PROMPT_SETTINGS``)."""
     removed = _REMOVED_PROMPT_SETTINGS
     return {name: value for name, value in prompt.items() if not (name in removed and value == removed[name])}
 
@@ -183,19 +151,23 @@ def warn_prompt_mismatch(
     ``stacklevel`` counts from the caller of this function, as for :func:`warnings.warn`.
     """
     changed = prompt_mismatches(profile, config, chat_default)
-    seen = f"{profile.key}|{changed}"
-    if not changed or seen in _warned:
+    if not changed:
         return
-    _warned.add(seen)
-    import warnings
-
-    warnings.warn(
+    _warn_once(
+        f"{profile.key}|{changed}",
         f"the delta of profile {profile.key} ({profile.delta}) was calibrated on another prompt "
         f"({'; '.join(changed)}), and the prompt moves the uncertainty's scale: calibrate again with these "
         "settings (in another profile directory) or use the calibration's",
         CalibrationMismatchWarning,
-        stacklevel=stacklevel + 1,
+        stacklevel + 1,
     )
+
+
+def _warn_once(seen: str, message: str, category: type[Warning], stacklevel: int) -> None:
+    """``warnings.warn`` unless ``seen`` was warned in this process; ``stacklevel`` counts from this one's caller."""
+    if seen not in _warned:
+        _warned.add(seen)
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
 
 
 def profile_path(model: str, layer: int | None, source: str, estimator: str, k: int, root: Path | None = None) -> Path:
@@ -264,25 +236,19 @@ def shipped_profile(
 
 
 def _uncalibrated(model: str, layer: int | None, config: Any, delta: float) -> None:
-    key = profile_key(model, layer, config.source, config.estimator, config.k)
-    if key in _warned:
-        return
-    _warned.add(key)
-    import warnings
-
-    warnings.warn(
+    _warn_once(
+        profile_key(model, layer, config.source, config.estimator, config.k),
         f"delta={delta} is uncalibrated for {canonical_model_name(model)} ({_readout(layer, config.source)}, "
         f"{config.estimator}, k={config.k}): no profile exists for these settings, the uncertainty's scale depends on "
         f"all of them, and the paper's {PAPER_DELTA} was set for Llama-2-7B, so retrieval may happen always or never. "
         "Calibrate with `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` (the same settings); "
         "SeaKRConfig() then uses it.",
         UncalibratedDeltaWarning,
-        stacklevel=5,
+        5,
     )
 
 
 def _readout(layer: int | None, source: str) -> str:
-    """What a profile's key says about the read-out, in words."""
     return "logprobs only, no hidden states" if layer is None else f"layer {layer}, {source}"
 
 
@@ -291,15 +257,12 @@ def resolve_delta(
 ) -> tuple[float, DeltaProfile | None]:
     """The delta a SeaKR run uses, and the profile it came from (``None``: no profile; a warning said so).
 
-    ``config`` is the run's ``SeaKRConfig``.  Its ``delta=None`` (the default) takes the user's profile for the
-    model's settings (``seakr calibrate``) when one exists, else the profile the package ships, else the paper's
-    -6.0 with an :class:`UncalibratedDeltaWarning`.  ``layer`` is ``None`` for a back-end that reads no hidden
-    states (``SelfAwareBackend.profile_layer``).  A number is used as given; it warns when no profile exists for
-    these settings at all (a profile already loaded from another directory counts when its delta is the number).
-    Runs whose gate does not read delta (``retrieve="always"`` or ``"never"``) are not checked.  A profile applied to
-    another prompt than its calibration's gives a :class:`CalibrationMismatchWarning`.  Warnings come once per
-    settings, per process.  ``chat_default`` is what ``chat_template=None`` means for the model (whether its
-    tokenizer has a chat template): a profile calibrated with ``None`` then matches a config that says ``True``.
+    ``config.delta=None`` takes the user's profile, else the shipped one, else the paper's -6.0 with an
+    :class:`UncalibratedDeltaWarning`; a number is used as given and warns when no profile exists for these settings
+    (one loaded from another directory counts when its delta is the number).  ``retrieve="always"``/``"never"`` runs
+    are not checked; a profile applied to another prompt gives a :class:`CalibrationMismatchWarning`; each warning
+    comes once per settings, per process.  ``layer`` is ``None`` for a back-end that reads no hidden states;
+    ``chat_default`` is what ``chat_template=None`` means for the model.
     """
     given = config.delta
     if config.retrieve != "uncertain":
@@ -344,15 +307,11 @@ def resolve_band(profile: DeltaProfile | None, config: Any) -> tuple[float, floa
         low, high = cascade["band"]
         return float(low), float(high)
     where = f"profile {profile.key}" if profile is not None else "no profile"
-    seen = f"band|{where}|{config.cascade_estimator}"
-    if seen not in _warned:
-        _warned.add(seen)
-        import warnings
-
-        warnings.warn(
-            f"no cascade band for {config.cascade_estimator} in {where}: every step draws its samples. Calibrate one "
-            "with `seakr calibrate` (it stores the band with delta), or set cascade_band=(low, high)",
-            UncalibratedDeltaWarning,
-            stacklevel=4,
-        )
+    _warn_once(
+        f"band|{where}|{config.cascade_estimator}",
+        f"no cascade band for {config.cascade_estimator} in {where}: every step draws its samples. Calibrate one "
+        "with `seakr calibrate` (it stores the band with delta), or set cascade_band=(low, high)",
+        UncalibratedDeltaWarning,
+        4,
+    )
     return None

@@ -22,8 +22,6 @@ if TYPE_CHECKING:  # annotations only: resolving needs neither the back-ends nor
     from seakr_integrations.backends.base import SelfAwareBackend
     from seakr_integrations.reasoning.config import SeaKRConfig
 
-__all__ = ["ResolvedConfig", "calibrated_config", "resolve_config"]
-
 
 @dataclass(frozen=True)
 class ResolvedConfig:
@@ -45,11 +43,8 @@ class ResolvedConfig:
 def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedConfig:
     """The config a SeaKR run on ``backend`` uses: the step that reads the calibration profiles, once per ``SeaKR``.
 
-    ``delta`` comes from :func:`resolve_delta` and the cascade band from :func:`resolve_band` (their docstrings
-    say which profile wins and when a warning is given); the model name, the layer read
-    (``backend.profile_layer``) and whether the tokenizer has a chat template pick the profile.  ``SeaKR(backend,
-    retriever, config)`` calls this itself; ``SeaKR(backend, retriever, resolve_config(backend, config))`` builds
-    it from what was read here, reading no file (the adapters' loop caches do so).
+    ``delta`` comes from :func:`resolve_delta`, the cascade band from :func:`resolve_band`.  ``SeaKR(backend,
+    retriever, config)`` calls this itself; given its result instead, ``SeaKR`` reads no file (the adapters' caches).
     """
     layer = backend.profile_layer(config.layer)
     delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)

@@ -1,8 +1,5 @@
-"""The embedded defaults: a bundled demo corpus whose BM25 index is built on first use in the cache directory.
-
-They let ``seakr ask "..."`` run on a fresh install with no other argument.  The index directory is named after
-the corpus file's hash, so a new corpus in a new release gets a new index and an interrupted first build (atomic,
-see ``BM25Index.build``) is simply redone on the next call.
+"""The embedded defaults: a bundled demo corpus whose BM25 index is built on first use in the cache directory, so
+that ``seakr ask "..."`` runs on a fresh install with no other argument.
 """
 
 from __future__ import annotations
@@ -34,8 +31,8 @@ def cached_index(
 ) -> BM25Index:
     """The BM25 index of a corpus file, built under ``<cache>/indexes/`` the first time it is asked for.
 
-    The directory is named after the file's content hash, so an edited corpus gets a new index and an index can
-    never be paired with a corpus it was not built from.
+    The directory is named after the file's content hash, so an index is never paired with a corpus it was not
+    built from, and an interrupted first build (atomic) is simply redone on the next call.
     """
     corpus = Path(corpus)
     if not corpus.is_file():

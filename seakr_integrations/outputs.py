@@ -1,9 +1,6 @@
-"""Output records of a self-aware LM call.
-
-SeaKR needs more from a language model than text: the greedy step that becomes the reasoning chain, and k sampled
-continuations whose hidden states at EOS measure how consistent the model is with itself.  These small records
-carry exactly that, in the same shape from every back-end, so estimators and the reasoning loop never look at a
-back-end's native objects.
+"""Output records of a self-aware LM call: the greedy step and the k samples whose EOS hidden states measure the
+model's self-consistency, in the same shape from every back-end, so estimators and the loop never see a back-end's
+native objects.
 """
 
 from __future__ import annotations
@@ -28,19 +25,15 @@ class Continuation:
     Attributes:
         text: Decoded text, special tokens skipped, cut before a matched stop string.
         token_ids: Every generated token id, including a final EOS or the token that completed a stop string.
-        logprobs: Log-probability of each generated token under the model's raw distribution (before temperature,
-            top-k and top-p), one per entry of ``token_ids``.
+        logprobs: Each token's log-probability under the raw distribution (before temperature, top-k and top-p).
         finish_reason: Why generation ended.
         stop_reason: The stop string that matched, or ``None`` (EOS or length).
-        eos_vector: For sampled continuations only: the hidden state read where EOS is the model's input after the
-            continuation (SPEC section 2), float32 of shape ``(hidden_size,)``.  ``None`` for the greedy one.
-        logit_lse: ``logsumexp`` of the raw logits at each generated position (needed by the energy estimator), or
-            ``None`` where the back-end cannot expose logits.  vLLM returns normalised log-probabilities only, so
-            ``VLLMBackend`` reads the logits inside the engine, for the greedy continuation only.
-        offsets: Where each generated token ends in ``text`` (a character offset, one per entry of ``token_ids``),
-            which maps token probabilities onto words (SeaKR's query masking); ``None`` when not computed.  A
-            ``seakr serve`` server sends them with its greedy continuations, so a remote client needs no tokenizer
-            round trip per prefix; elsewhere :func:`token_offsets` computes them.
+        eos_vector: Samples only: the float32 ``(hidden_size,)`` hidden state read where EOS is the model's input after
+            the continuation (SPEC section 2); ``None`` for the greedy one.
+        logit_lse: ``logsumexp`` of the raw logits at each generated position (the energy estimator's), ``None`` where
+            the back-end exposes no logits (``VLLMBackend`` reads them in the engine, for the greedy one only).
+        offsets: Where each token ends in ``text`` (maps token probabilities onto words, SeaKR's query masking): sent
+            by a ``seakr serve`` server, else computed by :func:`token_offsets`; ``None`` when not computed.
     """
 
     text: str
@@ -91,14 +84,12 @@ class SelfAwareOutput:
 def text_pieces(continuation: Continuation, decode: Callable[[list[int]], str]) -> list[str]:
     """``continuation.text`` cut into one piece per token, for replaying a finished generation as a stream.
 
-    Growing prefixes are decoded so that a multi-byte character split across tokens is never cut; whatever the
-    prefixes cannot place (e.g. text kept before a stop string that ended mid-token) becomes the last piece.  The
-    pieces always join to exactly ``continuation.text`` (one empty piece when the text is empty).
+    Growing prefixes are decoded so that a multi-byte character split across tokens is never cut; what they cannot
+    place becomes the last piece.  The pieces always join to exactly ``continuation.text`` (``[""]`` when empty).
 
     Args:
         continuation: The finished continuation.
-        decode: Token ids to text with special tokens skipped
-            (e.g. ``lambda ids: tok.decode(ids, skip_special_tokens=True)``).
+        decode: Token ids to text with special tokens skipped (e.g. ``tok.decode(ids, skip_special_tokens=True)``).
     """
     text, shown, pieces = continuation.text, "", []
     for n in range(1, len(continuation.token_ids) + 1):

@@ -60,9 +60,8 @@ def check_choice(name: str, value: object, literal: Any, note: str = "") -> str:
 def check_real(name: str, value: object, expected: str) -> float:
     """``value`` as a float when it is a finite real number, else a ``ValueError`` that names the field.
 
-    A bool, a string, NaN or an infinity is refused here, at construction, because each would otherwise pass the
-    range checks (NaN compares false with everything, so a NaN threshold silently never or always fires) or fail
-    far away with a ``TypeError`` inside the loop.
+    A bool, a string, NaN or an infinity is refused at construction: each would otherwise pass the range checks (NaN
+    compares false with everything) or fail far away inside the loop.
 
     Args:
         name: The field, as the user spells it.
@@ -84,27 +83,21 @@ def check_int(name: str, value: object, expected: str) -> int:
 
 @dataclass(frozen=True)
 class SamplingConfig:
-    """How a back-end samples and where it reads the hidden state.
-
-    One greedy continuation is always produced next to the ``k`` samples; it uses the same ``max_tokens`` and
-    ``stop`` but temperature 0.
+    """How a back-end samples and where it reads the hidden state; one greedy continuation (same ``max_tokens`` and
+    ``stop``, temperature 0) is always produced next to the ``k`` samples.
 
     Attributes:
-        k: Number of sampled continuations (SeaKR: 20).  At least 2: EigenScore compares samples with each other;
-            0 asks for the greedy continuation alone (no samples, no read-out), for calls whose uncertainty nobody
-            reads.  At most ``MAX_K`` (256).
+        k: Sampled continuations (SeaKR: 20), from 2 (EigenScore compares them) to ``MAX_K``; 0: the greedy one alone.
         temperature: Sampling temperature of the k samples.
         top_k: Keep only the ``top_k`` most likely tokens (0 or -1 disables).
         top_p: Nucleus sampling mass (1.0 disables).
-        max_tokens: Maximum generated tokens per continuation, at most ``MAX_TOKENS`` (32,768) and less than the
-            model's context.
-        min_tokens: EOS cannot end a continuation before it has this many tokens (vLLM's ``min_tokens``).  The
-            log-probabilities stay those of the unmasked distribution, so a forced token reads as unlikely.
+        max_tokens: Maximum generated tokens per continuation, at most ``MAX_TOKENS`` and less than the model's context.
+        min_tokens: EOS cannot end a continuation before this many tokens (log-probabilities stay unmasked).
         stop: Stop strings; the text is cut before the first one that appears.
         seed: Seed of the samples' random generator (same seed, same samples on the same back-end).
         layer: 0-based decoder layer whose vector is read; ``None`` means ``num_layers // 2 - 1`` (SeaKR's L/2).
-        source: ``"mlp"`` (SeaKR's vector: the MLP output before it joins the residual stream) or ``"residual"``
-            (the residual stream after the layer, as INSIDE and HF ``hidden_states[layer + 1]``).
+        source: ``"mlp"`` (SeaKR's: the MLP output) or ``"residual"`` (the stream after the layer, HF
+            ``hidden_states[layer + 1]``).
     """
 
     k: int = 20

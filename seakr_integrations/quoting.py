@@ -1,12 +1,8 @@
-"""Quoting user input in error messages and notes without echoing all of it.
-
-A 200,000-character question once produced a 200,000-character error message.  Messages quote at most the start of
-an input and say how long it was, so they stay readable in a terminal, a log line or an HTTP error body.
+"""Quoting user input in error messages and notes without echoing all of it: the start of an input and its length,
+so a message stays readable in a terminal, a log line or an HTTP error body (a question can be 200,000 characters).
 """
 
 from __future__ import annotations
-
-__all__ = ["quoted"]
 
 LIMIT = 120
 """Characters of an input that a message quotes."""

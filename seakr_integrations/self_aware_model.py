@@ -1,11 +1,7 @@
 """One self-aware model, described the same way for every framework: where it runs, how it samples, how it scores.
 
-LangChain's ``ChatSeaKR`` / ``SeaKRLLM`` and LlamaIndex's ``SeaKRLLM`` are faces of one thing: a model, loaded in
-this process or served by ``seakr serve``, that answers with its greedy continuation and measures its uncertainty
-from k samples.  ``SelfAwareModel`` holds that description once (validated once), resolves it to one back-end per
-process, applies the chat template in one place, and states the one rule every SeaKR component of both packages
-follows: the loop samples as its model does, unless the component's ``SeaKRConfig`` says otherwise.
-``LoopCache`` builds that component's ``SeaKR`` on first use and keeps it while nothing it depends on changes.
+LangChain's ``ChatSeaKR`` / ``SeaKRLLM`` and LlamaIndex's ``SeaKRLLM`` are faces of one model; ``SelfAwareModel``
+validates that description once and resolves it to one back-end per process (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -50,23 +46,19 @@ class SelfAwareModel:
     """A self-aware model as both framework adapters name it.
 
     Attributes:
-        backend: ``"hf"`` (transformers) or ``"vllm"`` to load ``model`` once per process, or a
-            ``SelfAwareBackend`` instance to use as it is.  Unused when ``base_url`` is given.
-        model: A packaged model's short name (``seakr models``) or a local Hugging Face model directory (``None``
-            with ``base_url``: the server's model answers).
+        backend: ``"hf"`` or ``"vllm"`` to load ``model`` once per process, or a ``SelfAwareBackend`` to use as it is.
+        model: A short name (``seakr models``) or a local model directory (``None`` with ``base_url``).
         base_url: A ``seakr serve`` server whose model answers instead (``backend`` and ``model`` are then unused).
-        api_key: That server's API key, if it has one (never shown in a repr or an error; checked here, so a key
-            with a newline or a non-ASCII character is refused at once, not at the first call).
-        timeout: Seconds one request to that server may take, its retries included (unused without ``base_url``).
+        api_key: That server's API key (never shown; one that cannot be sent is refused here, not at the first call).
+        timeout: Seconds one request to that server may take, its retries included.
         sampling: How the k samples are drawn and where their hidden state is read (``SamplingConfig``).
         estimator: The uncertainty estimator of every call (``"prompt"`` makes one more greedy call, the probe).
         alpha: EigenScore's ridge.
         chat_template: Wrap prompts in the model's chat template: ``None`` does so when the tokenizer has one.
 
     Raises:
-        ValueError: A bad back-end kind, an unknown model, a bad ``base_url``, an API key without a server or one
-            that cannot be sent, a bad timeout, bad sampling settings or an unknown estimator (each message says
-            what to pass).
+        ValueError: A bad back-end kind, model, ``base_url``, API key, timeout, sampling or estimator (the message
+            says what to pass).
         TypeError: ``backend`` is an object that is not a self-aware back-end.
     """
 
@@ -111,7 +103,6 @@ class SelfAwareModel:
         if not isinstance(self.chat_template, (bool, type(None))):
             raise ValueError(f"chat_template={self.chat_template!r}: pass True, False or None (when it has one)")
 
-    # ------------------------------------------------------------------------------------------------ which model
     @property
     def kind(self) -> str:
         """Where it runs, in words: ``"server"``, ``"hf"``, ``"vllm"`` or the back-end instance's class name."""
@@ -156,7 +147,6 @@ class SelfAwareModel:
     def _server_key(self) -> tuple[str, str, float]:
         return (check_base_url(self.base_url), self.api_key or "", self.timeout)
 
-    # ----------------------------------------------------------------------------------------------- prompts
     def uses_chat_template(self) -> bool:
         """Whether prompts go inside the model's chat template (``chat_template=None``: when it has one)."""
         return self.resolve().uses_chat_template(self.chat_template)
@@ -174,7 +164,6 @@ class SelfAwareModel:
         lines = [f"{m['role']}: {m['content']}" for m in messages]
         return "\n".join([*lines, "assistant:"])
 
-    # ---------------------------------------------------------------------------------------------- the calls
     def call_sampling(self, stop: Sequence[str] | None = None, **overrides: Any) -> SamplingConfig:
         """The sampling of one call: the model's, with ``stop`` and per-call ``overrides`` (any ``SamplingConfig``
         field)."""
@@ -196,7 +185,6 @@ class SelfAwareModel:
         config = self.call_sampling(stop, **overrides)
         return scored_generate(self.resolve(), list(prompts), config, estimator, self.alpha)
 
-    # -------------------------------------------------------------------------------------------- the loop's
     def loop_config(self, config: SeaKRConfig | None = None) -> SeaKRConfig:
         """The settings a SeaKR component runs with: the model's sampling, estimator and chat template, except
         where ``config`` changes a setting from ``SeaKRConfig()``'s default (then ``config``'s wins)."""

@@ -1,14 +1,9 @@
-"""Find the decoder layers and their MLP in a Llama-style model, whatever class wraps them.
-
-Both back-ends hook the same two places (the layer and its MLP), and the same lookup serves Hugging Face modules
-and vLLM's re-implementations, which keep the ``model.layers[i].mlp`` layout.
-"""
+"""Find the decoder layers and their MLP in a Llama-style model, whatever class wraps them: both back-ends hook the
+same two places, and vLLM's re-implementations keep Hugging Face's ``model.layers[i].mlp`` layout."""
 
 from __future__ import annotations
 
 from torch import nn
-
-__all__ = ["find_decoder_layers", "find_mlp"]
 
 # Known locations first (cheap and unambiguous); a generic search over ModuleLists follows.
 _LAYER_PATHS = (

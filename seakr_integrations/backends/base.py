@@ -1,9 +1,6 @@
-"""The one interface every self-aware LM back-end implements.
-
-SeaKR's loop, the estimators and the framework adapters only ever see two paths: ``SelfAwareBackend.generate``, a
-batch of prompts in, a greedy continuation plus k samples with their EOS hidden states out; and ``stream()``, the
-same per prompt without waiting for the batch (submit each prompt when it is issued, collect each output when it is
-done).  Input checks live here once so that every back-end fails the same way on the same bad input.
+"""The one interface every self-aware LM back-end implements: ``generate`` (a batch of prompts in, a greedy continuation
+plus k samples with their EOS hidden states out) and ``stream()`` (the same per prompt, without waiting for a batch).
+Input checks live here once, so every back-end fails the same way on the same bad input.
 """
 
 from __future__ import annotations
@@ -19,8 +16,6 @@ from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig, max_tokens_too_large
 
-__all__ = ["BatchingStream", "SelfAwareBackend", "chat_template_prompt", "eos_scoring_sequence"]
-
 
 def chat_template_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
     """``messages`` in ``tokenizer``'s chat template with the assistant turn opened, as text.
@@ -34,20 +29,15 @@ def chat_template_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> 
 
 
 def eos_scoring_sequence(prompt_ids: Sequence[int], token_ids: Sequence[int], eos_token_id: int) -> list[int]:
-    """The token sequence whose last position gives a sample's EOS vector (SPEC section 2).
-
-    The sample's last generated token is replaced by EOS (a no-op when it already is EOS), so the vector is read
-    where EOS is the model's input right after the sample's text, whatever made the sample stop.
-    """
+    """The token sequence whose last position gives a sample's EOS vector (SPEC section 2): the sample's last token
+    replaced by EOS (a no-op when it already is EOS), so EOS is the input right after the sample's text."""
     return [*prompt_ids, *token_ids[:-1], eos_token_id]
 
 
 class SelfAwareBackend(ABC):
     """A language model that returns, for each prompt, a greedy continuation and k samples with EOS vectors.
-
     Subclasses set ``model_name``, ``num_layers``, ``hidden_size``, ``max_context``, ``eos_token_id`` and
-    implement ``tokenize``, ``_generate`` and ``last_token_vectors``.
-    """
+    implement ``tokenize``, ``_generate`` and ``_last_token_vectors``."""
 
     model_name: str
     num_layers: int
@@ -106,11 +96,9 @@ class SelfAwareBackend(ABC):
     def last_token_vectors(
         self, sequences: Sequence[Sequence[int]], *, layer: int | None = None, source: HiddenSource = "mlp"
     ) -> np.ndarray:
-        """Hidden state at the last position of each token sequence, ``(len(sequences), hidden_size)`` float32.
-
-        This is the "scoring pass" of SPEC section 10: give it ``eos_scoring_sequence(...)`` and it returns the
-        sample's EOS vector.  Exposed so that back-ends can be checked against each other on identical tokens.
-        """
+        """Hidden state at the last position of each token sequence, ``(len(sequences), hidden_size)`` float32: the
+        "scoring pass" of SPEC section 10 (``eos_scoring_sequence(...)`` in, the sample's EOS vector out), exposed so
+        that back-ends can be checked against each other on identical tokens."""
         layer = self.resolve_layer(layer)
         if source not in ("mlp", "residual"):
             raise ValueError(f"source={source!r}: choose 'mlp' or 'residual'")
@@ -192,12 +180,8 @@ class SelfAwareBackend(ABC):
         return outputs
 
     def stream(self) -> GenerationStream:
-        """The non-blocking path: submit prompts one by one as they are issued, collect each output when it is done.
-
-        This default runs whatever is pending as one ``generate`` call each time it is collected; ``VLLMBackend``
-        adds each prompt to its running engine instead.  Use the stream as a context manager (leaving it cancels
-        what is still running).
-        """
+        """The non-blocking path (``GenerationStream``; use it as a context manager).  This default batches whatever is
+        pending at each ``collect`` (``BatchingStream``); ``VLLMBackend`` adds each prompt to its running engine."""
         return BatchingStream(self)
 
     def _check_fits(self, index: int, ids: Sequence[int], config: SamplingConfig) -> None:
@@ -269,12 +253,9 @@ class SelfAwareBackend(ABC):
 
 
 class BatchingStream(GenerationStream):
-    """Runs whatever is pending when it is collected as one ``generate`` call per (layer, source).
-
-    The back-end is free again after each call, so prompts submitted while a batch runs (by questions whose
-    searches just came back) join the next one.  A batch that fails is run again prompt by prompt, so a bad prompt
-    fails only its own ticket.
-    """
+    """Runs whatever is pending at each ``collect`` as one ``generate`` call per (layer, source), so prompts submitted
+    while a batch runs join the next one; a failed batch is run again prompt by prompt, so a bad prompt fails only its
+    own ticket."""
 
     def __init__(self, backend: SelfAwareBackend) -> None:
         self.backend = backend

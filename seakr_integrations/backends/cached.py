@@ -1,9 +1,5 @@
-"""A back-end that remembers its outputs, so runs that repeat calls (a threshold sweep) pay for each call once.
-
-Calibrating delta runs SeaKR over the same questions at a dozen thresholds.  Every run starts with the same first
-step, and runs at nearby thresholds share most of their later calls too; with seeded sampling a repeated
-(prompt, settings) pair would produce the same output anyway, so serving it from memory changes no result and
-saves most of the sweep's cost.
+"""A back-end that remembers its outputs, so runs that repeat calls (a threshold sweep) pay for each call once; with
+seeded sampling a repeated (prompt, settings) pair gives the same output anyway, so no result changes.
 """
 
 from __future__ import annotations
@@ -16,8 +12,6 @@ from seakr_integrations.backends.proxy import ProxyBackend
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
-
-__all__ = ["CachedBackend"]
 
 
 class CachedBackend(ProxyBackend):

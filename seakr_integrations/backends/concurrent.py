@@ -1,11 +1,5 @@
 """One self-aware back-end shared safely by threads: concurrent ``generate`` calls are queued and run as one batch.
-
-LangChain and LlamaIndex run async code paths (``ainvoke``, ``acomplete``, ``aquery``, workflows) by moving the
-blocking model calls into threads, so several SeaKR questions may reach the same back-end at once.  Neither
-back-end may be entered twice: the HF back-end hooks a decoder layer of the one shared model for the duration of a
-call, and vLLM's ``LLM`` is not thread-safe.  ``ConcurrentBackend`` lets one caller run at a time and gathers every
-call that arrives meanwhile into the next back-end batch, so concurrent questions share batches (what
-``SeaKR.answer_many`` does for questions known up front) instead of merely waiting for each other.
+Framework async paths run model calls in threads, and no back-end may be entered twice (docs/design/backends.md).
 """
 
 from __future__ import annotations
@@ -21,8 +15,6 @@ from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.proxy import ProxyBackend
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
-
-__all__ = ["ConcurrentBackend", "concurrent_backend"]
 
 
 class _Request:
@@ -44,11 +36,8 @@ class _Request:
 
 
 class ConcurrentBackend(ProxyBackend):
-    """A thread-safe view of ``inner``: the same model, one back-end call at a time, concurrent calls batched.
-
-    Every attribute not defined here (``model_name``, ``tokenizer``, ``max_context``...) is the inner back-end's.
-    Get instances with ``concurrent_backend(backend)`` so that every component using one back-end shares one lock.
-    """
+    """A thread-safe view of ``inner``: one back-end call at a time, concurrent calls batched.  Get instances with
+    ``concurrent_backend(backend)`` so that every component using one back-end shares one lock."""
 
     def __init__(self, inner: SelfAwareBackend) -> None:
         super().__init__(inner)

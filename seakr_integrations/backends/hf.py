@@ -1,16 +1,8 @@
 """Self-aware generation with Hugging Face transformers (CPU or CUDA).
 
-``generate(num_return_sequences=k, output_hidden_states=True)`` is 3-8x slower than needed here (SPEC section 10)
-because it re-encodes the prompt per sample and materialises every layer's states at every step.  Instead:
-
-* the prompt is encoded once and its KV cache expanded to ``1 + k`` rows (row 0 greedy, rows 1..k sampled) that
-  decode in lockstep; finished rows are pruned from the batch;
-* a sample that finishes feeds EOS as its next input (in place of its last token, SPEC section 2), so its EOS
-  vector is read by a forward hook in the decode step the batch runs anyway; when only such rows are left the
-  pass stops right after the hooked layer and no logits are built.
-
-``last_token_vectors`` is the stand-alone scoring pass (one forward over given sequences, stopped at the layer)
-used to check back-ends against each other.
+``generate(num_return_sequences=k, output_hidden_states=True)`` is 3-8x slower than needed (SPEC section 10), so the
+prompt is encoded once and ``1 + k`` rows decode in lockstep on its KV cache, each finished sample's EOS vector read
+by a hook in a step the batch runs anyway (docs/design/backends.md).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Build a back-end from a name, once per process.
 
-Framework objects get constructed far more often than models should be loaded: a LangChain chat model is created
-per request in some apps, test suites build one per test, and a chain, a retriever and a re-ranker often name the
-same model, not always with the same spelling (``"smollm2"``, ``"smollm2-135m-instruct"``, or the directory it was
-converted into).  ``shared_backend`` therefore keys its cache on the model's resolved directory, not on the name it
-was given, and hands the same instance to all of them.
+Framework objects are built far more often than models should be loaded, and name one model in several spellings, so
+``shared_backend`` keys its cache on the model's resolved directory (docs/design/backends.md).
 """
 
 from __future__ import annotations

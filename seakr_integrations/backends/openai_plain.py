@@ -1,12 +1,8 @@
 """A plain OpenAI-compatible server (stock ``vllm serve``) behind ``RemoteBackend``: logprobs, no hidden states.
 
-Many teams already run a model server and cannot add seakr's plugin to it.  Such a server still returns what every
-estimator except the hidden-state ones needs: the tokens of a greedy continuation and of k samples with their
-log-probabilities.  This module maps SeaKR's self-aware call onto the standard ``/v1/completions`` route (one greedy
-request at temperature 0 and one request for ``n=k`` samples, both with ``logprobs``) and its tokenizer calls onto
-the server's ``/tokenize`` and ``/detokenize`` routes (stock vLLM has them; a server without them is refused when
-the back-end is built).  EigenScore reads the samples' hidden states, which no such server returns, so it is refused
-before any call, with the command that starts a server that has them (:func:`check_estimators`).
+For servers that cannot add seakr's plugin: SeaKR's call maps onto ``/v1/completions`` and its tokenizer onto
+``/tokenize`` and ``/detokenize``; estimators that need hidden states or raw logits are refused before any call
+(:func:`check_estimators`).  Design: docs/design/backends.md.
 """
 
 from __future__ import annotations
@@ -20,20 +16,6 @@ from typing import Any
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.registry import REGISTRY
-
-__all__ = [
-    "HIDDEN_NEEDS",
-    "MAX_STOP",
-    "PlainTokenizer",
-    "apply_stops",
-    "check_estimators",
-    "completion_bodies",
-    "continuation_from_choice",
-    "logprob_estimators",
-    "plain_outputs",
-    "served_model",
-    "unavailable_message",
-]
 
 Request = Callable[..., Any]
 """``request(method, path, body=None, absent=()) -> parsed JSON`` (``RemoteBackend._request``: retries, timeouts,
@@ -73,10 +55,8 @@ def unavailable_message(estimator: str, where: str, field: str = "estimator") ->
 
 
 def check_estimators(backend: Any, names: Iterable[tuple[str, str | None]]) -> None:
-    """Refuse, before any call, every ``(field, estimator)`` that ``backend`` cannot feed.
-
-    Only a back-end that reads no hidden states (``reads_hidden_states`` is ``False``: ``RemoteBackend`` on a plain
-    server) refuses anything here; the others compute every estimator they are asked for.
+    """Refuse, before any call, every ``(field, estimator)`` that ``backend`` cannot feed: only a back-end that reads
+    no hidden states (``RemoteBackend`` on a plain server) refuses anything.
 
     Raises:
         ValueError: The first estimator that needs hidden states or raw logits (the message says how to go on).

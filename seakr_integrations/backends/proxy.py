@@ -1,8 +1,5 @@
-"""The base of back-ends that wrap another one (thread-safe sharing, output memory): the model stays the inner one's.
-
-A wrapper changes how ``generate`` is served, never what the model is, so everything else (``model_name``,
-``tokenizer``, ``max_context``, ``num_layers``, timings...) reads straight through to the wrapped back-end.
-"""
+"""The base of back-ends that wrap another one (thread-safe sharing, output memory): a wrapper changes how
+``generate`` is served, never the model, so every other attribute reads through to the wrapped back-end."""
 
 from __future__ import annotations
 
@@ -13,8 +10,6 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
-
-__all__ = ["ProxyBackend"]
 
 
 class ProxyBackend(SelfAwareBackend):

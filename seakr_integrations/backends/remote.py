@@ -1,20 +1,9 @@
 """A self-aware back-end over HTTP: the model runs in ``seakr serve`` (vLLM's server with seakr's plugin), or in any
-OpenAI-compatible server that returns logprobs.
+OpenAI-compatible server that returns logprobs (``openai_plain``; no EigenScore there).
 
-Real RAG apps call a model server: one GPU serves many app instances, and the server scales out with vLLM's own
-tensor parallelism and replicas.  ``RemoteBackend`` is the back-end interface over the server's seakr routes, so
-``SeaKR``, the LangChain and LlamaIndex adapters, the re-rankers and the gates work against a server exactly as
-in-process.  It needs no torch, transformers or vLLM: the server tokenises, generates, reads the hidden states and
-computes the uncertainties; vectors travel only when asked for (``return_vectors=True``).  A server without
-seakr's routes (``/v1/seakr/info`` answers 404: a stock ``vllm serve``) is used through its standard routes
-(``backends.openai_plain``): every estimator that needs only token log-probabilities works, and EigenScore is
-refused before any call.
-
-Connections are pooled (httpx), a connection error or a 503 is retried with backoff within the timeout, every
-request has a timeout, and errors name the URL and the HTTP status, never the API key.  The URL, the key and what
-the server answers are checked in ``backends.remote_checks``: a key that cannot be sent, a reply that is not JSON or
-lacks a field, an HTML error page, each is a ``RemoteBackendError`` (or, for the client's own settings, a
-``ValueError``) that says what happened.
+Real RAG apps call a model server shared by many app instances; with this back-end everything SeaKR offers works
+against one exactly as in-process, without torch, transformers or vLLM.  Retries, timeouts and errors:
+docs/design/backends.md.
 """
 
 from __future__ import annotations
@@ -58,11 +47,8 @@ class RemoteBackend(SelfAwareBackend):
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"`` (a trailing ``/v1`` is accepted).
         api_key: The server's ``--api-key``, if it has one (sent as a bearer token; never logged or shown).
-        timeout: Seconds one request may take (a generate call of many samples on a CPU can take minutes), its
-            retries included.  A connection error or a 502/503/504 is retried with backoff (0.5 s doubling to 8 s,
-            or the server's ``Retry-After``): for a server that has answered before (a restart, an overload) until
-            ``timeout`` has passed, so a question goes on through the gap; at first contact for ``FIRST_CONTACT``
-            seconds at most, so a wrong URL fails fast.
+        timeout: Seconds one request may take, retries included (a connection error or a 502/503/504 is retried with
+            backoff; before the server first answered, for ``FIRST_CONTACT`` seconds at most).
         return_vectors: Also fetch the samples' EOS vectors (to compute estimators locally); off by default, as
             the server computes every estimator it serves.
         max_connections: Requests in flight at once (the server batches them in its engine).
@@ -164,7 +150,6 @@ class RemoteBackend(SelfAwareBackend):
         self.estimators = openai_plain.logprob_estimators()
         self.info = {"model": self.model_name, "max_context": self.max_context, "kind": self.kind}
 
-    # ------------------------------------------------------------------------------------------------ HTTP
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None = None, *, absent: tuple[int, ...] = ()
     ) -> Any:
@@ -227,7 +212,6 @@ class RemoteBackend(SelfAwareBackend):
         plain = ", plain OpenAI-compatible server" if self.kind == "openai" else ""
         return f"RemoteBackend({self.base_url!r}, model={self.model_name!r}{plain})"
 
-    # ------------------------------------------------------------------------------------------- generation
     def tokenize(self, text: str) -> list[int]:
         return self.tokenizer(text).input_ids
 

@@ -1,11 +1,6 @@
 """What ``RemoteBackend`` checks before and after each request: the URL, the API key, the timeout, and the shape of
-what the server answered.
-
-A client's own mistakes should fail at once and say what to fix, and a server that answers something else than a
-seakr (or OpenAI-compatible) server should fail with the URL and what came back, not with a ``KeyError`` or a
-``JSONDecodeError`` from deep inside.  The checks live apart from the HTTP plumbing so that each entry point
-(``RemoteBackend``, ``SelfAwareModel`` behind ``ChatSeaKR`` and both ``SeaKRLLM``, the CLI's ``SEAKR_API_KEY``)
-validates the same way, once, where the value is accepted.
+the server's answer.  Apart from the HTTP code, so every entry point validates the same way, once, and a mistake
+fails with what to fix rather than a ``KeyError`` from deep inside (docs/design/backends.md).
 """
 
 from __future__ import annotations
@@ -18,8 +13,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from seakr_integrations.params import check_real
-
-__all__ = ["DEFAULT_TIMEOUT", "check_api_key", "check_base_url", "check_timeout", "reply_field", "server_message"]
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one request to a model server may take, by default (a generate call of many samples on a CPU server can

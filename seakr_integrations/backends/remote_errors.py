@@ -1,16 +1,7 @@
-"""What ``RemoteBackend`` raises, and how a caller tells the server's failure from a request's.
-
-A question that a server refuses (a prompt too long, a bad setting: HTTP 400) fails alone; the next question may
-well be answered.  A server that cannot be reached, or accepts a request and never answers, fails every question the
-same way until someone restarts it: that is a ``ServerUnavailableError``, and a long run (``seakr eval``) stops on it
-instead of waiting the client's whole ``timeout`` for each of hundreds of questions (``server_unavailable`` finds it
-behind a question's error).
-
-Once a request found the server unavailable, the client does not wait a whole ``timeout`` again on each request
-that follows (``ServerWatch``): it asks the server's ``/health`` first, for ``QUICK_CHECK`` seconds, and sends the
-request only if the server answered (any answer: the server is back, and the request gets its whole ``timeout``);
-a request within ``QUICK_CHECK`` seconds of the last failure fails at once.  A server that answers once is trusted
-again.
+"""What ``RemoteBackend`` raises, and how a caller tells the server's failure (``ServerUnavailableError``: every
+question fails alike until it is back, so a long run stops) from a request's own (that question fails alone).
+After a failure, ``ServerWatch`` checks ``/health`` before a request instead of waiting a whole ``timeout`` again
+(docs/design/backends.md).
 """
 
 from __future__ import annotations
@@ -18,14 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from typing import Any
-
-__all__ = [
-    "QUICK_CHECK",
-    "RemoteBackendError",
-    "ServerUnavailableError",
-    "ServerWatch",
-    "server_unavailable",
-]
 
 QUICK_CHECK = 5.0
 """Seconds a server seen unavailable gets to answer its ``/health`` before a request is sent to it (and the seconds
@@ -42,8 +25,7 @@ class RemoteBackendError(RuntimeError):
 
 class ServerUnavailableError(RemoteBackendError):
     """The server could not be reached, or did not answer within the client's ``timeout`` (retries included), or
-    answered 502/503/504 all that time: the server's fault, not the request's, and every request fails the same way
-    until it is back.
+    answered 502/503/504 all that time: the server's fault, not the request's.
 
     Attributes:
         base_url: The server.

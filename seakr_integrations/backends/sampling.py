@@ -1,16 +1,12 @@
 """Top-k then top-p filtering with vLLM's exact rule, without sorting the whole vocabulary.
 
-Shared by ``HFBackend`` (so both back-ends sample from the same distribution) and by the vLLM logits processor
-in ``vllm_sampling`` (which replaces vLLM's full-vocabulary sort on CPU).  The rule, in vLLM's order: after
-temperature, keep every logit >= the k-th largest, then drop the least likely kept tokens whose cumulative
-probability (counted from the least likely) is <= 1 - p, always keeping the most likely token.
+Shared by ``HFBackend`` and vLLM's logits processor (``vllm_sampling``), so both back-ends sample from the same
+distribution; the rule is spelled out in docs/design/backends.md.
 """
 
 from __future__ import annotations
 
 import torch
-
-__all__ = ["top_k_top_p_filter"]
 
 _TIE_MARGIN = 16
 

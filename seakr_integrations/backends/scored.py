@@ -1,9 +1,5 @@
 """One self-aware call scored with any estimator SeaKR's loop accepts: what a framework's LLM class does per call.
-
-The LangChain and LlamaIndex model classes answer one prompt at a time, outside the loop, yet a user picks the same
-estimators there as in ``SeaKRConfig``.  Most are computed from the call's own output; ``"prompt"`` needs a second,
-greedy-only call (the probe) that asks the model whether it knew, built and scored exactly as the loop does it.
-"""
+``"prompt"`` needs a second, greedy-only call (the probe), built and scored exactly as the loop does it."""
 
 from __future__ import annotations
 
@@ -16,8 +12,6 @@ from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 from seakr_integrations.uncertainty.prompt import PROBE_TOKENS, probe_after, probe_sampling, unprobed
 from seakr_integrations.uncertainty.registry import check_estimator
-
-__all__ = ["probe_calls", "probe_scores", "probe_uncertainty", "prompt_fits", "scored_generate"]
 
 
 def prompt_fits(backend: SelfAwareBackend, prompt: str, budget: int) -> bool:

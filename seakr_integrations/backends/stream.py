@@ -1,11 +1,6 @@
-"""The non-blocking path of a self-aware back-end: submit each prompt when it is issued, collect each output when
-it is finished.
-
-``SelfAwareBackend.generate(prompts)`` returns when the slowest prompt of the batch is done.  A driver answering many
-questions at once wants each question's call to reach the model the moment it is issued, and the question to go on the
-moment its own outputs are back: ``submit`` returns a ticket at once, ``collect`` makes one unit of progress (an engine
-step, or one batch) and returns the tickets that finished.  Implementations: ``base.BatchingStream`` (every back-end's
-default) and ``vllm_stream.VLLMStream`` (requests join vLLM's running batch).
+"""The non-blocking path of a self-aware back-end: ``submit`` each prompt when it is issued, ``collect`` each output
+when it is finished, so a question goes on the moment its own outputs are back, not when a whole batch is.
+Implementations: ``base.BatchingStream`` (the default) and ``vllm_stream.VLLMStream`` (joins vLLM's running batch).
 """
 
 from __future__ import annotations
@@ -16,18 +11,13 @@ from collections.abc import Iterable
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
-__all__ = ["Finished", "GenerationStream"]
-
 Finished = tuple[int, SelfAwareOutput | Exception]
 """A finished ticket: its output, or the exception that failed it (that prompt alone)."""
 
 
 class GenerationStream(ABC):
-    """Prompts in flight on one back-end; one driver thread uses it (it is not thread-safe).
-
-    Use it as a context manager: leaving the block (normally, by an error or by an interrupt) cancels whatever is
-    still running, so no request of ours is left in the engine.
-    """
+    """Prompts in flight on one back-end, used by one driver thread (it is not thread-safe).  As a context manager,
+    leaving the block (normally, by an error or by an interrupt) cancels whatever is still running."""
 
     @abstractmethod
     def submit(self, prompt: str, config: SamplingConfig) -> int:

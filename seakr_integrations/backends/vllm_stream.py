@@ -1,13 +1,6 @@
-"""Prompts in flight on a ``VLLMBackend``'s running engine: the back-end's non-blocking path.
-
-Each ``submit`` adds the prompt's greedy request and its ``n=k`` request to the engine at once, whatever else is
-running; each ``collect`` runs one engine step.  A sample that finishes gets its EOS read-out request (``prompt +
-sample[:-1] + EOS``, ``max_tokens=1``) the same step, and a prompt is returned after the step that finished its last
-read-out, with the vectors the workers' hook captured (see ``vllm_worker``).  So a question waits for its own slowest
-sample, never for another question's.
-
-Identical read-out sequences (two samples with the same tokens, or the same prompt asked twice) share one request.
-Closing the stream, or leaving its ``with`` block by an error or an interrupt, aborts every request still running.
+"""Prompts in flight on a ``VLLMBackend``'s running engine: the back-end's non-blocking path.  Each ``collect`` runs
+one engine step, and a sample's read-out joins the batch the step it finishes, so a question waits for its own slowest
+sample, never for another question's (docs/design/backends.md).
 """
 
 from __future__ import annotations
@@ -15,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,30 +18,8 @@ from seakr_integrations.backends.vllm_worker import token_digest
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
-
-class EngineBackend(Protocol):
-    """What a stream needs of ``VLLMBackend`` (declared here so that this module does not import the back-end):
-    its running engine, the hook's controls and capture, and the bookkeeping of its one open stream."""
-
-    llm: Any
-    model_name: str
-    eos_token_id: int
-    supports_logits: bool
-    prefill: Any
-    _calls: int
-    _stream: Any
-
-    def tokenize(self, text: str) -> list[int]: ...
-    def resolve_layer(self, layer: int | None) -> int: ...
-    def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]: ...
-    def _checked_prompts(self, prompts: Any) -> list[str]: ...
-    def _check_fits(self, index: int, ids: Any, config: SamplingConfig) -> None: ...
-    def _ensure_hook(self, layer: int, source: str) -> None: ...
-    def _rpc(self, method: str, *args: Any) -> list[Any]: ...
-    def _pop_captured(self) -> tuple[dict[str, np.ndarray], int, dict[str, dict[int, float]]]: ...
-
-
-__all__ = ["VLLMStream", "continuation"]
+if TYPE_CHECKING:  # backends.vllm imports this module at run time
+    from seakr_integrations.backends.vllm import VLLMBackend
 
 
 @dataclass
@@ -83,7 +54,7 @@ class VLLMStream(GenerationStream):
         RuntimeError: The back-end already has an open stream (a ``VLLMBackend`` serves one driver at a time).
     """
 
-    def __init__(self, backend: EngineBackend) -> None:
+    def __init__(self, backend: VLLMBackend) -> None:
         if backend._stream is not None:
             raise RuntimeError(
                 f"{backend.model_name}: this VLLMBackend already has an open stream; close it first (one driver "
@@ -109,7 +80,6 @@ class VLLMStream(GenerationStream):
         """When the last sample finished (``perf_counter``): what follows it is read-out time."""
         backend._stream = self
 
-    # -------------------------------------------------------------------------------------------- submitting
     def submit(self, prompt: str, config: SamplingConfig) -> int:
         self.backend._checked_prompts([prompt])
         if not isinstance(config, SamplingConfig):
@@ -157,7 +127,6 @@ class VLLMStream(GenerationStream):
         self._roles[request_id] = role
         self.engine.add_request(request_id, TokensPrompt(prompt_token_ids=ids), params)
 
-    # -------------------------------------------------------------------------------------------- collecting
     @property
     def pending(self) -> int:
         return len(self._prompts)
@@ -278,7 +247,6 @@ class VLLMStream(GenerationStream):
         self._lse.pop(entry.greedy_id, None)
         return running
 
-    # ------------------------------------------------------------------------------------------- cancelling
     def cancel(self, tickets: Iterable[int] | None = None) -> None:
         chosen = list(self._prompts) if tickets is None else [t for t in tickets if t in self._prompts]
         self._abort([rid for t in chosen for rid in self._release(t)])

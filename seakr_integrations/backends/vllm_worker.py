@@ -1,17 +1,8 @@
-"""The part of the vLLM back-end that runs inside vLLM's worker processes.
+"""The part of the vLLM back-end that runs inside vLLM's worker processes: vLLM has no option to return hidden states.
 
-vLLM has no option to return hidden states.  This class is mixed into every worker with
-``LLM(worker_extension_cls="seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension")`` and driven by name
-through ``llm.collective_rpc("seakr_...")``, so no pickled callable ever crosses a process boundary (which would
-need ``VLLM_ALLOW_INSECURE_SERIALIZATION=1``).
-
-While capture is on (``seakr_set_capture``), a forward hook on the chosen layer (or its MLP) keeps, for every request
-whose scheduled chunk ends at its prompt's last token, that token's vector.  vLLM returns normalised log-probabilities
-only, so a second hook, on the model's ``logits_processor`` module (whose output is the raw logits, one row per
-scheduled request), records the raw logits' logsumexp the energy estimator needs.  vLLM appends ``-<random>`` to the
-request id it was given: the part before the first ``-`` is the driver's.
-
-This module is imported by the workers: it must stay light (torch and our layer lookup only).
+Mixed into every worker as ``worker_extension_cls`` and driven by name through ``collective_rpc("seakr_...")``, so no
+pickled callable crosses a process boundary; how the hooks work: docs/design/backends.md.  Workers import this module:
+it must stay light (torch and our layer lookup only).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The ``seakr`` command line, one module per command.
-
-Each command's module has ``add_parser(subparsers)`` and ``run(args) -> exit status``; options several commands
-share, and the objects they build, are in ``common``.  Settings' defaults come from ``SeaKRConfig`` and
-``SamplingConfig``, where they are defined.
+"""The ``seakr`` command line, one module per command, each with ``add_parser(subparsers)`` and ``run(args) -> exit
+status``; shared options are in ``common``, and settings' defaults come from ``SeaKRConfig`` and ``SamplingConfig``.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from seakr_integrations.cli import common
 from seakr_integrations.cli.quiet import engine_output_to_log
 
-__all__ = ["add_parser", "run", "show_progress"]
-
 log = logging.getLogger("seakr")
 
 

@@ -10,8 +10,6 @@ from pathlib import Path
 
 from seakr_integrations.cli import common
 
-__all__ = ["add_parser", "run"]
-
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``seakr calibrate`` and its options to ``sub``."""

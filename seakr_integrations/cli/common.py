@@ -10,24 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = [
-    "DATASET_NAMES",
-    "DatasetFiles",
-    "add_model_arguments",
-    "add_question_arguments",
-    "add_seakr_arguments",
-    "build_backend",
-    "calibrated",
-    "checked_retriever",
-    "model_backend",
-    "quiet_vllm_start",
-    "load_questions",
-    "open_retriever",
-    "resolve_dataset",
-    "seakr_config",
-    "use_dataset_files",
-]
-
 DATASET_NAMES = ("hotpotqa", "2wiki", "nq_open")
 """The short ``--dataset`` names: the question files ``data/<name>_dev.jsonl`` of the repository (not the wheel)."""
 
@@ -41,9 +23,8 @@ class DatasetFiles(NamedTuple):
 
 
 def data_dirs() -> list[Path]:
-    """Where the short dataset names are looked up, in order: ``data/`` of the working directory (the folder a
-    relative path would be read from), then ``data/`` of the clone the package is imported from.  An installed
-    package has no such folder beside it, so only a clone (or a working directory holding ``data/``) finds one."""
+    """Where the short dataset names are looked up, in order: ``data/`` of the working directory, then of the clone
+    the package is imported from (an installed package has none)."""
     dirs = [Path.cwd() / "data", Path(__file__).resolve().parents[2] / "data"]
     return dirs[:1] if dirs[0].resolve() == dirs[1] else dirs
 
@@ -105,9 +86,8 @@ def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
 
 
 def quiet_vllm_start() -> None:
-    """Keep vLLM's start-up chatter off a command's terminal: dozens of INFO and WARNING log lines, and the
-    FutureWarnings its modules trigger in torch when imported (in this process and in the engine's).  The command
-    shows its own progress instead.  A user's own ``VLLM_LOGGING_LEVEL`` or ``PYTHONWARNINGS`` is kept."""
+    """Keep vLLM's start-up log lines and torch FutureWarnings (here and in the engine's processes) off a command's
+    terminal; a user's own ``VLLM_LOGGING_LEVEL`` or ``PYTHONWARNINGS`` is kept."""
     import warnings
 
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")

@@ -12,8 +12,6 @@ from typing import Any
 
 from seakr_integrations.cli import common
 
-__all__ = ["STOPPED", "add_parser", "run", "run_setup"]
-
 STOPPED = 3
 """The exit status of a run stopped because the server did not answer (rerun to resume); 2 is a usage error."""
 
@@ -57,8 +55,7 @@ def results_path(args: argparse.Namespace, method: str, methods: int) -> str:
 
 def run_setup(args: argparse.Namespace, described: dict[str, Any], model: Any, where: str) -> dict[str, Any]:
     """What a results file's header records of the run: the method, the dataset, the retriever and the model that
-    answered.  With ``--server`` that is the server's own model (``--model`` names a local default the run never loads),
-    so a file resumes only against a server of the same model, whatever its URL (a restart on another port resumes)."""
+    answered (with ``--server``, the server's own, so a file resumes against a server of that model at any URL)."""
     if getattr(args, "server", None):
         answering = {"model": model.model_name, "backend": "server", "dtype": None}
     else:

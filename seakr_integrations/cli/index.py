@@ -1,9 +1,5 @@
 """``seakr index CORPUS.jsonl``: build a BM25 index (``--out DIR``) or an Elasticsearch index (``--es URL
---index NAME``; resumable: rerun it after an interruption).
-
-Elasticsearch credentials are read from the environment only (``ELASTICSEARCH_API_KEY``, or
-``ELASTICSEARCH_USERNAME`` and ``ELASTICSEARCH_PASSWORD``), never from the command line, where other users of the
-machine could read them in the process list.
+--index NAME``; resumable).  Credentials come from the environment only, never the command line (the process list).
 """
 
 from __future__ import annotations
@@ -11,9 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-
-__all__ = ["add_parser", "run"]
-
 
 _ES_INDEX_OPTIONS = (
     ("index", "wiki", "index name (default: wiki, as SeaKR's)"),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_parser", "run"]
-
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``seakr models`` and its options to ``sub``."""

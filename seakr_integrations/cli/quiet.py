@@ -1,13 +1,6 @@
-"""Keep what vLLM and torch print off a command's output: the CLI's part of the first run's quiet output.
-
-vLLM's start-up and shutdown lines do not all come through Python logging: some are written by its C++ extension
-(the NUMA memory-binding warning), some by the engine's own processes, which inherit the command's standard error.
-So while the engine starts and runs, file descriptor 2 itself points at a log file in the cache directory; the
-engine's processes inherit that, and the command's own lines (its progress, its warnings) go to the terminal through
-a stream on the saved descriptor.  A command that fails prints the log's last lines, so that an engine that cannot
-start still says why.  ``-v`` turns all of it off.
-
-Only the command line does this: a library must not take over its host process's standard error.
+"""Keep what vLLM and torch print off a command's output: file descriptor 2 goes to a log file while the engine
+runs (some of its lines bypass Python logging), and a failed command prints the log's tail.  Only the command line
+does this: a library must not take over its host process's standard error (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -20,8 +13,6 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
-
-__all__ = ["ENGINE_LOG", "OWN_LOGGERS", "TAIL_LINES", "engine_log_path", "engine_output_to_log", "log_tail"]
 
 ENGINE_LOG = "engine.log"
 """The log's file name, in ``<cache>/logs/`` (rewritten by each command that starts an engine)."""
@@ -51,20 +42,15 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
 
 
 class _Own(logging.Filter):
-    """Passes the records of ``OWN_LOGGERS`` only."""
-
     def filter(self, record: logging.LogRecord) -> bool:
         return record.name.split(".", 1)[0] in OWN_LOGGERS
 
 
 @contextlib.contextmanager
 def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> Iterator[TextIO]:
-    """For the block, send everything written to file descriptor 2 (``sys.stderr``, C++ code, child processes) to
-    ``path`` (default :func:`engine_log_path`), and yield the stream the command's own lines go to (the terminal's
-    standard error).  Log records and Python warnings of ``OWN_LOGGERS`` reach that stream too.  Descriptor 2 is
-    restored afterwards; when the block raises, the log's last lines are printed there first, with the log's path.
-
-    With ``enabled=False`` nothing is redirected and the stream is ``sys.stderr``.
+    """For the block, send everything written to file descriptor 2 to ``path`` (default :func:`engine_log_path`) and
+    yield the terminal's stream, where the command's own lines and ``OWN_LOGGERS``' records and warnings go.  When
+    the block raises, the log's last lines are printed first.  ``enabled=False``: nothing is redirected.
     """
     if not enabled:
         yield sys.stderr
@@ -101,8 +87,7 @@ def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> I
 
 
 def _show_own_warnings_on(console: TextIO, show: Any) -> Any:
-    """``warnings.showwarning`` that prints warnings of our own categories on ``console``, and passes the others
-    (torch's and vLLM's) to ``show``, which writes them to the log."""
+    """``warnings.showwarning`` for our own categories on ``console``; others go to ``show`` (the log)."""
 
     def showwarning(
         message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
@@ -116,7 +101,6 @@ def _show_own_warnings_on(console: TextIO, show: Any) -> Any:
 
 
 def _restore(saved: int) -> None:
-    """Point descriptor 2 back at ``saved`` (again harmless), after flushing what Python buffered for the log."""
     with contextlib.suppress(ValueError, OSError):
         sys.stderr.flush()
     os.dup2(saved, 2)

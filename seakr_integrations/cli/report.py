@@ -1,16 +1,11 @@
-"""``seakr report RESULTS...``: ``seakr eval`` results files in, a Markdown table per dataset out.
-
-Each run's questions, EM, F1 with a bootstrap interval and costs per question; with ``--against NAME``, that run's
-paired F1 differences with every other run.  It reads nothing but the results files, so it serves any methods and
-any runs (``seakr_integrations.evaluation.summary``).
+"""``seakr report RESULTS...``: ``seakr eval`` results files in, a Markdown table per dataset out
+(``seakr_integrations.evaluation.summary``).
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-__all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -9,9 +9,6 @@ import json
 
 from seakr_integrations.cli import common
 
-__all__ = ["add_parser", "run"]
-
-
 SCORE_MAX_TOKENS = 64
 """``seakr score``'s --max-tokens: a closed-book answer is one short sentence, and scoring should be quick."""
 

@@ -1,9 +1,7 @@
 """Evaluation: labelled question files, scoring (SPEC section 8), methods, resumable runs.
 
-Kept apart from the reasoning loop: the loop answers questions, this package decides how well it did.  Exported:
-what an evaluation in Python writes (``read_questions``, ``make_method``, ``ResultsFile``, ``evaluate`` and its
-``EvaluationStopped``, ``score``) and what it reads back; the method interface, the registry of methods, coverage
-checks and the scoring parts are imported from their modules.
+Kept apart from the reasoning loop, which answers questions: this package decides how well it did.  It exports what
+an evaluation in Python writes and reads back; the rest is imported from the defining modules.
 """
 
 from seakr_integrations.evaluation.methods import known_methods, make_method

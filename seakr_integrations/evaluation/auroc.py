@@ -1,8 +1,7 @@
 """How well does an uncertainty score predict a wrong answer?  AUROC, with ties and infinities handled.
 
-AUROC is the probability that a randomly chosen wrong answer gets a higher uncertainty than a randomly chosen right
-one (0.5: no better than chance, 1.0: perfect).  It is computed from ranks (the Mann-Whitney U statistic), so tied
-scores count half and an infinite score (an empty generation) simply ranks highest; no curve is integrated.
+Computed from ranks (the Mann-Whitney U statistic), so tied scores count half and an infinite score (an empty
+generation) simply ranks highest; no curve is integrated.
 """
 
 from __future__ import annotations
@@ -10,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
-__all__ = ["auroc"]
 
 
 def auroc(scores: Sequence[float], wrong: Sequence[bool]) -> float:

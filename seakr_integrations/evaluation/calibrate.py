@@ -1,10 +1,7 @@
 """Choosing delta on labelled questions: maximise F1 over a sweep, or hit a target retrieval rate.
 
-The sweep's thresholds come from the model itself: the closed-book first-step uncertainties of the calibration
-questions, at evenly spaced quantiles, plus one below all of them (always retrieve) and one above (never).  SeaKR
-then answers every question at every threshold; a :class:`CachedBackend` serves the calls the runs share (every
-run's first step, and most of the path at nearby thresholds), so a sweep costs a few full runs, not one per
-threshold.  Never calibrate on the questions you report results on.
+The sweep's thresholds are quantiles of the model's own first-step uncertainties; a ``CachedBackend`` serves the
+calls the runs share, so a sweep costs a few full runs (docs/design/core.md).  Never calibrate on reported questions.
 """
 
 from __future__ import annotations
@@ -23,8 +20,6 @@ from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.uncertainty.estimate import estimate
-
-__all__ = ["CASCADE_AGREEMENT", "calibrate_delta", "cascade_band", "threshold_grid"]
 
 CASCADE_AGREEMENT = 0.9
 """The share of the steps it decides on which the cascade must agree with the EigenScore gate, on each side."""
@@ -51,10 +46,8 @@ def cascade_band(
     """The cascade's band: the widest thresholds on the cheap ``screens`` whose decisions agree with the gate on
     ``uncertainties`` (retrieve when above ``delta``) on at least ``agreement`` of the steps they decide, each side.
 
-    The low edge is the largest screen value such that the steps at or below it are accepted by the gate at least
-    ``agreement`` of the time; the high edge the smallest such that the steps above it are sent to retrieval at
-    least that often.  A side where no threshold reaches the agreement decides nothing (its edge lies beyond every
-    value).  Steps whose screen is not finite (an empty greedy step) are left out: the gate retrieves on those anyway.
+    A side where no threshold reaches the agreement decides nothing; steps whose screen is not finite (an empty
+    greedy step) are left out, as the gate retrieves on those anyway.
 
     Returns:
         ``{"band": [low, high], "agreement", "decided"}``, ``decided`` being the share of the finite steps the band
@@ -99,24 +92,21 @@ def calibrate_delta(
     progress: bool = True,
     agreement: float = CASCADE_AGREEMENT,
 ) -> DeltaProfile:
-    """Choose delta for ``backend``'s model with ``config``'s other settings.
+    """Choose delta for ``backend``'s model with ``config``'s other settings; the profile is not saved yet
+    (``save_profile``).
 
     Args:
         backend: The model to calibrate.
         retriever: The search engine SeaKR will use (needed for the F1 objective).
         questions: Labelled calibration questions (not the ones you evaluate on).
         config: SeaKR's other settings (k, layer, source, estimator... are part of the profile's key).
-        objective: ``"f1"``: the threshold of the sweep with the best mean F1 (ties: the higher threshold, fewer
-            retrievals).  ``"rate"``: the threshold at which ``target_rate`` of the first steps retrieve.
+        objective: ``"f1"``: the sweep's threshold with the best mean F1 (ties: the higher, fewer retrievals);
+            ``"rate"``: the threshold at which ``target_rate`` of the first steps retrieve.
         target_rate: Fraction of first steps that should retrieve, in [0, 1] (objective ``"rate"``).
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
         progress: Show a progress bar over the sweep.
-        agreement: With a ``cascade_estimator`` in ``config``: the cascade band is calibrated with delta, as the widest
-            whose decisions agree with the gate on this share of the first steps it decides (:func:`cascade_band`).
-
-    Returns:
-        The profile (not saved yet: see ``save_profile``).
+        agreement: With a ``cascade_estimator`` in ``config``, the :func:`cascade_band` calibrated with delta.
     """
     if not questions:
         raise ValueError("no calibration questions: give a labelled question file with at least one question")
@@ -182,8 +172,6 @@ def calibrate_delta(
 
 
 def _cascade(config: SeaKRConfig, assessed: Sequence[Any], first: Sequence[float], delta: float, agreement: float):
-    """The cascade band for ``config.cascade_estimator`` on the first steps, as ``DeltaProfile.cascade`` stores it
-    (empty without a cascade estimator)."""
     if config.cascade_estimator is None:
         return {}
     screens = [estimate(a.output, config.cascade_estimator).value for a in assessed]

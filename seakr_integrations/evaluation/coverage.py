@@ -1,8 +1,7 @@
 """Does this index hold this dataset's passages?  A cheap check before hours of evaluation.
 
-Evaluating 2WikiMultihopQA questions against the HotpotQA corpus (or an index built from an old corpus) runs without
-error and produces meaningless numbers.  Multi-hop datasets name the titles of each question's supporting paragraphs, so
-searching for a sample of those titles tells quickly whether the index and the dataset belong together.
+A mismatched index runs without error and produces meaningless numbers; searching for a sample of the questions'
+supporting titles tells quickly whether the index and the dataset belong together.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from dataclasses import dataclass
 
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.retrieval.passage import Retriever
-
-__all__ = ["Coverage", "index_coverage"]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,5 @@
-"""What ``seakr eval`` runs: the ``Method`` interface and the ``MethodAnswer`` every method returns.
-
-It sits apart from ``methods`` (the catalogue of SeaKR, its ablations and the baselines) so that a method defined
-in its own module, such as ``skr.SKRkNN``, implements the interface without importing the catalogue that lists it.
+"""What ``seakr eval`` runs: the ``Method`` interface and the ``MethodAnswer`` every method returns (apart from the
+catalogue in ``methods``, so that a method in its own module, such as ``skr.SKRkNN``, need not import it).
 """
 
 from __future__ import annotations
@@ -9,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
-
-__all__ = ["Method", "MethodAnswer", "StreamingMethod"]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,6 @@
-"""Evaluation methods: SeaKR, its ablations, and baselines, behind one small interface.
-
-Every method answers a batch of questions on the same back-end, prompts and retriever, and reports what it cost,
-so ``seakr eval`` can compare them row by row.  SeaKR's ablations (the paper's Table 3) are settings of the one
-loop (:class:`SeaKRConfig`), not copies of it: a method here is a name, a configuration and the loop.
+"""Evaluation methods: SeaKR, its ablations, and baselines, behind one small interface, on the same back-end, prompts
+and retriever so that ``seakr eval`` compares them row by row.  An ablation (the paper's Table 3) is a setting of
+the one loop (:class:`SeaKRConfig`), not a copy of it.
 """
 
 from __future__ import annotations
@@ -20,18 +18,6 @@ from seakr_integrations.reasoning.reasoner import Reasoner, SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.estimate import estimate
 from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, REGISTRY, estimator_names, estimators_for
-
-__all__ = [
-    "METHODS",
-    "ClosedBookMethod",
-    "Method",
-    "MethodAnswer",
-    "SeaKRMethod",
-    "check_method",
-    "known_methods",
-    "make_method",
-    "method_settings",
-]
 
 
 class SeaKRMethod:
@@ -57,10 +43,8 @@ class SeaKRMethod:
 class ClosedBookMethod(SeaKRMethod):
     """The model's direct answer without retrieval, with every estimator's uncertainty of it (for AUROC).
 
-    One self-aware call per question in SeaKR's single-hop prompt, and the prompt estimator's probe after it; the
-    answer is read from the call (" So the answer is" when stated, else the whole first line).  The trace holds each
-    estimator's score (``energy`` only on back-ends that return raw logits), so one run measures how well each
-    predicts a wrong answer.
+    One self-aware call per question in SeaKR's single-hop prompt, then the prompt estimator's probe; the answer is
+    " So the answer is" when stated, else the first line.  ``energy`` is scored only on back-ends with raw logits.
     """
 
     seakr: SeaKR
@@ -163,8 +147,6 @@ def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) ->
 
 
 def _method(name: str, changes: dict[str, Any] | None = None) -> MethodFactory:
-    """SeaKR with ``changes`` to the base settings, or the baseline ``name`` when ``changes`` is ``None``."""
-
     def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
         if changes is None:
             return SeaKRMethod(name, BASELINES[name](backend, retriever, config))  # greedy calls only: k is unused
@@ -230,10 +212,9 @@ def check_method(name: str) -> None:
 
 
 def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None, **options: Any) -> Method:
-    """Build the method ``name`` on the given back-end, retriever and base configuration.
-
-    ``config`` is SeaKR's settings (the baselines keep all but ``k``); ``options`` are the method's own:
-    ``skr_train`` (directory of training results) and ``skr_k`` (neighbours, default 10) for ``skr-knn``.
+    """Build the method ``name`` on the given back-end, retriever and base configuration (``config``; the baselines
+    keep all but ``k``).  ``options`` are the method's own: ``skr_train`` (a results directory) and ``skr_k``
+    (neighbours, default 10) for ``skr-knn``.
 
     Raises:
         ValueError: Unknown method (the message lists the known ones), or a missing option.

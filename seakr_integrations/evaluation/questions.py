@@ -1,17 +1,7 @@
 """Question files: the JSONL format of the shared HotpotQA / 2WikiMultihopQA / NQ-open subsets, read and checked.
 
-Evaluation, calibration and the notebooks all start from labelled questions.  Users bring their own files, so the
-format is small and documented here, and every problem is reported with the file, the 1-based line number and
-what to change.  A bad line is never dropped silently: it is an error, or, when the caller asks to skip bad lines,
-it is counted and its message kept so that a report can say how many questions were left out and why.
-
-Format, one JSON object per line (other keys, such as ``context``, are allowed and ignored)::
-
-    {"id": "5a7642f7", "question": "Who is younger, Ulrich Walter or Luca Parmitano?",
-     "answers": ["Luca Parmitano"], "type": "comparison", "supporting_titles": ["Luca Parmitano", "Ulrich Walter"]}
-
-``id``, ``question`` and ``answers`` (a non-empty list of gold strings, any of which counts as right) are required;
-``type`` and ``supporting_titles`` are optional.
+Users bring their own files, so every problem names the file, the 1-based line and what to change, and a bad line
+is never dropped silently (the format: docs/design/core.md and docs/usage.md).
 """
 
 from __future__ import annotations
@@ -24,8 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from seakr_integrations.retrieval.corpus import _numbered_lines
-
-__all__ = ["QUESTION_EXAMPLE", "Question", "QuestionFile", "read_questions"]
 
 QUESTION_EXAMPLE = '{"id": "q1", "question": "Which country is the Eiffel Tower in?", "answers": ["France"]}'
 
@@ -79,21 +67,17 @@ class QuestionFile:
 
 
 def read_questions(path: str | os.PathLike[str], *, skip_bad: bool = False, limit: int | None = None) -> QuestionFile:
-    """Read and check a question file (JSONL, optionally gzip-compressed).
+    """Read and check a question file (JSONL, optionally gzip-compressed; blank lines are ignored).
 
     Args:
-        path: The file.  Blank lines are ignored.
-        skip_bad: Leave out bad lines, counting each in :attr:`QuestionFile.skipped`, instead of failing on the
-            first one.  A repeated id is always an error (results would be ambiguous).
+        path: The file.
+        skip_bad: Leave out bad lines, counted in :attr:`QuestionFile.skipped` (a repeated id is always an error).
         limit: Stop after this many valid questions (``None``: all).
-
-    Returns:
-        The questions, and the skipped lines' messages.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: A line is not JSON, lacks a field or has one of the wrong type (unless ``skip_bad``), an id
-            repeats, or the file holds no valid question.  The message names the file and line.
+        ValueError: A bad line (unless ``skip_bad``), a repeated id, or no valid question; the message names the
+            file and line.
     """
     path = Path(path)
     if limit is not None and limit < 1:

@@ -1,18 +1,7 @@
 """Results files: one JSON line per answered question, appended as it finishes, so an interrupted run resumes.
 
-An evaluation over hundreds of questions runs for hours on a CPU; a crash, a kill or a full disk must not cost the
-questions already answered, and resuming must not mix results of two different set-ups in one file.  So:
-
-* the first line is a header with the run's configuration and its fingerprint; a run resumes into a file only when
-  its fingerprint is the same, otherwise the error names the settings that differ;
-* each result is written as one line, flushed and fsync'ed before the next question starts;
-* a last line cut short by a crash (no newline at the end) is removed when the file is opened again, and counted;
-* a file replaced or deleted under a running evaluation (``git stash``/``checkout``, an editor, a sync tool) is
-  noticed before the next write: it is reopened and the results it lacks are written back, with a warning.
-  Appending to the handle held open would put every later question into a deleted file, without a word.
-* a question that failed (a row with an ``error``: a server down past its timeout, a search that failed) is not done:
-  a rerun answers it again, and its new row replaces the failed one (the file is rewritten through a temporary
-  file and an atomic rename), so the file holds each question once and a failure never stays for good.
+A crash, a kill or a full disk must not cost the questions already answered, and resuming must not mix two set-ups
+in one file: a header fingerprints the configuration and each line is fsync'ed (the rules: docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -25,8 +14,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-
-__all__ = ["ResultsFile", "config_fingerprint", "read_results"]
 
 FORMAT = "seakr-eval-results/1"
 
@@ -126,15 +113,12 @@ def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
 
 @dataclass
 class ResultsFile:
-    """An append-only results file for one configuration.
-
-    Use :meth:`open`, then :meth:`append` each finished question; :attr:`done` holds the ids already in the file.
+    """An append-only results file for one configuration: :meth:`open`, then :meth:`append` each finished question.
 
     Attributes:
         path: The file.
         config: The configuration of the run that writes it.
-        done: Ids of the questions answered (read from the file when resuming); a failed question's id is not
-            here but in ``failed``, so a rerun answers it again.
+        done: Ids of the questions answered (a failed one's id is in ``failed`` instead, so a rerun answers it again).
         failed: Ids of the questions whose row in the file is a failure (it has an ``error``).
         records: Every result record in the file, resumed ones first, in file order (failed rows included).
         cut_short: Bytes of an incomplete last line removed when the file was opened (0 normally).
@@ -155,12 +139,12 @@ class ResultsFile:
         Args:
             path: The results file (its directory is created).
             config: Everything that determines the results (method, model, dataset, seeds...), JSON-able.
-            resume: Continue a file with the same configuration.  ``False`` refuses an existing file instead.
+            resume: Continue a file with the same configuration; ``False`` refuses an existing file.
 
         Raises:
             FileExistsError: The file exists and ``resume`` is false.
-            ValueError: The file was written by a different configuration (the differing settings are named),
-                or it is not a results file, or one of its lines is corrupt.
+            ValueError: The file holds another configuration (the differing settings are named), is not a results
+                file, or has a corrupt line.
         """
         path = Path(path)
         config = json.loads(json.dumps(dict(config), allow_nan=False))  # JSON-able, and compared as stored
@@ -217,9 +201,7 @@ class ResultsFile:
         self.records.append(dict(record))
 
     def _replace_failed(self, qid: str, line: str) -> None:
-        """Drop question ``qid``'s failed row and add ``line`` at the end: the whole file written to a temporary
-        file, fsync'ed and renamed over it, so a kill at any moment leaves either the old file or the new one (never
-        the question twice, never neither)."""
+        """Drop question ``qid``'s failed row and add ``line`` at the end, atomically (temporary file, rename)."""
         assert self._handle is not None
         kept = []
         for raw in self.path.read_bytes().splitlines(keepends=True):

@@ -1,17 +1,8 @@
 """Running a method over a question file: scored, timed, written question by question, resumable.
 
-The loop is deliberately plain: take the questions the results file does not hold yet, answer them in small
-batches (questions in one batch share back-end batches), score each answer as SPEC section 8 says, append each
-record durably, and keep a running EM/F1 on the progress bar.  A question that fails is recorded as a failed row
-(scored 0, with its error) and the others go on; running the same command again answers it again (a server that was
-down is up by then), its new row in place of the failed one.  Killing it at any point loses at most the batch
-in flight; running the same command again continues from there.
-
-A server that is down or hung fails every question the same way, each after the client's whole ``timeout``: 300
-questions would take hours to fail.  So the run stops (``EvaluationStopped``) when ``STOP_AFTER_UNAVAILABLE``
-questions in a row failed because the server was unavailable (``remote_errors.server_unavailable``: not reached, no
-answer within the timeout); the questions answered are in the file, and running the same command again resumes.
-A question's own failure (a bad input, a request the server refused) resets the count.
+A failed question is a failed row (scored 0) and the others go on; a kill loses at most the batch in flight, and
+rerunning the same command resumes.  Several questions in a row failing on an unavailable server stop the run
+(``EvaluationStopped``) rather than each waiting out the timeout (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -27,15 +18,12 @@ from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile
 from seakr_integrations.evaluation.scoring import score
 
-__all__ = ["STOP_AFTER_UNAVAILABLE", "EvalSummary", "EvaluationStopped", "evaluate", "summarize"]
-
 STOP_AFTER_UNAVAILABLE = 3
 """Questions in a row that fail because the server is unavailable before ``evaluate`` stops the run."""
 
 
 class EvaluationStopped(RuntimeError):
-    """``evaluate`` stopped early: the server was unavailable for several questions in a row.  The message says
-    which server, for how many questions, and that the answered questions are saved (rerun to resume).
+    """``evaluate`` stopped early: the server was unavailable for several questions in a row (rerun to resume).
 
     Attributes:
         error: The ``ServerUnavailableError`` of the first of those questions.
@@ -131,10 +119,8 @@ def _record(question: Question, answer: MethodAnswer, seconds: float, keep_trace
 def _answered(
     method: Method, todo: Sequence[Question], batch_size: int
 ) -> Iterator[tuple[Question, MethodAnswer, float, bool]]:
-    """Each question with its answer, its share of the run's wall time (the time since the previous answer, or
-    its batch's time shared out, so the shares add up to the run's time) and whether the answers so far are a
-    whole number of batches.  A ``StreamingMethod`` starts a new question as soon as one finishes, ``batch_size``
-    in progress at once; another answers in batches of it."""
+    """Each question with its answer, its share of the run's wall time (the shares add up to the run's time) and
+    whether the answers so far are a whole number of batches."""
     if isinstance(method, StreamingMethod):
         last = time.perf_counter()
         for i, answer in method.iter_answers([q.question for q in todo], batch_size):
@@ -169,26 +155,23 @@ def evaluate(
     keep_trace: bool = True,
     stop_after_unavailable: int | None = STOP_AFTER_UNAVAILABLE,
 ) -> EvalSummary:
-    """Answer the questions ``results`` does not hold an answer to yet (failed ones again), writing one scored
-    record per question.
+    """Answer the questions ``results`` does not hold an answer to yet (failed ones again), one scored record each.
 
     Args:
         method: What answers.
         questions: The questions to evaluate (ids must be unique; see ``read_questions``).
         results: The open results file (its configuration must describe ``method``; see ``ResultsFile.open``).
-        batch_size: Questions in progress at once (they share back-end batches; a kill loses at most these): a
-            ``StreamingMethod`` starts the next question as soon as one finishes, another answers in batches.
+        batch_size: Questions in progress at once, sharing back-end batches (a kill loses at most these).
         progress: Show a progress bar with the running EM and F1.
         keep_trace: Store each question's full decision trace in its record.
-        stop_after_unavailable: Stop when this many questions in a row failed because the server was unavailable
-            (``None``: never; each is a failed row either way).
+        stop_after_unavailable: Stop after this many questions in a row failed on an unavailable server (``None``:
+            never).
 
     Returns:
         The summary over every record in the file (resumed ones included).
 
     Raises:
-        EvaluationStopped: ``stop_after_unavailable`` questions in a row failed because the server was unavailable,
-            and questions were left (their rows are written; rerun to resume).
+        EvaluationStopped: ``stop_after_unavailable`` was reached with questions left (rerun to resume).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size}: must be >= 1")

@@ -1,7 +1,7 @@
 """Answer scoring exactly as SeaKR and DRAGIN score (SPEC section 8): SQuAD normalisation, EM and token F1.
 
-Published numbers are only comparable when the scoring is the same, down to the yes/no rule, so this module is the
-one place predictions are scored: ``seakr eval``, calibration and the uncertainty-quality (AUROC) labels all use it.
+Published numbers are only comparable under the same scoring, down to the yes/no rule, so this is the one place
+predictions are scored (``seakr eval``, calibration, the AUROC labels).
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import string
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-__all__ = ["Score", "exact_match", "f1", "normalize_answer", "score"]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

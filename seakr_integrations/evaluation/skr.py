@@ -1,13 +1,7 @@
 """SKR-kNN (Wang et al., 2023, "Self-Knowledge Guided Retrieval"): retrieve when similar questions needed it.
 
-SKR labels training questions by the model's own results (the paper's Eq. 4): a question is "known" (D+) when the
-answer without retrieval scores at least as well as the answer with it, "unknown" (D-) otherwise, and it is
-discarded when both answers are wrong.  A new question is embedded (all-MiniLM-L6-v2 from PyPI here, where SKR
-used SimCSE); among its k nearest labelled questions, l known and k - l unknown, it is answered without retrieval
-when l / (k - l) >= m / n (m known and n unknown training questions), with retrieval otherwise, and always with it
-when no training question was known (m = 0 would let every vote pass).  The metric is exact match, as the paper's
-accuracy / EM.  The labels come from ``seakr eval`` results of the two methods on a training split, so they are
-computed once, resumably, and can be inspected.
+Training questions are labelled by the model's own ``seakr eval`` results with and without retrieval (the paper's
+Eq. 4); a new question follows the vote of its k nearest labelled ones (the rule: docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -23,8 +17,6 @@ import numpy as np
 
 from seakr_integrations.evaluation.interface import Method, MethodAnswer
 from seakr_integrations.evaluation.results import read_results
-
-__all__ = ["SKRLabels", "SKRkNN", "skr_labels"]
 
 WITHOUT, WITH = "cot", "single-retrieval"
 """The two methods SKR chooses between, and whose training results give the labels."""

@@ -1,11 +1,5 @@
-"""Results files summarised: each run's scores and costs per question, and paired F1 differences against one run.
-
-What any ``seakr eval`` output supports, whatever methods made it; ``seakr report`` prints it.  A row is labelled by
-its file: the method, and the file's name when the two differ (one method run with other settings, or a file named
-for the configuration it holds).  Runs of one dataset are compared on the questions every one of them answered, so
-a file extended further (a resumed run) does not shift the footing.  F1 gets a bootstrap interval, and a difference
-between two runs a paired one: intervals per run overlap even when one run is ahead on nearly every question, and
-resampling the questions with both answers attached is what says whether a gap outlasts the choice of questions.
+"""Results files summarised (``seakr report``): each run's scores and costs per question, and paired F1 differences
+against one run, compared on the questions every run of a dataset answered (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -89,8 +83,7 @@ def read_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
 
 
 def on_shared_questions(group: Sequence[Run]) -> tuple[list[Run], int]:
-    """The runs of one dataset cut to the questions all of them answered, and how many those are.  With no question
-    in common the runs are returned whole (and the count is 0)."""
+    """The runs of one dataset cut to the questions all of them answered, and how many (0: none shared, runs whole)."""
     shared = set.intersection(*({str(r["id"]) for r in run.records} for run in group))
     if not shared:
         return list(group), 0

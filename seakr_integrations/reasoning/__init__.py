@@ -1,9 +1,7 @@
 """SeaKR's reasoning: the loop, its prompts, query building, answer extraction and the decision trace.
 
-This package exports what a user of the loop writes (``SeaKR``, ``SeaKRConfig``, the trace tables) and what it
-gives back: the trace records, the gate's decision and the events of ``SeaKR.iter_events``.  The loop's parts
-(prompts, exemplars, query building, answer extraction, the adapters' ``Observer`` and metadata records) are
-imported from their modules.
+Exported: what a user writes (``SeaKR``, ``SeaKRConfig``, the trace tables) and gets back (trace records, the gate's
+decision, the events of ``SeaKR.iter_events``); the loop's parts are imported from their modules.
 """
 
 from seakr_integrations.reasoning.config import SeaKRConfig

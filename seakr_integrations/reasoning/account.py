@@ -1,8 +1,7 @@
 """A short readable account of what SeaKR decided for one question, from its trace.
 
-``seakr ask`` prints it under the answer so that a first run shows what SeaKR is for without ``--trace``: where the
-model was uncertain, what it searched for, which passage it kept and why, and which of its two final answers it
-trusted.  It reads only the trace (``SeaKRResult``), so it works on a result loaded from a results file too.
+``seakr ask`` prints it under the answer, so a first run shows what SeaKR is for without ``--trace``.  It reads only
+the trace (``SeaKRResult``), so it works on a result loaded from a results file too.
 """
 
 from __future__ import annotations
@@ -16,11 +15,10 @@ from seakr_integrations.reasoning.records import StepTrace, StopReason
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.record import Uncertainty
 
-__all__ = ["decision_account"]
-
 
 def _unread(u: Uncertainty) -> bool:
-    """Whether no estimator read this call (it was made without samples)."""
+    """Whether no reading was taken (a call without samples, a step decided before its samples, a passage kept
+    without re-ranking)."""
     return u.value is None or math.isnan(u.value)
 
 
@@ -39,19 +37,13 @@ _BEFORE_SAMPLES = {
 """The retrievals decided before any sample is drawn (``reasoning/gate.py``), in words."""
 
 
-def _measured(u: Uncertainty) -> bool:
-    """Whether a reading was taken (a step decided before its samples, or a passage kept without re-ranking, has
-    none)."""
-    return u.value is not None and not math.isnan(u.value)
-
-
 def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
     verdict = {"always": "searches at every step", "never": "never searches"}.get(gate, "uncertain")
     if step.decision == "answer":
         said = quoted(step.pseudo_generation.strip(), 80)
-        measured = f" ({_u(step.uncertainty)}{than})" if _measured(step.uncertainty) else ""
+        measured = f" ({_u(step.uncertainty)}{than})" if not _unread(step.uncertainty) else ""
         return head + f"it states the answer{measured}: {said}"
     doubt = f"1 - min p {step.screen.value:.2f}" if step.screen is not None else "1 - min p n/a"
     if step.decision == "accept":
@@ -74,7 +66,7 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
         return line + " -> found no new passage"
     others = [c for c in step.candidates if not c.chosen]
     why = f"search rank {chosen.rank}"  # rank among all results, not only the new ones
-    if _measured(chosen.uncertainty):  # without re-ranking nothing measures the kept passage's step
+    if not _unread(chosen.uncertainty):  # without re-ranking nothing measures the kept passage's step
         why += f", {_u(chosen.uncertainty)}"
     if others:
         why += "; the other candidates " + ", ".join(_u(c.uncertainty).removeprefix("U ") for c in others)

@@ -1,16 +1,12 @@
 """Reading the final answer out of a chain of thought (SPEC section 7).
 
-The authors' pattern ``the answer is(?:\\s*:\\s*)?(.*?)[,.]`` stops at the first comma, which cuts
-"August 25, 1963" to "august 25".  Ours stops at a sentence-ending period or at a comma that does not sit inside
-a date, so dates stay whole; that is the one intended difference.  We also keep the answer's original case
-(evaluation normalises case anyway) so that what users see reads naturally.
+As the authors' pattern, but a comma inside a date ("August 25, 1963") does not end the answer, and the answer
+keeps its case (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
 
 import re
-
-__all__ = ["ANSWER_PROMPT", "extract_answer", "has_answer", "is_unknown"]
 
 ANSWER_PROMPT = " So the answer is "
 """Appended to a chain of thought that ended without an answer, to force one (SPEC section 5)."""

@@ -1,17 +1,6 @@
-"""The baselines SeaKR is compared with, as programs of their own on the same driver and plumbing.
-
-Each baseline shares with SeaKR the prompt builder, the streaming driver that answers many questions together, the
-search path (with its events and error policy), answer extraction and the result record, so a comparison measures
-the retrieval strategy and nothing else.  None of them reads an uncertainty, so every call asks for the greedy
-continuation alone (no samples, no read-out).
-
-* :class:`ChainOfThought`: reason without retrieval, one generation of the whole chain.
-* :class:`SingleRetrieval`: retrieve once with the question, then the same chain of thought with the passages.
-* :class:`IRCoT`: retrieve with the question, then after every reasoning sentence with that sentence as the query
-  (Trivedi et al., 2023), the passages accumulating in the prompt.
-* :class:`FLARE`: generate the next sentence; when one of its tokens has probability below a threshold, search with
-  the sentence minus its low-confidence words and generate the sentence again from the results (Jiang et al.,
-  2023, FLARE-direct with masked queries, as in SeaKR's query builder).
+"""The baselines SeaKR is compared with (CoT, single retrieval, IRCoT, FLARE), as programs on SeaKR's own driver
+and plumbing, so a comparison measures the retrieval strategy alone.  None reads an uncertainty: every call is
+greedy only (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -28,11 +17,8 @@ from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 
-__all__ = ["BASELINES", "FLARE", "Baseline", "ChainOfThought", "IRCoT", "SingleRetrieval"]
-
 FLARE_THRESHOLD = 0.4
-"""FLARE's trigger: retrieve when a token of the look-ahead sentence has probability below this (our setting; FLARE
-tunes it per dataset)."""
+"""FLARE's trigger: retrieve when a token of the look-ahead sentence has probability below this."""
 
 
 class Baseline(Reasoner):
@@ -41,7 +27,6 @@ class Baseline(Reasoner):
     name: ClassVar[str]
 
     def _step_call(self, state: QuestionState) -> Program:
-        """The next reasoning sentence (greedy only); returns its output."""
         call = self.calls.call(state, state.steps, state.docs, sentence=True, measured=False)
         ((out, _),) = yield from self.calls.run(state, [call])
         return out
@@ -53,7 +38,6 @@ class Baseline(Reasoner):
         del state.docs[: max(0, len(state.docs) - self.config.max_docs)]
 
     def _whole_chain(self, state: QuestionState, strategy: str, stop: str) -> Program:
-        """One generation of the whole chain from the passages in ``state.docs``; its answer is the result."""
         return (yield from self._generated_answer(state, [], strategy, stop))
 
     def _chain_answer(self, state: QuestionState, stop: str) -> Program:
@@ -97,7 +81,6 @@ class Baseline(Reasoner):
         return step.stop is not None
 
     def _question_search(self, state: QuestionState) -> Program:
-        """Search with the question itself (no uncertainty measured); adds the passages."""
         step = StepTrace(0, "", NOT_MEASURED, "retrieve", state.question)
         state.trace.append(step)
         self._add(state, (yield from self.calls.search(state, step, state.question)))
@@ -167,4 +150,3 @@ class FLARE(Baseline):
 
 
 BASELINES: dict[str, type[Baseline]] = {cls.name: cls for cls in (ChainOfThought, SingleRetrieval, IRCoT, FLARE)}
-"""The baselines by method name."""

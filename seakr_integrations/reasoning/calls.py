@@ -1,12 +1,6 @@
-"""How a question's program talks to the model and to the search engine: the plumbing under every algorithm.
-
-SeaKR and the baselines decide differently, but they build their prompts, fit them into the model's context, score
-and count their LM calls, force out an answer that was not stated, build masked queries and handle search failures
-the same way.  That shared part lives here once, so the algorithms (``seakr_loop``, ``baselines``) read as their
-papers do and a comparison between them measures the strategy and nothing else.
-
-Each method that needs the model or the retriever is a sub-program: it yields a ``Generate`` or ``Search`` request
-(see ``state``) and is used with ``yield from`` inside a question's program.
+"""How a question's program talks to the model and to the search engine: the plumbing under every algorithm,
+shared once so that SeaKR and the baselines differ in their strategy alone.  Methods that need the model or the
+retriever are sub-programs, used with ``yield from`` (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -36,9 +30,7 @@ from seakr_integrations.uncertainty.prompt import PROBE_TOKENS
 from seakr_integrations.uncertainty.registry import REGISTRY
 
 FinalReading = Literal["sampled", "greedy", "deciding", "none"]
-"""How ``Calls.final_answers`` reads each final answer's uncertainty (see there)."""
-
-__all__ = ["NOT_MEASURED", "ModelCalls", "RetrievalError"]
+"""How ``ModelCalls.final_answers`` reads each final answer's uncertainty (see there)."""
 
 NOT_MEASURED = Uncertainty(math.nan, "none", 0, note="not measured: nothing reads this call's uncertainty")
 """The uncertainty of a call made without samples (``measured=False``)."""
@@ -61,7 +53,6 @@ class ModelCalls:
     """
 
     PROBE_TOKENS = PROBE_TOKENS
-    """Tokens the prompt probe may generate (``uncertainty.prompt.PROBE_TOKENS``)."""
 
     def __init__(self, backend: SelfAwareBackend, config: SeaKRConfig) -> None:
         self.backend = backend
@@ -79,7 +70,6 @@ class ModelCalls:
         if self._budget < 1:
             raise ValueError(max_tokens_too_large(config.max_tokens, backend.model_name, backend.max_context))
 
-    # -------------------------------------------------------------------------------------------- prompts
     def fits(self, prompt: str, budget: int | None = None) -> bool:
         """Whether ``prompt`` has at most ``budget`` tokens (default: room left for a full continuation)."""
         return prompt_fits(self.backend, prompt, self._budget if budget is None else budget)
@@ -131,7 +121,6 @@ class ModelCalls:
         sampling = self.config.call_sampling(stops)
         return self.prompt(state, steps, passages), sampling if measured else sampling.with_(k=0)
 
-    # ------------------------------------------------------------------------------------------- LM calls
     def run(self, state: QuestionState, calls: Sequence[Call]) -> Generator[Generate, Any, list[Scored]]:
         """Generate ``calls`` and score each output (a call with ``k=0`` is not scored); counts and reports them."""
         state.lm_calls += len(calls)
@@ -176,10 +165,9 @@ class ModelCalls:
         """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
         " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
 
-        ``reading`` says how each answer's uncertainty is read: ``"sampled"``, from its calls' samples (the calls in
-        ``items`` were sampled, and so is the call asking again); ``"greedy"``, with ``final_estimator`` from the
-        greedy continuation alone; ``"deciding"`` (two answers), by sampling each answer's own call afterwards, and
-        only when the choice between them depends on it (``final_samples``); ``"none"``, not at all."""
+        ``reading``: ``"sampled"``, from the calls' samples (the call asking again is sampled too); ``"greedy"``,
+        ``final_estimator`` on the greedy continuation; ``"deciding"`` (two answers), each answer's own call sampled
+        afterwards, only when the choice depends on it (``final_samples``); ``"none"``, not read."""
         finals, forced = [], []
         answer_calls = [(prompt, self._final_sampling(has_steps=False)) for prompt, *_ in items]
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
@@ -219,7 +207,6 @@ class ModelCalls:
         return finals
 
     def _final_uncertainty(self, out: SelfAwareOutput, measured: Uncertainty, reading: FinalReading) -> Uncertainty:
-        """A final answer's uncertainty as ``reading`` reads it right after its call."""
         if reading == "greedy":
             return estimate(out, self.config.final_estimator, self.config.alpha)  # type: ignore[arg-type]
         return measured
@@ -233,7 +220,6 @@ class ModelCalls:
         name = self.config.cascade_estimator
         return None if name is None else estimate(output, name, self.config.alpha)
 
-    # ------------------------------------------------------------------------------------------- searches
     def query(self, state: QuestionState, out: SelfAwareOutput, threshold: float) -> BuiltQuery:
         """The search query from a step's greedy text: words with a token below ``threshold`` masked (SPEC 6)."""
         return build_query(
@@ -248,10 +234,8 @@ class ModelCalls:
         )
 
     def search(self, state: QuestionState, step: StepTrace, query: str) -> Generator[Search, Any, list[Passage] | None]:
-        """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``).
-
-        The driver runs the search and sends the results back, or throws the search's exception in at the
-        ``yield``, so it is handled here either way."""
+        """Search results, or ``None`` when a tolerated error ended the search (recorded in ``step``).  The driver
+        sends back the results or throws the search's exception in at the ``yield``; both are handled here."""
         state.searches += 1
         try:
             results = yield Search(query, self.config.n_candidates, self.config.search_timeout)

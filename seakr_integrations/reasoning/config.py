@@ -52,24 +52,22 @@ def check_band(band: Any) -> tuple[float, float]:
 @flat_sampling
 @dataclass(frozen=True)
 class SeaKRConfig:
-    """SeaKR's settings.
+    """SeaKR's settings (``docs/design/reasoning.md`` has the measurements behind the defaults).
 
     Attributes:
         mode: ``"multi_hop"`` (the iterative loop of SPEC section 5) or ``"single_hop"`` (one retrieval at most).
-        sampling: The sampling settings of every LM call (``k``, ``temperature``, ``top_k``, ``top_p``,
-            ``max_tokens``, ``min_tokens``, ``seed``, ``layer``, ``source``), defined and validated by
-            ``SamplingConfig``, without ``stop`` (SeaKR sets each call's), default ``SEAKR_SAMPLING`` (``k >= 2``
-            here).  Each is also a keyword and a read-only attribute: ``SeaKRConfig(k=10)`` is
-            ``SeaKRConfig(sampling=SEAKR_SAMPLING.with_(k=10))``, and ``config.k`` is ``config.sampling.k``.
-        estimator: Uncertainty estimator, a name in ``seakr_integrations.uncertainty.REGISTRY`` (``"eigenscore"``
-            is SeaKR; the others are the paper's ablations; ``"prompt"`` asks the model after every call whether it
-            has sufficient knowledge, one probe call more).
+        sampling: The ``SamplingConfig`` of every LM call (``k``, ``temperature``, ``top_k``, ``top_p``,
+            ``max_tokens``, ``min_tokens``, ``seed``, ``layer``, ``source``; ``k >= 2`` here), default
+            ``SEAKR_SAMPLING``, without ``stop`` (SeaKR sets each call's).  Each is also a keyword and a read-only
+            attribute: ``SeaKRConfig(k=10)`` is ``SeaKRConfig(sampling=SEAKR_SAMPLING.with_(k=10))``, ``config.k``
+            is ``config.sampling.k``.
+        estimator: A name in ``seakr_integrations.uncertainty.REGISTRY``: ``"eigenscore"`` is SeaKR, the others the
+            paper's ablations; ``"prompt"`` asks the model after every call whether it knows enough (one call more).
         alpha: EigenScore's ridge (positive and finite).
-        delta: Retrieval threshold: retrieve when the uncertainty is above it (a finite number: to retrieve always
-            or never, set ``retrieve``).  Its scale depends on model, layer, source, estimator, k and prompt, so the
-            default ``None`` takes the calibrated one (``resolve_config``, when ``SeaKR`` is built): your
-            ``seakr calibrate`` profile for these settings, else the one the package ships for its bundled models,
-            else the authors' -6.0 (set for Llama-2-7B's MLP output) with an ``UncalibratedDeltaWarning``.
+        delta: Retrieve when the uncertainty is above it (a finite number; to retrieve always or never, set
+            ``retrieve``).  Its scale depends on model and settings, so ``None`` takes the calibrated one when
+            ``SeaKR`` is built (``resolve_config``): your ``seakr calibrate`` profile, else the package's for its
+            bundled models, else the authors' -6.0 with an ``UncalibratedDeltaWarning``.
         n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
         max_steps: Reasoning steps after which the loop stops.
         max_docs: Chosen passages after which the loop stops.
@@ -78,59 +76,44 @@ class SeaKRConfig:
         sentence_stop: Added to reasoning-step calls so each step is one sentence.
         mask_threshold: Query building keeps a word whose tokens all have probability >= this (FLARE masking).
         query_max_tokens: Queries are cut to their last this many tokens.
-        content_filter: ``"stopwords"`` (built-in list, no dependency) or ``"spacy"`` (POS tags, as the authors;
-            needs spaCy and ``en_core_web_sm``).
-        exemplar_style: In-context exemplars: ``"2wiki"``, ``"hotpotqa"`` or ``"simple"``; ``None`` picks
-            ``"simple"`` for single-hop and ``"hotpotqa"`` for multi-hop.
+        content_filter: ``"stopwords"`` (built-in list) or ``"spacy"`` (POS tags, as the authors; needs spaCy and
+            ``en_core_web_sm``).
+        exemplar_style: ``"2wiki"``, ``"hotpotqa"`` or ``"simple"``; ``None``: ``"simple"`` for single-hop,
+            ``"hotpotqa"`` for multi-hop.
         num_exemplars: How many exemplars of the style to show (the paper: 10).
         chat_template: Wrap prompts in the model's chat template; ``None`` does so when the tokenizer has one.
         on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
             was gathered so far and record the failure in the trace).
-        search_timeout: Seconds one search may take before it counts as failed (a ``TimeoutError`` handled by
-            ``on_retrieval_error``, and recorded in the trace); ``None`` waits for ever.  A search thread cannot be
-            stopped, so a hung one is abandoned, not killed.  Not a method setting: results files and calibration
-            profiles ignore it.
-        retrieve: When a step retrieves: ``"uncertain"`` (SeaKR's self-aware gate, U > delta), ``"always"`` (the
-            paper's "w/o self-aware retrieval" ablation) or ``"never"`` (reason from the model's own knowledge).
-        rerank: Re-rank each round's N search results by the model's uncertainty: the paper's self-aware
-            re-ranking (``SeaKRConfig.paper()``).  The default ``False`` keeps the search engine's first new passage
-            and scores only it (N - 1 LM calls fewer per round): with a 0.5B model the search engine's first was a
-            supporting passage more often than the least uncertain candidate, and F1 was no lower
-            (``docs/decision_rules.md``).  Re-ranking with a model whose uncertainty does pick passages (the paper's
-            7B) is ``rerank=True``.
-        rerank_margin: With ``rerank=True``: keep the search engine's first new passage unless another is less
-            uncertain by more than this (>= 0, in the estimator's units, like ``delta``); 0, the paper, keeps the
-            least uncertain.
+        search_timeout: Seconds one search may take before it fails with a ``TimeoutError`` (handled by
+            ``on_retrieval_error``); ``None`` waits for ever.  A hung search is abandoned, not killed.  Not a method
+            setting: results files and calibration profiles ignore it.
+        retrieve: ``"uncertain"`` (SeaKR's self-aware gate, U > delta), ``"always"`` (the paper's "w/o self-aware
+            retrieval" ablation) or ``"never"`` (the model's own knowledge).
+        rerank: Re-rank each round's N search results by the model's uncertainty (the paper).  ``False`` keeps the
+            search engine's first new passage and scores only it (N - 1 LM calls fewer per round).
+        rerank_margin: With ``rerank``: keep the search engine's first new passage unless another is less uncertain
+            by more than this (>= 0, in the estimator's units); 0, the paper, keeps the least uncertain.
         final_strategy: Multi-hop final answer: ``"choose"`` the less uncertain of the rationales-based and the
-            knowledge-based answer (SeaKR), or always use ``"rationales"`` or ``"knowledge"`` (the paper's Table 3
+            knowledge-based answer (SeaKR), or always ``"rationales"`` or ``"knowledge"`` (the paper's Table 3
             ablations; only that answer is generated).
-        final_margin: With ``final_strategy="choose"``: the rationales-based answer wins only when its uncertainty
-            is more than this below the knowledge-based answer's (>= 0, in the estimator's units); 0, the paper,
-            keeps the less uncertain, a tie going to knowledge.  The default 0.5 (EigenScore units) had the best F1
-            of the final-answer rules replayed on the development fold (``docs/cv_protocol.md``).
-        final_samples: With ``final_strategy="choose"``: ``"deciding"`` generates both final answers without samples
-            and draws the samples of each answer's own call only when the choice depends on them (both answers
-            known and different; about half the questions), so the same answer is given for about half the final
-            tokens.  ``"always"``, the paper, samples every final call, including the first call of an answer that
-            had to be asked for again with " So the answer is" (whose uncertainty then goes unread).
-        knowledge_needs_passages: When the loop kept no passage, answer from the rationales alone, one LM call fewer
-            (reasoning "from the knowledge" without passages is a closed-book answer); with ``final_strategy=
-            "knowledge"`` too.  ``False``, the paper, generates and compares both.
+        final_margin: With ``"choose"``: the rationales-based answer wins only when its uncertainty is more than
+            this below the knowledge-based one's (>= 0, estimator's units); 0, the paper: the less uncertain wins,
+            a tie going to knowledge.
+        final_samples: With ``"choose"``: ``"deciding"`` generates both answers without samples and samples each
+            answer's own call only when the choice depends on it (both known and different); ``"always"``, the
+            paper, samples every final call.
+        knowledge_needs_passages: When the loop kept no passage, answer from the rationales alone (one LM call
+            fewer), with ``final_strategy="knowledge"`` too.  ``False``, the paper, generates and compares both.
         stop_on_repeated_step: End the loop at a step that says what an earlier step said (case, punctuation and
-            a/an/the aside): it adds nothing to the context, and each further round costs LM calls.  ``False``, the
-            paper, stops on a repeated query only.
-        cascade_estimator: The cascade gate's first stage: an estimator that needs the greedy continuation alone.
-            Each step is generated greedily first; where this estimator is outside ``cascade_band`` the gate decides
-            from it, and the k samples (the expensive part of every reading) are drawn only inside the band.  The
-            default, ``"min_token_prob"`` (1 - the least likely token's probability), decided 2-6 times more first
-            steps than perplexity at the same agreement with EigenScore, in every cross-validation fold
-            (``docs/cv_protocol.md``).  ``None``, the paper, samples at every step.
+            a/an/the aside).  ``False``, the paper, stops on a repeated query only.
+        cascade_estimator: The cascade gate's first stage, an estimator of the greedy continuation alone: each step
+            is generated greedily first, and the k samples are drawn only where this reading is inside
+            ``cascade_band``.  Default ``"min_token_prob"`` (1 - the least likely token's probability); ``None``,
+            the paper, samples at every step.
         cascade_band: ``(sure_at_or_below, unsure_above)`` in ``cascade_estimator``'s units.  ``None`` takes the
-            band calibrated with delta (``seakr calibrate`` stores it in the same profile); a model without one runs
-            without the cascade.
-        check_claims: A step that names an entity no kept passage covers is not accepted on confidence alone: it is
-            sent to retrieval (a small model's confident claims about entities it has not read about are mostly
-            wrong).  ``False``, the paper, trusts the gate.
+            band calibrated with delta (same profile); a model without one runs without the cascade.
+        check_claims: A step that names an entity no kept passage covers is sent to retrieval, not accepted on
+            confidence alone.  ``False``, the paper, trusts the gate.
         cover_compared_entities: A question that compares or joins entities ("X or Y", "X and Y") is not answered
             while one of them has no kept passage: SeaKR searches for it first (within ``max_steps`` and
             ``max_docs``).  ``False``, the paper, answers as soon as a step states an answer.
@@ -138,19 +121,16 @@ class SeaKRConfig:
             ("directed by George Marshall" for "where did the director of film X die?"): SeaKR searches for that
             bridge entity first, once each, and an answer stated before the last of them has its passage stays out
             of the chain.  ``False``, the paper, answers from the first passage.
-        final_estimator: The estimator that compares the two final answers (``final_strategy="choose"``); ``None``:
-            the loop's ``estimator``.  A greedy-only one (``"min_token_prob"``, ``"perplexity"``) draws no samples
-            for the final answers.
-        answer_when_stated: When the loop ends on a step that states the answer, give that answer and skip the
-            final reasoning (two LM calls).  ``False``, the paper, reasons again from the rationales and from the
-            passages and picks one.
+        final_estimator: The estimator that compares the two final answers; ``None``: ``estimator``.  A greedy-only
+            one (``"min_token_prob"``, ``"perplexity"``) draws no samples for the final answers.
+        answer_when_stated: When the loop ends on a step that states the answer, give it and skip the final
+            reasoning (two LM calls).  ``False``, the paper, reasons again from rationales and passages.
         answer_with_option: A question that closes on two options ("Which film ..., X or Y?") gets one of them: an
-            answer naming neither (a director, for "which film has the director born first") becomes the option
-            whose kept passage names it, else the other final answer when that names one.  ``False``, the paper,
-            gives the answer as generated.
-        anchor_queries: Keep each query on the question: one that names none of the question's entities still
-            lacking a passage gets the first of them, and one that shares no word with the question gets the
-            question's content words.  ``False``, the paper, searches the masked step as it is.
+            answer naming neither becomes the option whose kept passage names it, else the other final answer when
+            that names one.  ``False``, the paper, gives the answer as generated.
+        anchor_queries: Keep queries on the question: one that names none of the question's entities still lacking
+            a passage gets the first of them; one that shares no word with the question gets its content words.
+            ``False``, the paper, searches the masked step as it is.
     """
 
     mode: Mode = "multi_hop"

@@ -1,21 +1,8 @@
 """SeaKR's three decisions as records, defined once: the gate, a candidate passage's score, the final choice.
 
-The loop makes these decisions; the LangChain and LlamaIndex adapters report them.  Both adapters build these
-records and put :meth:`to_metadata` on their documents and nodes, so a document from ``langchain_seakr`` and a node
-from ``llamaindex_seakr`` carry the same keys with the same types and values for the same decision.
-
-Conventions:
-
-* metadata values are JSON scalars (vector stores and tracers store metadata as JSON): a number that is not finite
-  (an uncertainty that could not be computed, a passage the model could not be judged on) is ``None`` in metadata;
-  the record itself keeps ``inf``, and its :meth:`to_dict` writes ``"inf"`` as traces do;
-* a passage is *unscorable* when the model wrote nothing after reading it (single-hop: no answer): its
-  ``uncertainty`` is ``inf``, it ranks last, its metadata ``seakr_uncertainty`` is ``None`` and its framework score
-  (LangChain ``relevance_score``, LlamaIndex ``NodeWithScore.score``) is ``None``;
-* the gate always runs the uncertainty check, also when it is told to retrieve whatever the uncertainty
-  (``always_retrieve`` in the adapters, ``SeaKRConfig(retrieve="always")``): the reason is then
-  ``GateReason.ALWAYS_RETRIEVE`` and the uncertainty is still recorded, so the gate's judgement can be logged before
-  it is trusted.
+Both adapters put these records' :meth:`to_metadata` on their documents and nodes, so LangChain and LlamaIndex
+report a decision with the same keys, types and values.  A non-finite number is ``None`` in metadata and ``"inf"``
+in :meth:`to_dict` (conventions: ``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -33,25 +20,9 @@ if TYPE_CHECKING:
     from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace
     from seakr_integrations.reasoning.trace import SeaKRResult
 
-__all__ = [
-    "CANDIDATE_METADATA_KEYS",
-    "FINAL_METADATA_KEYS",
-    "GATE_METADATA_KEYS",
-    "CandidateScore",
-    "FinalChoice",
-    "GateDecision",
-    "GateReason",
-    "chosen_passage_metadata",
-]
-
 GATE_METADATA_KEYS = ("seakr_gate_retrieve", "seakr_gate_reason", "seakr_gate_uncertainty", "seakr_gate_delta")
-"""The metadata keys :meth:`GateDecision.to_metadata` gives."""
-
 CANDIDATE_METADATA_KEYS = ("seakr_uncertainty", "seakr_search_rank", "seakr_chosen", "seakr_generation")
-"""The metadata keys :meth:`CandidateScore.to_metadata` gives."""
-
 FINAL_METADATA_KEYS = ("seakr_final_strategy", "seakr_final_uncertainties")
-"""The metadata keys :meth:`FinalChoice.to_metadata` gives."""
 
 
 def _metadata_number(value: float) -> float | None:
@@ -124,9 +95,9 @@ class GateDecision:
     def from_assessment(
         cls, assessment: Assessment, config: SeaKRConfig, *, always_retrieve: bool = False
     ) -> GateDecision:
-        """The decision for a core assessment (``SeaKR.assess``) under ``config``; ``always_retrieve`` overrides
-        the gate as ``config.retrieve == "always"`` does (the reason says so, the uncertainty stays recorded).
-        ``config`` is the loop's resolved one (``SeaKR(...).config``), whose ``delta`` is a number."""
+        """The decision for a core assessment (``SeaKR.assess``) under ``config``, the loop's resolved one
+        (``SeaKR(...).config``; a ``delta`` of ``None`` is a ``ValueError``); ``always_retrieve`` overrides the gate
+        as ``retrieve="always"`` does (the reason says so, the uncertainty stays recorded)."""
         if config.delta is None:
             raise ValueError(
                 "config.delta is None: pass the loop's resolved config (SeaKR(...).config), whose delta comes from "
@@ -229,9 +200,8 @@ class CandidateScore:
         uncertainty: The model's uncertainty after reading it, what the re-ranking compares (lower = better);
             ``inf`` when the passage is unscorable (the model wrote nothing after reading it; single-hop: no
             answer), which ranks it last.
-        chosen: Whether it is the passage kept: the least uncertain, ties keeping the search order (a loop with
-            ``SeaKRConfig.rerank_margin`` keeps the search engine's first unless another is less uncertain by more
-            than the margin; the trace's notes say when the margin decided).
+        chosen: Whether it is the passage kept: the least uncertain, ties keeping the search order (with
+            ``SeaKRConfig.rerank_margin``, see there; the trace's notes say when the margin decided).
         generation: What the model wrote after reading it.
     """
 

@@ -1,15 +1,6 @@
-"""The streaming driver: many question programs at once, each going on as soon as its own results are back.
-
-Every LM call a program issues goes to the back-end's stream at once (``SelfAwareBackend.stream``: vLLM adds it to
-its running engine batch; other back-ends batch whatever is pending when they are free), and every search goes to
-a small pool of daemon threads at once (``search_pool``: a search abandoned after its time limit never keeps the
-process from exiting).  The driver thread then waits for whatever finishes first (an engine step's outputs, or a
-search) and hands it to the program that asked, which runs until its next request.  No question waits for another
-question's slowest sample or search: there are no rounds.
-
-A program's failure (an exception it raises, or a failed call or search it does not handle) ends that question
-alone, reported as ``Failed``; the others go on.  An interrupt, or closing the iterator, cancels every request still
-in the engine and every search not yet started.
+"""The streaming driver: many question programs at once, each going on as soon as its own results are back, so
+no question waits for another's slowest sample or search.  A program's failure ends its question alone
+(``Failed``); an interrupt cancels everything in flight (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -31,8 +22,6 @@ from seakr_integrations.reasoning.progress import log_progress
 from seakr_integrations.reasoning.search_pool import DaemonPool
 from seakr_integrations.reasoning.state import Call, Generate, Program, QuestionState, Search
 from seakr_integrations.retrieval.passage import Retriever
-
-__all__ = ["Answered", "Driver", "Failed"]
 
 SEARCH_THREADS = 8
 """Searches running at once at most (an Elasticsearch client's default connection pool holds 10)."""
@@ -56,8 +45,6 @@ class Failed:
 
 @dataclass(eq=False)
 class _Waiting:
-    """A program waiting for the outputs of its LM calls."""
-
     state: QuestionState
     program: Program
     outputs: list[SelfAwareOutput | None]

@@ -1,15 +1,7 @@
-"""Which entities a question or a step names, and whether the kept passages cover them.
-
-A small model's confident step about an entity it has never read about is usually a confident mistake ("The Blue
-Bead was directed by Enrique Vico Carré", U far below delta, wrong), and a comparison question needs a passage for
-each side.  These pure functions give SeaKR's loop the facts for three rules (``SeaKRConfig.check_claims``,
-``cover_compared_entities``, ``anchor_queries``): what a text names, what the question compares, which of those no
-kept passage covers, and how to keep a query on the question.
-
-Names are found without a tagger: runs of capitalised words (joined by the short lower-case words names contain,
-"of", "for", "de", "y"...; with a parenthesised qualifier such as "(1952 Film)"), and quoted titles.  A question's
-compared entities are the names it joins with "or" / "and" ("Who was born first, X or Y?", "Are X and Y both...").
-An entity is covered by a passage when all its content words occur in the passage's title or text.
+"""Which entities a question or a step names, and whether the kept passages cover them: the facts behind the
+loop's entity rules (``SeaKRConfig.check_claims``, ``cover_compared_entities``, ``anchor_queries``...), since a small
+model's confident claims about entities it has not read about are mostly wrong.  Names are found without a tagger
+(capitalised runs and quoted titles; ``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -20,19 +12,6 @@ from collections.abc import Iterable, Sequence
 
 from seakr_integrations.reasoning.query import STOP_WORDS
 from seakr_integrations.retrieval.passage import Passage
-
-__all__ = [
-    "anchor_query",
-    "compared_entities",
-    "covers",
-    "entity_query",
-    "linked_entities",
-    "named_entities",
-    "offered_options",
-    "option_answer",
-    "titled",
-    "uncovered",
-]
 
 _TOKEN = re.compile(r"\(|\)|[\w][\w'’.\-]*|[:–;/&,\"“”]")
 _QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
@@ -54,7 +33,7 @@ def _capitalised(token: str) -> bool:
 
 
 def _spans(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, name)`` of every capitalised run in ``text``, in order (see the module docstring)."""
+    """``(start, end, name)`` of every capitalised run in ``text``, in order."""
     tokens = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text)]
     spans: list[tuple[int, int, str]] = []
     i = 0

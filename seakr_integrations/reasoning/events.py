@@ -1,13 +1,7 @@
-"""What the reasoning loop reports while it runs, and the hooks a framework adapter plugs into it.
+"""What the reasoning loop reports while it runs (for streaming), and the hooks a framework adapter plugs into it.
 
-A SeaKR answer takes seconds to minutes, and its value lies in the decisions along the way.  Streaming those
-decisions (``SeaKRChain.stream``, a LlamaIndex workflow's ``stream_events``) and routing every model call and search
-through a framework's callbacks both need the same thing from the core: a record of each phase as it completes and
-a place to hook in per question.  Events are snapshots: a consumer may hold them while the loop goes on.
-
-One name per phase.  Each phase has one core event class, and the adapters derive their names from it
-mechanically (:func:`langchain_event_name`, :func:`llamaindex_event_name`): ``kind`` is the class name in
-snake_case, the LangChain custom event is ``seakr_<kind>``, the LlamaIndex event class is ``<class name>Event``.
+Events are snapshots: a consumer may hold them while the loop goes on.  Each phase has one core event class, and
+the adapters derive its names (:func:`langchain_event_name`, :func:`llamaindex_event_name`):
 
 =================  ==========================  ===========================  =========================================
 core event         ``kind``                    LangChain custom event       LlamaIndex event
@@ -42,23 +36,6 @@ from seakr_integrations.retrieval.passage import Passage, Retriever
 if TYPE_CHECKING:
     from seakr_integrations.outputs import SelfAwareOutput
     from seakr_integrations.uncertainty.estimate import Uncertainty
-
-__all__ = [
-    "EVENT_TYPES",
-    "AnswerChosen",
-    "GateDecided",
-    "Observer",
-    "PassagesReranked",
-    "PassagesRetrieved",
-    "QuestionAnswered",
-    "QuestionFailed",
-    "SeaKREvent",
-    "StepAssessed",
-    "StepFinished",
-    "langchain_event_name",
-    "llamaindex_event_name",
-    "snapshot",
-]
 
 
 def snapshot(step: StepTrace) -> StepTrace:
@@ -196,11 +173,10 @@ def llamaindex_event_name(event: type[SeaKREvent] | SeaKREvent) -> str:
 class Observer:
     """Per-question hooks into the loop; every method is optional (the defaults do nothing / search plainly).
 
-    One observer serves one question, so an adapter can attach each question's model calls and searches to that
-    question's run in its framework (a LangChain run manager, a LlamaIndex span) even when many questions share
-    a batch.  Hooks run on the thread that drives the loop, except ``search``, which runs on one of the driver's
-    search threads (with the driver thread's context variables) so that a search never holds up other questions;
-    an exception raised in a hook fails its own question only.
+    One observer serves one question, so an adapter can attach that question's calls and searches to its run in
+    the framework (a LangChain run manager, a LlamaIndex span) even in a batch.  Hooks run on the driver thread,
+    except ``search``, on a search thread (with the driver thread's context variables); an exception raised in a
+    hook fails its own question only.
     """
 
     def on_event(self, event: SeaKREvent) -> None:

@@ -1,23 +1,6 @@
-"""In-context exemplars for SeaKR's chain-of-thought prompts.
-
-SeaKR prepends ten worked examples to every reasoning prompt, one set per question style (paper Appendix B.4,
-SPEC section 7). The authors reuse IRCoT's lists; these are our own (``data/exemplars.json``), written in the same
-format::
-
-    Question: {question}
-    Answer: {step 1} {step 2} ... So the answer is {answer}.
-
-Style keys:
-
-* ``"2wiki"``: 2WikiMultihopQA-style questions (compositional, comparison, inference and bridge comparison).
-* ``"hotpotqa"``: HotpotQA-style questions (bridge and comparison, some answered yes or no).
-* ``"simple"``: single-hop factoid questions in the lower-case NaturalQuestions-open style, one step each.
-
-The facts are about famous people, films, places and bands and were checked by hand, so that a small model is not
-taught falsehoods. None of the entities occurs in a question or answer of the bundled dev subsets
-(``tests/test_exemplars.py`` re-checks this). Each step is one full sentence ending with a period and has no other
-period inside, because the reasoning loop stops generation at ``". "``; dates are written whole ("July 20, 1969").
-Each multi-hop set renders to about 560 SmolLM2 tokens (the simple set to about 380), so it fits a small context.
+"""In-context exemplars for SeaKR's chain-of-thought prompts: ten worked questions per question style (paper
+Appendix B.4, SPEC section 7), this project's own (``data/exemplars.json``), in the authors' format.  How they are
+written: ``docs/design/reasoning.md``.
 """
 
 from __future__ import annotations
@@ -25,8 +8,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib.resources import files
-
-__all__ = ["EXEMPLAR_SETS", "Exemplar", "exemplars"]
 
 
 @dataclass(frozen=True)
@@ -71,10 +52,7 @@ def exemplars(style: str, n: int | None = None) -> tuple[Exemplar, ...]:
 
     Args:
         style: One of the keys of ``EXEMPLAR_SETS`` (``"2wiki"``, ``"hotpotqa"``, ``"simple"``).
-        n: How many to return, from the start of the set; ``None`` for all of them.
-
-    Returns:
-        The first ``n`` exemplars of the set, in their fixed order.
+        n: How many to return, from the start of the set (in its fixed order); ``None`` for all of them.
 
     Raises:
         ValueError: An unknown style (the message lists the known ones), or ``n`` below 0 or above the set size.

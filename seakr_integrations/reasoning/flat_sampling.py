@@ -13,14 +13,10 @@ from seakr_integrations.params import SamplingConfig
 if TYPE_CHECKING:
     from seakr_integrations.reasoning.config import SeaKRConfig
 
-__all__ = ["SAMPLING_SETTINGS", "SEAKR_SAMPLING", "flat_sampling"]
-
 SEAKR_SAMPLING = SamplingConfig(min_tokens=1)
-"""SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, the one deliberate difference.  Every call
-writes at least one token before EOS may end it.  Not in the authors' code (their plain prompts rarely end at once);
-inside a chat template an instruct model closes its turn after one sentence (Qwen2.5-0.5B-Instruct: P(EOS) = 0.89
-after the first step), and an empty step has no uncertainty (U = inf, so it always retrieves) and gives the
-re-ranking nothing to compare.  ``min_tokens=0`` restores the authors' behaviour."""
+"""SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, so that an instruct model in a chat template
+does not end its turn with an empty step (which has no uncertainty); ``min_tokens=0`` is the authors' behaviour
+(``docs/design/reasoning.md``)."""
 SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name != "stop")
 """The sampling settings ``SeaKRConfig`` takes as flat keywords and shows as flat attributes; the stops are SeaKR's
 own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""

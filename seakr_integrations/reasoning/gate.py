@@ -1,18 +1,8 @@
 """SeaKR's self-aware retrieval gate: read the model's next step and decide whether to retrieve.
 
-The paper's gate samples k continuations of every step and retrieves when their EigenScore is above delta.  Those
-samples are nearly all of SeaKR's cost, and most readings are nowhere near delta.  With a cascade or claim checks set in
-``SeaKRConfig`` the step is read in stages, each cheaper than the next, and the first stage that can decide does:
-
-1. the greedy step alone: a step that states the answer needs no gate (the loop stops there), an empty step retrieves;
-2. its claims (``check_claims``): a step that names an entity no kept passage covers retrieves;
-3. its own token probabilities (``cascade_estimator``, e.g. perplexity): clearly sure (at or below the band's low
-   edge) accepts, clearly unsure (above its high edge) retrieves;
-4. only inside the band: the k samples and their EigenScore against delta, as the paper.
-
-Without a cascade band and claim checks (``SeaKRConfig.paper()``) a step is one call with its samples, exactly the
-authors' gate.  Every reading records why it decided (a ``GateReason``), the same name the trace, the events and
-both adapters use.
+The samples the paper's gate draws at every step are nearly all of SeaKR's cost, so with a cascade or claim checks
+the step is read in cheaper stages first (greedy step, its claims, its token probabilities) and sampled only when
+they cannot decide (``docs/design/reasoning.md``).  Every reading records its ``GateReason``.
 """
 
 from __future__ import annotations
@@ -29,8 +19,6 @@ from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.entities import named_entities, uncovered
 from seakr_integrations.reasoning.state import Call, QuestionState
 from seakr_integrations.uncertainty.estimate import Uncertainty
-
-__all__ = ["Gate", "Reading"]
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,7 @@
 """The strict-JSON form of a SeaKR trace's values, both ways, and the version of that form.
 
-Strict JSON has no ``Infinity`` or ``NaN``, yet a trace holds them (an uncertainty that could not be computed is
-``inf``).  They are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (as ``seakr serve`` sends them) and read
-back as the same floats, so a saved trace reads back as the trace that was saved.  Schema version 1 (traces written
-before the version was recorded) has them as ``null``, which reads back as ``inf``, the only non-finite value it held.
+Strict JSON has no ``Infinity`` or ``NaN``, so they are written as ``"inf"``, ``"-inf"``, ``"nan"`` and read back as the
+same floats (version 1's ``null`` as ``inf``): a saved trace reads back as the trace that was saved.
 """
 
 from __future__ import annotations
@@ -15,17 +13,8 @@ from typing import Any
 
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "check_field_types",
-    "number_from_json",
-    "number_to_json",
-    "trace_version",
-    "uncertainty_from_dict",
-]
-
 SCHEMA_VERSION = 2
-"""Version of the trace's JSON form (described in ``trace``'s docstring); a trace without one is version 1."""
+"""Version of the trace's JSON form (described in ``docs/design/reasoning.md``); a trace without one is version 1."""
 
 
 def number_to_json(value: float) -> float | str:

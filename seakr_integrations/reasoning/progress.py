@@ -1,9 +1,5 @@
-"""Each decision of the loop as one log line (logger ``seakr``, level INFO), so long work shows its progress.
-
-A SeaKR answer takes seconds to minutes.  Every phase is already an event; this module turns each into a short
-readable line (uncertain -> searched for X -> kept passage Y -> answered from knowledge, with the uncertainties)
-and logs it, so a chain or query engine shows progress with one ``logging`` setting and ``seakr ask`` prints it on
-a terminal.  Nothing is formatted unless INFO is enabled for the logger.
+"""Each decision of the loop as one log line (logger ``seakr``, level INFO), so long work shows its progress with
+one ``logging`` setting (``seakr ask`` prints it).  Nothing is formatted unless INFO is enabled for the logger.
 """
 
 from __future__ import annotations
@@ -20,8 +16,6 @@ from seakr_integrations.reasoning.events import (
     StepAssessed,
     StepFinished,
 )
-
-__all__ = ["describe", "log", "log_progress"]
 
 log = logging.getLogger("seakr")
 

@@ -1,8 +1,7 @@
 """The search query SeaKR builds from an uncertain pseudo-generation (SPEC section 6, FLARE-style masking).
 
-The greedy step the model was unsure about still says what it was reaching for; the words it generated with low
-confidence are the likely mistakes, so they are masked and the rest (plus words it took from the question or the
-previous step) becomes the query.  Function words are then dropped: BM25 gains nothing from "the" or "was".
+The words the model generated with low confidence are the likely mistakes, so they are masked and the rest (plus
+words from the question or the previous step) becomes the query, without function words.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from functools import lru_cache
 from typing import Any
 
 from seakr_integrations.outputs import Continuation, token_offsets
-
-__all__ = ["STOP_WORDS", "BuiltQuery", "build_query", "content_words"]
 
 # A plain English function-word list (written for this project), plus the words SeaKR removes explicitly.
 STOP_WORDS = frozenset(

@@ -1,10 +1,7 @@
 """The public face of SeaKR and its baselines: answer one question, many, or stream their decisions.
 
-What a question's program decides is elsewhere (``seakr_loop`` for SeaKR, ``baselines`` for the others); how its
-calls reach the model and the retriever is in ``calls`` and ``driver``.  This module checks the input, builds one
-program per question, runs them on the streaming driver and hands back results, errors and events in the forms
-users expect: ``answer``, ``answer_many`` (like LangChain's ``batch``, with ``return_exceptions``),
-``iter_answers`` and ``iter_events`` as each question finishes.
+It checks the input, runs one program per question on the streaming driver and hands back results, errors and
+events; what a program decides is in ``seakr_loop`` and ``baselines`` (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -19,7 +16,8 @@ from seakr_integrations.backends.scored import probe_scores
 from seakr_integrations.config_resolution import ResolvedConfig, resolve_config
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
-from seakr_integrations.reasoning.calls import ModelCalls, RetrievalError
+from seakr_integrations.reasoning.calls import ModelCalls
+from seakr_integrations.reasoning.calls import RetrievalError as RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
@@ -30,8 +28,6 @@ from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
-
-__all__ = ["Reasoner", "RetrievalError", "SeaKR", "question_error"]
 
 
 def question_error(index: int, question: object) -> ValueError | None:
@@ -48,8 +44,7 @@ def question_error(index: int, question: object) -> ValueError | None:
 
 
 def _check_parts(backend: object, retriever: object) -> None:
-    """A ``TypeError`` that says what is expected when ``backend`` is not self-aware or ``retriever`` cannot search:
-    checked first, before anything is asked of them."""
+    """A ``TypeError`` that says what is expected, before anything is asked of ``backend`` or ``retriever``."""
     if not isinstance(backend, SelfAwareBackend):
         raise TypeError(
             f"backend must be a self-aware back-end (HFBackend, VLLMBackend or a SelfAwareBackend subclass) that "
@@ -82,13 +77,11 @@ class Reasoner(ABC):
         self.retriever = retriever
         self.config = config or SeaKRConfig()
         self.calls = ModelCalls(backend, self.config)
-        """The model and search plumbing of this back-end and configuration."""
 
     @abstractmethod
     def program(self, state: QuestionState) -> Program:
         """The program that answers ``state.question`` and returns its ``SeaKRResult``."""
 
-    # ----------------------------------------------------------------------------------------------- answers
     def answer(self, question: str) -> SeaKRResult:
         """Answer one question; the result carries the full decision trace."""
         return self.answer_many([question])[0]
@@ -188,7 +181,6 @@ class Reasoner(ABC):
         if first is not None and not return_exceptions:
             raise first
 
-    # -------------------------------------------------------------------------------------------- helpers
     @staticmethod
     def _checked(questions: Iterable[str], refuse: bool) -> tuple[list[Any], dict[int, ValueError]]:
         """The questions as a list, and the error of each that cannot be answered (``refuse``: the first raised)."""
@@ -240,13 +232,10 @@ class SeaKR(Reasoner):
     """Self-aware knowledge retrieval over any self-aware back-end and any retriever.
 
     Args:
-        backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
-        retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).
-        config: SeaKR's settings (the authors' defaults when omitted), or what ``config_resolution.resolve_config`` made
-            of them for this back-end.  A plain config is resolved here, by that same function (the one step that
-            reads calibration profiles): ``delta=None`` becomes the calibrated delta, and the cascade band the one
-            calibrated with it.  The convenience keeps ``SeaKR(backend, retriever)`` one line, calibrated; a
-            resolved config makes the constructor read no file (the adapters build their loops so, once).
+        backend, retriever: As for :class:`Reasoner`.
+        config: SeaKR's settings (the defaults when omitted), or ``config_resolution.resolve_config``'s result for
+            this back-end, which reads no file.  A plain config is resolved here by that function: ``delta=None``
+            becomes the calibrated delta, and the cascade band the one calibrated with it.
 
     Attributes:
         config: The settings that run (delta and cascade band resolved); every part of the loop is built with it.

@@ -1,9 +1,7 @@
 """The records of one question's decisions: each round of the loop, each passage tried, each final answer.
 
-``SeaKRResult`` (``trace.py``) holds them with the answer; the loop, the baselines and the events build them, and
-both adapters read them.  Each record converts to the trace's strict-JSON form and back (``to_dict`` /
-``from_dict``; the form and its versions are described in ``trace.py``), so they live apart from the trace's own
-reading, writing and printing.  ``Assessment`` is the same kind of record for ``SeaKR.assess``, the gate on its own.
+``SeaKRResult`` (``trace.py``) holds them with the answer; each converts to the trace's strict-JSON form and back.
+``Assessment`` is the same kind of record for ``SeaKR.assess``, the gate on its own.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """SeaKR's decision rules as pure functions of the numbers they compare, so the loop and the offline analysis of
-stored traces (``bench/offline_rules.py``) run the same code.
-
-Each rule has a setting in ``SeaKRConfig`` whose paper value reproduces the authors' decision exactly:
-
-* :func:`pick_passage` (``rerank_margin``): re-ranking keeps the search engine's order unless another candidate is
-  clearly (by more than a margin) less uncertain than the first; margin 0 is the paper's "least uncertain wins".
-* :func:`pick_final` (``final_margin``): the rationales-based answer replaces the knowledge-based one only when it
-  is clearly less uncertain; margin 0 is the paper's "less uncertain wins, a tie goes to knowledge".
-* :func:`choice_needs_samples` (``final_samples``): the samples behind the two final answers' uncertainties are
-  drawn only when ``pick_final`` depends on them.
-* :func:`repeats_earlier` (``stop_on_repeated_step``): a step that says word for word what an earlier step said adds
-  nothing to the context, so the loop can end there instead of paying for more rounds.
-
-Margins are in the estimator's units (EigenScore: a log-determinant per sample), like ``delta``.
+stored traces (``bench/offline_rules.py``) run the same code.  Each rule has a ``SeaKRConfig`` setting whose paper
+value reproduces the authors' decision; margins are in the estimator's units, like ``delta``.
 """
 
 from __future__ import annotations
@@ -23,8 +11,6 @@ import string
 from collections.abc import Sequence
 
 from seakr_integrations.reasoning.answer import is_unknown
-
-__all__ = ["choice_needs_samples", "pick_final", "pick_passage", "repeats_earlier"]
 
 
 def pick_passage(uncertainties: Sequence[float], margin: float = 0.0) -> int:

@@ -1,20 +1,7 @@
 """SeaKR's algorithm (SPEC section 5): when to retrieve, which passage to keep, how to answer.
 
-Multi-hop: generate the next reasoning step and measure the model's uncertainty about it.  A step that states the
-answer ends the loop (checked before the gate).  A certain step is accepted; an uncertain (or empty) one is dropped
-and becomes a search query instead (its low-confidence words masked, SPEC section 6).  Each new search result is
-tried in the prompt, and the passage after which the model is least uncertain is kept together with the step it
-wrote (self-aware re-ranking).  The loop stops at a repeated query, when no new passage is found, or at the step or
-passage limit.  Then the model answers twice, once from its own rationales and once from the gathered knowledge,
-and the less uncertain answer wins (self-aware reasoning).
-
-``SeaKRConfig.paper()`` is exactly that; the defaults change three decisions where the stored traces showed better
-ones (``docs/decision_rules.md``; the rules are in ``rules``).
-
-Single-hop: answer directly when certain; else try each retrieved passage alone and keep the least uncertain answer.
-
-Each question runs as a program (see ``state``): the model calls and searches below are ``yield from`` requests that
-the driver serves; batching, threads and counting live elsewhere (``driver``, ``calls``).
+Each question runs as a program (see ``state``) whose model calls and searches are ``yield from`` requests the
+driver serves, so the algorithm reads as the paper's (walkthrough: ``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -49,8 +36,6 @@ from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 
-__all__ = ["SeaKRLoop", "best", "choose"]
-
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -67,7 +52,6 @@ class SeaKRLoop:
         """The whole answer to ``state.question``, as a program that returns a ``SeaKRResult``."""
         return self.single_hop(state) if self.config.mode == "single_hop" else self.multi_hop(state)
 
-    # ---------------------------------------------------------------------------------------- the gate
     def assess(self, state: QuestionState) -> Generator[Any, Any, Assessment]:
         """The gate alone on the model's next step (multi-hop) or direct answer (single-hop)."""
         single = self.config.mode == "single_hop"
@@ -84,7 +68,6 @@ class SeaKRLoop:
             reading.reason,
         )
 
-    # ------------------------------------------------------------------------------------------ multi-hop
     def multi_hop(self, state: QuestionState) -> Program:
         searched: set[str] = set()
         while True:
@@ -215,7 +198,6 @@ class SeaKRLoop:
         state.note(f"round {step.index + 1} repeated an earlier step, so the loop stopped (stop_on_repeated_step)")
         return True
 
-    # ------------------------------------------------------------------------------------------ re-ranking
     def rerank(
         self, state: QuestionState, step: StepTrace, found: list[Passage], wanted: Sequence[str] = ()
     ) -> Generator[Any, Any, None]:
@@ -290,7 +272,6 @@ class SeaKRLoop:
         candidates[best(candidates)].chosen = True
         return sorted(candidates, key=lambda c: (c.rank_value, c.rank))
 
-    # ------------------------------------------------------------------------------------- final reasoning
     def stated_answer(self, state: QuestionState) -> FinalTrace | None:
         """With ``answer_when_stated``: the answer the loop's last step stated, when the loop ended there."""
         last = state.trace[-1] if state.trace else None
@@ -329,7 +310,6 @@ class SeaKRLoop:
         finals = yield from self.calls.final_answers(state, items, reading=reading)
         return {f.strategy: f for f in finals}
 
-    # ------------------------------------------------------------------------------------------- single-hop
     def single_hop(self, state: QuestionState) -> Program:
         direct_call = self.calls.call(state, [], [], sentence=False)
         ((out, u),) = yield from self.calls.run(state, [direct_call])

@@ -1,10 +1,7 @@
 """The threads the driver runs searches on: a small pool of daemon threads.
 
-A search that outlives ``search_timeout`` is abandoned: its question fails (or goes on without it) on time, but the
-thread cannot be stopped, since Python has no way to kill a thread.  ``concurrent.futures.ThreadPoolExecutor`` joins its
-threads when the interpreter exits, so one hung search would keep the whole process alive until it returned (a 60 s
-search delayed exit by 58 s).  This pool's threads are daemons: the interpreter exits without waiting for a search
-nobody waits for any more.  A search that is still running at exit is simply dropped, which is what abandoning it meant.
+Unlike ``ThreadPoolExecutor``'s, they do not keep the interpreter alive at exit, so a hung search abandoned after
+``search_timeout`` (a thread cannot be killed) never holds up the process (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -14,8 +11,6 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
-
-__all__ = ["DaemonPool"]
 
 
 class DaemonPool:

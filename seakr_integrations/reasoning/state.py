@@ -1,9 +1,7 @@
 """One question in flight, and what its program asks of the driver.
 
-A question's program (SeaKR's loop or a baseline) is a generator.  It yields what it needs next, a ``Generate``
-(LM calls) or a ``Search``, and the driver sends back the outputs or the passages, or throws the failure in at the
-``yield``.  So a program reads as a plain sequential algorithm: it never sees the back-end, the retriever, threads
-or the other questions, and the driver is free to run any number of programs at once.
+A program is a generator that yields a ``Generate`` or a ``Search`` and gets back the outputs or passages (or the
+failure, thrown in), so it reads as a plain sequential algorithm and the driver can run many at once.
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ from seakr_integrations.reasoning.records import FinalTrace, StepTrace
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
-
-__all__ = ["Call", "Generate", "Program", "QuestionState", "Request", "Scored", "Search"]
 
 Call = tuple[str, SamplingConfig]
 """One LM call: the prompt and its sampling parameters."""

@@ -1,11 +1,6 @@
-"""The decision trace as flat rows: one per reasoning step, per candidate passage, per final answer.
-
-A trace is nested (steps hold candidates, candidates hold uncertainties).  People read it as tables, in a notebook
-(``pandas.DataFrame(step_rows(trace))``), a spreadsheet or an evaluation report.  The functions take a live
-:class:`SeaKRResult` or any saved form of one (the ``trace`` a LangChain ``SeaKRChain`` returns, a LlamaIndex
-response's ``metadata["trace"]``, a trace read back from a results file), read through the typed loader
-(``SeaKRResult.from_dict``), so every form gives the same rows.  Uncertainties are floats: one that could not be
-computed (an empty generation) is ``inf``, as in the live trace.
+"""The decision trace as flat rows (one per step, candidate passage, final answer), as people read it in a notebook
+(``pandas.DataFrame(step_rows(trace))``).  Each function takes a :class:`SeaKRResult` or its ``to_dict()`` form (a
+chain's ``trace``, a response's ``metadata["trace"]``); an uncertainty that could not be computed is ``inf``.
 """
 
 from __future__ import annotations
@@ -14,8 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from seakr_integrations.reasoning.trace import SeaKRResult
-
-__all__ = ["candidate_rows", "final_rows", "step_rows"]
 
 TraceLike = SeaKRResult | Mapping[str, Any]
 

@@ -1,24 +1,6 @@
-"""The decision trace: what SeaKR saw and decided at every step, returned with the answer.
-
-Users debug retrieval with it, evaluation reads the uncertainties from it, and the framework adapters put it into
-their own metadata.  The records it holds (each step, candidate passage and final answer) are in ``records.py``;
-this module is the whole trace, ``SeaKRResult``: its strict JSON form both ways (``SeaKRResult.to_json`` /
-``SeaKRResult.from_json``), exact, so that a saved trace reads back as the trace that was saved, and its readable
-text (``SeaKRResult.format``).
-
-The JSON form (``schema_version`` 2):
-
-* every saved trace carries ``"schema_version": 2``; a trace without it is version 1, the form written before the
-  version was recorded (the results under ``runs/answer-prefix/`` hold such traces), and still loads; a newer
-  version than this code knows is refused with a clear error;
-* non-finite numbers (an uncertainty that could not be computed, a passage the model could not judge) are written
-  as the strings ``"inf"``, ``"-inf"`` and ``"nan"``, since strict JSON has no such numbers; they read back as the
-  same floats (version 1 wrote them as ``null``, which reads back as ``inf``, the only non-finite value it wrote);
-* ``stop`` and ``stop_reason`` are :class:`StopReason` values (their strings);
-* a step names the passage it kept ``chosen_passage_id``; a candidate says whether it was kept with ``chosen``
-  (a bool).  Version 1 called the step's field ``chosen`` too;
-* a candidate carries its passage's ``text``, so every passage tried reads back whole (version 1 kept only the
-  chosen passages' texts, in ``passages``).
+"""The decision trace: what SeaKR saw and decided at every step, returned with the answer, so users can debug
+retrieval and evaluation can read the uncertainties.  ``SeaKRResult`` reads and writes it as exact strict JSON
+(``schema_version`` 2, version 1 still read; the form: ``docs/design/reasoning.md``) and prints it (``format``).
 """
 
 from __future__ import annotations
@@ -85,8 +67,8 @@ class SeaKRResult:
         self.stop_reason = StopReason.parse(self.stop_reason)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain, strict-JSON-serialisable form of the whole trace, with its ``schema_version`` (see the module
-        docstring); :meth:`from_dict` reads it back."""
+        """Plain, strict-JSON-serialisable form of the whole trace, with its ``schema_version``; :meth:`from_dict`
+        reads it back."""
         return _plain(
             {
                 "schema_version": SCHEMA_VERSION,
@@ -104,7 +86,7 @@ class SeaKRResult:
 
     @classmethod
     def from_dict(cls, data: Any) -> SeaKRResult:
-        """The trace that :meth:`to_dict` wrote, in version 2 or version 1 (see the module docstring).
+        """The trace that :meth:`to_dict` wrote, in version 2 or version 1.
 
         Raises:
             ValueError: ``data`` is not a SeaKR trace, was written by a newer release (upgrade

@@ -1,14 +1,9 @@
 """Retrieval: the passage record, the :class:`Retriever` protocol, corpus reading, the embedded BM25 index and the
 Elasticsearch back-end.
 
-The reasoning loop depends only on :class:`Retriever` (``search(query, k) -> list[Passage]``); the tantivy-backed
-:class:`BM25Index` is the default implementation, built once from a JSONL corpus with :meth:`BM25Index.build` or
-``seakr index``.  For large corpora, :class:`ElasticsearchRetriever` searches an Elasticsearch cluster (built with
-:func:`build_elasticsearch_index` or ``seakr index CORPUS --es URL --index NAME``); its modules import the
-``elasticsearch`` client only when used, so this package imports without it.
-
-Exported: what a user builds or searches with, and the errors a search or build can raise; corpus reading
-(``corpus``) and the cluster connection (``es_connection``) are imported from their modules.
+The loop depends only on :class:`Retriever`; :class:`BM25Index` is the default, :class:`ElasticsearchRetriever`
+serves large corpora and imports its client only when used.  Exported: what a user builds or searches with, and the
+errors a search or build can raise.
 """
 
 from typing import Any

@@ -1,11 +1,7 @@
 """An asyncio event loop on a daemon thread, so synchronous code can run coroutines concurrently.
 
-SeaKR's loop is synchronous, but the searches of one round (one per question in flight) should run together.  An
-asyncio client does that best, yet its HTTP session belongs to the event loop that created it: calling
-``asyncio.run`` per batch would make a new loop each time and break the session, and the caller may already be
-inside a running loop (a notebook, an async web app).  One long-lived loop on its own thread avoids both: the async
-client is created and used only there, synchronous callers block on :meth:`BackgroundLoop.run`, and coroutines
-from any other loop await :meth:`BackgroundLoop.call`.
+An async client's HTTP session belongs to the loop that created it, and the caller may already run a loop (a
+notebook), so one long-lived loop on its own thread owns the client (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -15,8 +11,6 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
-
-__all__ = ["BackgroundLoop"]
 
 T = TypeVar("T")
 
@@ -59,7 +53,6 @@ class BackgroundLoop:
             return self._loop
 
     def _ensure_for(self, coro: Coroutine[Any, Any, Any]) -> asyncio.AbstractEventLoop:
-        """The loop, or close ``coro`` (it will never run) and raise."""
         try:
             return self._ensure()
         except BaseException:

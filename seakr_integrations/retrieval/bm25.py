@@ -1,12 +1,7 @@
 """The embedded BM25 retriever: a tantivy index on disk, built once from a corpus and memory-mapped for search.
 
-SeaKR retrieves with BM25 over Wikipedia (the authors use Elasticsearch).  tantivy gives the same scoring family
-in-process, with no server: on 2 CPU cores a 200k-passage index builds in 3.4 s and answers in 0.6 ms (median;
-docs/benchmarks.md), and the on-disk index is memory-mapped, so opening it is instant and the OS page cache shares
-it between processes.
-
-An index directory holds tantivy's files plus ``seakr-index.json``, a manifest written as the last step of a build:
-a directory without one is never treated as an index, which makes builds atomic (``bm25_build.py``).
+SeaKR's BM25 scoring family in-process with no server (0.6 ms a query at 200k passages: docs/benchmarks.md); a
+directory is an index only once its manifest ``seakr-index.json``, the build's last step, exists.
 """
 
 from __future__ import annotations
@@ -52,14 +47,9 @@ such words (the, of, and, ...) have long posting lists and a low idf, so they ar
 class BM25Index:
     """A read-only BM25 index of passages on disk; implements :class:`~seakr_integrations.retrieval.Retriever`.
 
-    Scoring is tantivy's BM25: k1 = 1.2, b = 0.75 and Lucene's idf ``ln(1 + (N - n + 0.5) / (n + 0.5))``, summed
-    over the query's distinct words and over the ``title`` and ``text`` fields.  A field's score is Lucene's BM25
-    times (k1 + 1) = 2.2 (same ranking, larger numbers).  Summing the fields is Elasticsearch's ``most_fields``;
-    SeaKR's Elasticsearch query is ``best_fields`` with tie_breaker 0.5, so combined rankings can differ a little
-    (on the shared HotpotQA corpus, recall of the gold passages at 3 was 0.755 summed vs 0.742 best_fields).
-
-    The index is opened once and keeps one searcher: a built index never changes (a rebuild writes a new directory
-    and swaps it in), so there is nothing to reload.  To see a rebuilt index, open it again.
+    Scoring is tantivy's BM25 (k1 = 1.2, b = 0.75, Lucene's idf, times k1 + 1), summed over the query's distinct
+    words and over ``title`` and ``text`` (Elasticsearch's ``most_fields``, where SeaKR uses ``best_fields``:
+    docs/design/core.md).  A built index never changes, so one searcher is kept: to see a rebuilt index, open it again.
 
     Attributes:
         path: The index directory.
@@ -144,28 +134,20 @@ class BM25Index:
     ) -> BM25Index:
         """Index a corpus into the directory ``out``, atomically, and open the result.
 
-        The index is written into a fresh hidden directory next to ``out`` (same filesystem, so the final step is
-        a rename), the manifest is written last, and only then is it moved into place: an existing index at
-        ``out`` is moved aside, the new one renamed in, the old one deleted.  Any failure before that (a bad
-        corpus line, a full disk, Ctrl-C) deletes the temporary directory and leaves ``out`` as it was.  What a
-        killed build could not delete is removed by the next build of ``out`` (see ``build_folders``).
+        Any failure (a bad corpus line, a full disk, Ctrl-C) leaves ``out`` as it was; what a killed build could not
+        delete is removed by the next build of ``out`` (docs/design/core.md).
 
         Args:
             documents: A corpus as :func:`~.corpus.iter_passages` takes it; ids must be unique.
-            out: The index directory.  It may be missing (parents are created), an empty directory, or an
-                existing seakr index (replaced when ``overwrite``).
+            out: The index directory: missing (parents created), empty, or a seakr index (replaced with ``overwrite``).
             progress: Show a tqdm progress bar on stderr.
             overwrite: Replace an existing index at ``out``; when False an existing ``out`` is an error.
-            memory_budget_mb: Indexing memory shared by the writer threads (tantivy needs at least 15 MB per thread); a
-                segment is flushed whenever a thread's share fills up, so more memory means fewer, larger segments.
-            threads: Writer threads; ``None`` uses up to 4, one per CPU core.  Parsing the corpus runs in the
-                calling thread at the same time.
+            memory_budget_mb: Indexing memory shared by the writer threads (at least 15 MB each).
+            threads: Writer threads; ``None`` uses up to 4, one per CPU core (parsing runs in the calling thread).
 
         Raises:
-            ValueError: The corpus has no passages, or a record is invalid (the message names the line or item);
-                ``memory_budget_mb`` or ``threads`` is out of range.
-            FileExistsError: ``out`` exists and ``overwrite`` is False, or ``out`` is a file or a non-empty
-                directory that is not a seakr index (it is never deleted).
+            ValueError: No passages, an invalid record (its line or item), or a bad ``memory_budget_mb`` or ``threads``.
+            FileExistsError: ``out`` exists and ``overwrite`` is False, or is not a seakr index (it is never deleted).
             FileNotFoundError: The corpus file does not exist.
         """
         return cls(
@@ -180,17 +162,11 @@ class BM25Index:
         )
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
-        """The ``k`` best passages for ``query`` by BM25 over title and text, best first.
+        """Up to ``k`` best passages for ``query`` by BM25 over title and text, best first, ``score`` set.
 
-        ``query`` is plain text, as an LLM writes it: query-language syntax (quotes, colons, ``AND``, ``-``, ...) only
-        separates words (see ``_ANALYZER``), so no query fails to parse or matches everything.  Each distinct word
-        adds its BM25 scores in ``title`` and in ``text``; equal scores are ordered by id, so results do not depend on
-        how the build split the index into segments.  The result is exact, but usually found without scoring every
-        passage that holds a common word (:meth:`_search_pruned`: tantivy's Python binding cannot use its own top-k
-        pruning; at 200k passages, 0.6 ms median instead of 1.9 ms).
-
-        Returns:
-            Up to ``k`` passages, ``score`` set; empty when no passage shares a word with the query.
+        ``query`` is plain text: query-language syntax only separates words, so no query fails to parse.  Equal scores
+        are ordered by id, so results do not depend on the index's segments.  The result is exact, usually found by
+        :meth:`_search_pruned` (why: docs/benchmarks.md).
 
         Raises:
             TypeError: ``query`` is not a string.
@@ -216,13 +192,9 @@ class BM25Index:
         return passages[:k]
 
     def _clauses(self, text: str) -> tuple[list[tantivy.Query], list[tantivy.Query], float]:
-        """The query's term clauses, split into rare and common, and an upper bound on the common ones' score sum.
-
-        One clause per distinct analyzed word and search field (a repeated word counts once, as in tantivy's query
-        parser); clauses no passage matches are dropped.  A clause is common when more than
-        :data:`_COMMON_SHARE` of the passages match it.  A term's BM25 score is below ``idf * (k1 + 1)`` whatever
-        its frequency, so the common clauses together add less than ``bound`` to any passage's score.
-        """
+        """The query's term clauses (one per distinct word and field, unmatched ones dropped), split into rare and
+        common (:data:`_COMMON_SHARE`), and ``bound``: the common ones add less to any score (a term's BM25 score is
+        below ``idf * (k1 + 1)``)."""
         searcher, schema, term_query = self._searcher, self._schema, tantivy.Query.term_query
         num_docs = searcher.num_docs
         rare: list[tantivy.Query] = []
@@ -266,15 +238,12 @@ class BM25Index:
     ) -> list[tuple[float, tantivy.Document]] | None:
         """The exact top ``k`` (with ties) while scoring common clauses only on a few candidates; ``None`` if unproven.
 
-        1. Search the rare clauses alone (cheap: short posting lists) for the top ``4k + 38``.  A passage's full
-           score is its rare score plus less than ``bound``, and the k-th rare score ``floor`` is a lower bound of
-           the k-th full score, so only passages whose rare score is at least ``floor - bound`` can be in the top k.
-        2. Score exactly those candidates with every clause: a query that requires their ids, with each clause
-           nested as an optional part (nesting makes tantivy skip straight to the candidates in each posting list;
-           with a flat OR of the common clauses it decodes them in bulk: the whole search took 0.97 ms median at
-           200k passages that way, 0.58 ms nested).
-        3. Passages matching no rare clause score below ``bound``; if the k-th exact score is not above it, or the
-           candidates filled the whole first search (more may follow), give up and let the caller search exhaustively.
+        1. Search the rare clauses alone for the top ``4k + 38``: only passages whose rare score is at least the k-th
+           rare score minus ``bound`` can be in the top k.
+        2. Score exactly those candidates: a query requiring their ids, each clause nested as an optional part
+           (tantivy then skips straight to the candidates; faster than a flat OR: docs/design/core.md).
+        3. Give up (the caller searches exhaustively) if the k-th exact score is not above ``bound`` (passages with no
+           rare clause score below it) or the candidates filled the whole first search.
         """
         searcher, schema = self._searcher, self._schema
         should, must = tantivy.Occur.Should, tantivy.Occur.Must

@@ -1,8 +1,5 @@
-"""Building the embedded BM25 index: a corpus written into a tantivy index on disk, atomically.
-
-A build writes into a fresh hidden directory next to the output, writes the manifest (``seakr-index.json``) last,
-and only then swaps the result into place.  So a directory with a manifest is always a complete index, and a build
-that fails or is killed never leaves a half-written one where the old index was.  Searching lives in ``bm25.py``.
+"""Building the embedded BM25 index: a corpus written into a tantivy index on disk, atomically (the manifest is
+written last and the result swapped into place, so a directory with a manifest is always a complete index).
 """
 
 from __future__ import annotations
@@ -27,8 +24,6 @@ from tqdm import tqdm
 from seakr_integrations.build_folders import BUILDING, OLD, build_lock
 from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
 
-__all__ = ["FORMAT_VERSION", "MANIFEST_FORMAT", "MANIFEST_NAME", "SEARCH_FIELDS", "build_index", "how_to_build"]
-
 MANIFEST_NAME = "seakr-index.json"
 """The file that marks a directory as a finished seakr BM25 index (written last by a build)."""
 
@@ -45,11 +40,8 @@ _HOW_TO_BUILD = "seakr index CORPUS.jsonl --out {path}` or `BM25Index.build('COR
 
 
 def _schema() -> tantivy.Schema:
-    """``id``: stored, indexed untokenized (exact lookups); ``title``/``text``: English default tokenizer, stored.
-
-    ``title`` and ``text`` keep term frequencies but not positions: queries are bags of words (no phrases), and
-    leaving positions out makes the index 14% smaller and the build slightly faster (200k passages: 122 vs 141 MB).
-    """
+    """``id``: stored, untokenized; ``title``/``text``: default tokenizer, stored, frequencies but no positions
+    (queries are bags of words; 14% smaller: docs/benchmarks.md)."""
     builder = tantivy.SchemaBuilder()
     builder.add_text_field("id", stored=True, tokenizer_name="raw", index_option="basic")
     builder.add_text_field("title", stored=True, tokenizer_name="default", index_option="freq")
@@ -152,11 +144,8 @@ def _write_index(
     total: int | None,
     desc: str,
 ) -> int:
-    """Index ``records`` into the empty ``directory``; returns the number of passages.
-
-    On any exception the writer is rolled back and its threads joined before the exception propagates, so no
-    tantivy thread still writes into the directory when the caller deletes it.
-    """
+    """Index ``records`` into the empty ``directory``; returns the number of passages.  On any exception the writer
+    is rolled back and its threads joined first, so none writes into the directory the caller deletes."""
     index = tantivy.Index(_schema(), path=str(directory), reuse=False)
     writer = index.writer(heap_size=heap_bytes, num_threads=threads)
     document, add = tantivy.Document, writer.add_document
@@ -189,10 +178,8 @@ def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
 
 
 def _swap_into_place(new: Path, out: Path, overwrite: bool) -> None:
-    """Rename the finished index ``new`` to ``out``, moving an existing index aside first and deleting it after.
-
-    If the final rename fails, the old index is moved back, so ``out`` holds either the old or the new index.
-    """
+    """Rename the finished index ``new`` to ``out``, moving an existing index aside first and deleting it after (or
+    back, if the rename fails), so ``out`` holds either the old or the new index."""
     _check_replaceable(out, overwrite)  # again: ``out`` may have appeared or changed during the build
     old: Path | None = None
     if out.is_dir() and not any(out.iterdir()):
@@ -211,12 +198,8 @@ def _swap_into_place(new: Path, out: Path, overwrite: bool) -> None:
 
 
 def _remove_dir(path: Path, attempts: int = 6) -> None:
-    """Delete the directory ``path``, retrying while a tantivy thread still writes into it.
-
-    Tantivy's garbage collection can outlive the writer and briefly create ``.tantivy-meta.lock`` in the
-    directory, so one ``rmtree`` can fail with "directory not empty" (seen once in 1,500 empty builds).  A
-    directory that still cannot be removed after the retries is reported with a warning, never left silently.
-    """
+    """Delete the directory ``path``, retrying while tantivy's garbage collection (which can outlive the writer)
+    still writes into it; one that remains is reported with a warning."""
     for attempt in range(attempts):
         shutil.rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):

@@ -1,9 +1,7 @@
 """Reading and validating passage corpora: JSONL (optionally gzip-compressed) files and in-memory iterables.
 
-A corpus is one JSON object per line, ``{"id": ..., "title": ..., "text": ...}`` (the format of the shared
-HotpotQA / 2Wiki corpora and of SeaKR's Wikipedia dump once converted).  Corpora are large and hand-made, so
-reading streams them line by line and every problem is reported with the file, the 1-based line number and what
-to change: a bad line found after ten minutes of indexing must be fixable without a debugger.
+A corpus is one ``{"id": ..., "title": ..., "text": ...}`` object per line.  Corpora are large and hand-made, so they
+are streamed and every problem names the file, the 1-based line and what to change.
 """
 
 from __future__ import annotations
@@ -17,8 +15,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from seakr_integrations.retrieval.passage import Passage
-
-__all__ = ["CorpusSource", "iter_passages", "read_corpus", "validate_passage"]
 
 CorpusSource = str | os.PathLike[str] | Iterable[Mapping[str, object] | Passage]
 """What indexers accept: the path of a JSONL(.gz) corpus, or an iterable of dicts / :class:`Passage` objects."""
@@ -34,17 +30,15 @@ def _kind(value: object) -> str:
 def validate_passage(obj: object, where: str) -> Passage:
     """Check one corpus record and turn it into a :class:`Passage`.
 
-    ``id`` must be a non-empty string or an integer (JSON corpora often number their passages; the integer is converted
-    to its decimal string so ids have one type everywhere).  ``text`` must be a non-empty string.  ``title`` is optional
-    (missing or null become ``""``).  Other keys are ignored, so corpora may carry extra metadata such as URLs.
+    ``id``: a non-empty string, or an integer (converted to its decimal string); ``text``: a non-empty string;
+    ``title``: optional (missing or null become ``""``); other keys (URLs, metadata) are ignored.
 
     Args:
         obj: A mapping with ``id``, ``text`` and optionally ``title`` keys, or a :class:`Passage` (returned as it is).
         where: Where the record came from, at the start of error messages (e.g. ``"corpus.jsonl, line 7"``).
 
     Raises:
-        ValueError: The record is not a mapping, or a field is missing, empty or of the wrong type.  The message
-            starts with ``where`` and says what a valid record looks like.
+        ValueError: The record is not a mapping, or a field is missing, empty or of the wrong type.
     """
     pid, title, text = _record(obj, where)
     if isinstance(obj, Passage) and pid == obj.id:
@@ -53,11 +47,8 @@ def validate_passage(obj: object, where: str) -> Passage:
 
 
 def _record(obj: object, where: str) -> tuple[str, str, str]:
-    """``(id, title, text)`` of a valid record (see :func:`validate_passage`).
-
-    Indexers use this tuple form directly: building a frozen dataclass per passage costs about 2 us, a tenth of
-    the time it takes to read and index one at 200k passages.
-    """
+    """``(id, title, text)`` of a valid record: the indexers' form, as a ``Passage`` per record costs about a tenth
+    of the indexing time (docs/design/core.md)."""
     if isinstance(obj, Passage):
         pid, title, text = obj.id, obj.title, obj.text
     elif isinstance(obj, Mapping):
@@ -92,11 +83,7 @@ def _record(obj: object, where: str) -> tuple[str, str, str]:
 
 
 def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The file's lines with 1-based numbers, gunzipped when the file starts with the gzip magic bytes.
-
-    Compression is detected from the content, not the name, so ``corpus.jsonl`` that is really gzip (or
-    ``corpus.jsonl.gz`` that is not) still reads.
-    """
+    """The file's lines with 1-based numbers, gunzipped when the content (not the name) starts with gzip's magic."""
     with open(path, "rb") as raw:
         compressed = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
@@ -122,22 +109,19 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 def read_corpus(path: str | os.PathLike[str]) -> Iterator[Passage]:
     """Stream the passages of a JSONL corpus (plain or gzip-compressed), validating each line.
 
-    Blank lines are skipped; a UTF-8 byte-order mark on the first line is tolerated.  Ids must be unique across
-    the file: a repeated id would make retrieval results ambiguous, so it is an error rather than a silent
-    overwrite.  Nothing is held in memory except the ids seen so far.  Gzip is detected from the content.
+    Blank lines and a UTF-8 byte-order mark are skipped; a repeated id is an error (results would be ambiguous).
+    Only the ids seen so far are held in memory.
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
-        ValueError: A line is not valid JSON or UTF-8, is not an object, has a missing/empty/ill-typed ``id`` or
-            ``text``, repeats an earlier id (both line numbers are named), or the gzip data is corrupt.  The
-            message names the file and the 1-based line number.
+        ValueError: A line is not valid UTF-8 JSON or not a valid record, repeats an id, or the gzip data is corrupt
+            (the message names the file and the 1-based line).
     """
     for pid, title, text in _read_records(Path(path)):
         yield Passage(id=pid, title=title, text=text)
 
 
 def _read_records(path: Path) -> Iterator[tuple[str, str, str]]:
-    """:func:`read_corpus` as ``(id, title, text)`` tuples (the indexers' fast path)."""
     seen: dict[str, int] = {}
     for lineno, raw in _numbered_lines(path):
         if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
@@ -162,22 +146,17 @@ def _read_records(path: Path) -> Iterator[tuple[str, str, str]]:
 
 
 def iter_passages(documents: CorpusSource) -> Iterator[Passage]:
-    """Validated passages, in input order, from a JSONL(.gz) corpus path or an iterable of dicts / :class:`Passage`
-    objects, with unique ids.
-
-    The one entry point indexers use, so a file and a Python list get the same checks and messages (``"item 17"``,
-    1-based, in place of a line number).  The argument's type is checked at the call, the records as they are consumed.
+    """Validated passages with unique ids from a corpus path or an iterable of records: a list gets a file's checks
+    and messages (``"item 17"`` for a line number).
 
     Raises:
-        TypeError: ``documents`` is a single dict, Passage or bytes rather than a path or an iterable of records.
-        ValueError: (while iterating) A record is invalid or repeats an id (see :func:`validate_passage` and
-            :func:`read_corpus`).
+        TypeError: (at the call) ``documents`` is a single dict, Passage or bytes.
+        ValueError: (while iterating) A record is invalid or repeats an id.
     """
     return (Passage(id=pid, title=title, text=text) for pid, title, text in _iter_records(documents))
 
 
 def _iter_records(documents: CorpusSource) -> Iterator[tuple[str, str, str]]:
-    """:func:`iter_passages` as ``(id, title, text)`` tuples (the indexers' fast path)."""
     if isinstance(documents, (str, os.PathLike)):
         return _read_records(Path(documents))
     if isinstance(documents, (bytes, bytearray, Mapping, Passage)) or not isinstance(documents, Iterable):
@@ -197,7 +176,6 @@ def _records_of(items: Iterable[object]) -> Iterator[tuple[str, str, str]]:
 
 
 def _check_unique(seen: dict[str, int], pid: str, position: int, where: str, earlier: str) -> None:
-    """Remember where ``pid`` first appeared; a second appearance is an error naming both places."""
     first = seen.setdefault(pid, position)
     if first != position:
         raise ValueError(

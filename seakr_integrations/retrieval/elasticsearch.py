@@ -1,10 +1,6 @@
-"""SeaKR's retriever over an Elasticsearch cluster: the authors' BM25 query on the ``wiki`` index, at any scale.
-
-The embedded tantivy index is right up to a few million passages on one machine; the paper's 21M Wikipedia
-passages, a corpus shared by many workers, or an index already in a company's cluster call for Elasticsearch.  The
-loop's driver sends each question's search from its search threads as soon as it is issued (the client is
-thread-safe); :meth:`ElasticsearchRetriever.search_many` runs many at once on an asyncio client
-(``background_loop``).  Build the index with ``seakr index CORPUS.jsonl --es URL --index NAME``.
+"""SeaKR's retriever over an Elasticsearch cluster: the authors' BM25 query on the ``wiki`` index, at any scale
+(the paper's 21M passages, a corpus shared by many workers, an existing cluster), where the embedded tantivy index
+suits up to a few million passages on one machine.
 """
 
 from __future__ import annotations
@@ -31,8 +27,6 @@ from seakr_integrations.retrieval.passage import Passage
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-__all__ = ["ElasticsearchRetriever"]
-
 SearchResult = list[Passage] | BaseException
 
 
@@ -40,25 +34,18 @@ class ElasticsearchRetriever:
     """BM25 search over an Elasticsearch index; a core ``Retriever`` with sync, async and concurrent batch search.
 
     The query is SeaKR's and DRAGIN's: ``multi_match`` of ``best_fields`` type over title and text with
-    ``tie_breaker`` 0.5 (a passage scores by its better field plus half the other); only the text goes to the LM.
-    Construction checks the cluster, the credentials and the index (``check=True``), so a problem is an error right
-    away, naming the URL (never a credential), the index or the fields, instead of midway through a question.  The
-    asyncio client of :meth:`asearch` / :meth:`search_many` lives on a private daemon thread; close the retriever
-    (or use it as a context manager) to release both clients, or let garbage collection do it.
+    ``tie_breaker`` 0.5; only the text goes to the LM.  Construction checks the cluster, the credentials and the
+    index, so a problem is an error right away, not midway through a question.  Close the retriever (or use it as a
+    context manager) to release its sync and asyncio clients, or let garbage collection do it.
 
     Args:
         index: Index, alias or pattern to search (default ``wiki``).
-        url: The cluster's URL (default ``$ELASTICSEARCH_URL``).
-        api_key: API key (default ``$ELASTICSEARCH_API_KEY``).
-        username: Basic-auth user (default ``$ELASTICSEARCH_USERNAME``).
-        password: Basic-auth password (default ``$ELASTICSEARCH_PASSWORD``).
+        url, api_key, username, password: The cluster and credentials, as :meth:`ElasticsearchConnection.from_env`.
         title_field: The title field (matched, returned as ``Passage.title``).
         text_field: The passage-text field (matched, returned as ``Passage.text``).
         tie_breaker: ``multi_match`` tie breaker: how much the weaker field adds (SeaKR: 0.5).
-        request_timeout: Seconds per request.
-        max_retries: Retries per request (refused connections and 429/502/503/504; not timeouts).
-        connection: Ready-made settings (then ``url``, the credentials, ``request_timeout`` and ``max_retries``
-            must be left out).
+        request_timeout, max_retries: The request policy of :class:`ElasticsearchConnection`.
+        connection: Ready-made settings (then leave out ``url``, the credentials, ``request_timeout``, ``max_retries``).
         check: Check the cluster and the index now (one request each for the mapping and the count).
         allow_incomplete: Search an index whose ``seakr index`` build has not finished.
 
@@ -69,11 +56,6 @@ class ElasticsearchRetriever:
         IndexNotFoundError: The index does not exist; the message gives the ``seakr index`` command.
         MappingError: The index lacks a configured field or maps it as non-text (named).
         IncompleteIndexError: The index is a ``seakr index`` build that has not finished.
-
-    Example:
-        >>> retriever = ElasticsearchRetriever("wiki", url="http://localhost:9200")  # doctest: +SKIP
-        >>> retriever.search("Who lived longer, Alejandro Jodorowsky or Philip Saville?", k=3)  # doctest: +SKIP
-        >>> SeaKR(VLLMBackend("qwen"), retriever).answer_many(questions)  # searches run concurrently
     """
 
     def __init__(
@@ -133,7 +115,6 @@ class ElasticsearchRetriever:
                 self.close()
                 raise
 
-    # ------------------------------------------------------------------------------------------------ checks
     def verify(self, *, allow_incomplete: bool = False) -> IndexStatus:
         """Check the cluster, the credentials, the index and its mapping now; return what was found.
 
@@ -150,12 +131,9 @@ class ElasticsearchRetriever:
         with self.connection.errors("count documents", self.index):
             return int(self._client.count(index=self.index)["count"])
 
-    # ------------------------------------------------------------------------------------------------ search
     def query_body(self, query: str, k: int = 3) -> dict[str, Any]:
-        """The search request for ``query`` (``size``, ``query``, ``_source``, ``track_total_hits``).
-
-        ``track_total_hits: false`` because SeaKR never reads the total: counting every match of a query full of
-        common words costs more than finding the top k on a large index.
+        """The search request for ``query``; ``track_total_hits`` is off, as counting every match of a query full of
+        common words costs more than finding the top k.
 
         Raises:
             TypeError: ``query`` is not a string.
@@ -182,13 +160,8 @@ class ElasticsearchRetriever:
         }
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
-        """The ``k`` best passages for ``query`` by BM25 over title and text, best first.
-
-        ``query`` is plain text (``multi_match`` analyses it like the fields; query syntax is not interpreted).
-
-        Returns:
-            Up to ``k`` passages: ``id`` from ``_id``, ``title`` and ``text`` from the fields, ``score`` from
-            ``_score``; empty when nothing matches.
+        """Up to ``k`` best passages for ``query`` (plain text, analysed like the fields) by BM25 over title and text,
+        best first: ``id`` from ``_id``, ``score`` from ``_score``.
 
         Raises:
             TypeError, ValueError: A bad ``query`` or ``k`` (see :meth:`query_body`).
@@ -217,15 +190,12 @@ class ElasticsearchRetriever:
     def search_many(
         self, queries: Sequence[str], k: int = 3, *, return_exceptions: bool = False
     ) -> list[list[Passage]] | list[SearchResult]:
-        """:meth:`search` for every query, all at once on the asyncio client; results in order.
-
-        For callers with many queries at hand (a bulk job, a benchmark): they cost about one round trip instead
-        of one per query.  It blocks the calling thread (any thread, including one inside a running event loop:
-        the searches run on the retriever's own loop).
+        """:meth:`search` for every query, all at once on the asyncio client (about one round trip); results in order.
+        Blocks the calling thread, which may be inside a running event loop.
 
         Args:
-            return_exceptions: Put a failed search's exception in its slot instead of raising the first one
-                (as ``asyncio.gather``); a bad query is then a ``ValueError`` in its slot.
+            return_exceptions: Put a failed search's exception (a bad query's ``ValueError``) in its slot instead of
+                raising the first one.
 
         Raises:
             The errors of :meth:`search` (the first one, unless ``return_exceptions``).
@@ -251,7 +221,6 @@ class ElasticsearchRetriever:
         return list(await asyncio.gather(*(one(q) for q in queries), return_exceptions=return_exceptions))
 
     async def _async_search(self, body: dict[str, Any]) -> list[Passage]:
-        """Runs on the background loop, where the asyncio client lives."""
         client = self._async.client()
         with self.connection.errors("search", self.index):
             response = await client.search(index=self.index, **body)
@@ -284,7 +253,6 @@ class ElasticsearchRetriever:
             )
         return passages
 
-    # ------------------------------------------------------------------------------------------------ life cycle
     def close(self) -> None:
         """Close both clients and stop the background loop (idempotent)."""
         self._finalizer()
@@ -308,8 +276,7 @@ class ElasticsearchRetriever:
 
 
 class _AsyncSide:
-    """The asyncio client and the loop it lives on, created on first use (kept apart from the retriever so the
-    finaliser can close them without keeping the retriever alive)."""
+    """The asyncio client and its loop, created on first use (apart, so the finaliser does not keep the retriever)."""
 
     def __init__(self, connection: ElasticsearchConnection) -> None:
         self.connection = connection
@@ -318,7 +285,6 @@ class _AsyncSide:
         self._lock = threading.Lock()
 
     def client(self) -> AsyncElasticsearch:
-        """The asyncio client; call on the background loop (its HTTP session is bound to the loop it is made on)."""
         with self._lock:
             if self._client is None:
                 self._client = self.connection.async_client()

@@ -1,12 +1,7 @@
 """Where an Elasticsearch cluster is and how to log in: settings, secrets that never print, and clear errors.
 
-The retriever and the bulk indexer talk to the same cluster with the same credentials, and both must turn the client's
-exceptions into messages a user can act on: which URL, what went wrong, what to change.  Those messages, every ``repr``
-and every log line must stay free of the API key and the password, because they end up in CI logs, notebooks and bug
-reports.  So the credentials live in :class:`Secret` objects (whose ``repr`` and ``str`` are ``'***'``) from the moment
-they are read, and every text that comes back from the server is scrubbed of them before it is shown.
-
-The errors themselves, and the translation of the client's exceptions into them, are in ``es_errors.py``.
+Messages, reprs and logs end up in CI logs and bug reports, so credentials are :class:`Secret` objects from the
+moment they are read and every text from the server is scrubbed of them (errors: ``es_errors.py``).
 """
 
 from __future__ import annotations
@@ -35,27 +30,13 @@ from seakr_integrations.retrieval.es_errors import (
 if TYPE_CHECKING:
     from elasticsearch import AsyncElasticsearch, Elasticsearch
 
-__all__ = [
-    "ENV_API_KEY",
-    "ENV_CA_CERTS",
-    "ENV_PASSWORD",
-    "ENV_URL",
-    "ENV_USERNAME",
-    "ElasticsearchConnection",
-    "Secret",
-]
-
 
 _INSTALL = "pip install 'seakr-integrations[elasticsearch]'"
 
 
-# --------------------------------------------------------------------------------------------------------- secrets
 class Secret:
-    """A credential that does not show itself: ``repr``/``str``/f-strings give ``'***'``; :meth:`reveal` the value.
-
-    Wrapping the value where it is read (argument or environment) means no later ``print(settings)``, logging call,
-    exception message or debugger ``repr`` can leak it by accident; only the client constructor calls :meth:`reveal`.
-    """
+    """A credential that does not show itself: ``repr``/``str``/f-strings give ``'***'``; :meth:`reveal` the value
+    (only the client constructor calls it)."""
 
     __slots__ = ("_value",)
 
@@ -89,30 +70,22 @@ def _secret(value: str | Secret | None) -> Secret | None:
     return Secret(value)
 
 
-# -------------------------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class ElasticsearchConnection:
     """How to reach one cluster: URL, credentials, TLS and the request policy.  Build it with :meth:`from_env`.
-
-    Request policy: every request is given ``request_timeout`` seconds; a refused or reset connection and HTTP
-    429/502/503/504 are retried at once up to ``max_retries`` times (with one node that is cheap: a refusal comes
-    back in microseconds), but a timeout is not retried unless ``retry_on_timeout`` (a cluster that did not answer
-    in time is down or overloaded, and retrying would multiply the wait).  So an unreachable cluster fails within
-    about ``request_timeout`` seconds, and the error says how long it waited.
 
     Attributes:
         url: The cluster's URL without user info, e.g. ``https://es.example.org:9200`` (safe to print).
         api_key: An API key (the encoded ``id:key`` form Kibana shows, or ``id:key`` itself).
         username: User name for basic auth (not secret; printed in messages).
         password: Password for basic auth.
-        auth_source: Where the credentials came from, named in authentication errors (e.g.
-            ``"ELASTICSEARCH_API_KEY"``); ``""`` without credentials.
+        auth_source: Where the credentials came from, for authentication errors; ``""`` without credentials.
         ca_certs: Path of a CA bundle for a cluster with a private certificate authority.
         verify_certs: Check the server's TLS certificate (leave on outside throw-away test clusters).
         request_timeout: Seconds one request may take.
-        max_retries: Retries of a failed request (connection errors, 429/502/503/504; timeouts only with
-            ``retry_on_timeout``).
-        retry_on_timeout: Also retry requests that timed out.
+        max_retries: Retries of a refused or reset connection and of HTTP 429/502/503/504.
+        retry_on_timeout: Also retry requests that timed out (off: an unreachable cluster fails in about
+            ``request_timeout``).
     """
 
     url: str
@@ -143,19 +116,13 @@ class ElasticsearchConnection:
     ) -> ElasticsearchConnection:
         """Settings from the arguments, falling back to the environment for what they leave out.
 
-        Credentials are taken as a whole from one place: if the arguments give any (``api_key``, or ``username`` and
-        ``password``), the environment's are ignored; otherwise the environment's are used; otherwise user info in the
-        URL (``https://user:pass@host``), which is moved out of the URL so it is never printed.  In one place, an API
-        key and a password together are an error, since it would be unclear which one the cluster checks.
-
-        The arguments are the class's attributes; ``url``, ``api_key``, ``username``, ``password`` and ``ca_certs``
-        default to the variables the official tooling uses, ``$ELASTICSEARCH_URL``, ``$ELASTICSEARCH_API_KEY``,
-        ``$ELASTICSEARCH_USERNAME``, ``$ELASTICSEARCH_PASSWORD`` and ``$ELASTICSEARCH_CA_CERTS``, read from
-        ``environ`` (default ``os.environ``; tests pass a dict).
+        Credentials come as a whole from the first place that gives any: the arguments, the environment, then user info
+        in the URL (moved out of it, never printed).  ``url``, ``api_key``, ``username``, ``password`` and ``ca_certs``
+        default to ``$ELASTICSEARCH_URL``, ``_API_KEY``, ``_USERNAME``, ``_PASSWORD`` and ``_CA_CERTS`` in ``environ``.
 
         Raises:
-            ValueError: No URL anywhere, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair, both an
-                API key and a password, or a timeout/retry count out of range.  Messages never contain a credential.
+            ValueError: No URL, a URL that is not ``http(s)://host[:port]``, half a basic-auth pair, both an API key
+                and a password, or a timeout/retry count out of range (never naming a credential).
         """
         env = os.environ if environ is None else environ
         raw_url = url if url is not None else env.get(ENV_URL, "")
@@ -202,7 +169,6 @@ class ElasticsearchConnection:
             retry_on_timeout=retry_on_timeout,
         )
 
-    # -------------------------------------------------------------------------------------------- description
     @property
     def auth(self) -> str:
         """``"api key"``, ``"basic (user NAME)"`` or ``"none"`` (what ``repr`` and messages show)."""
@@ -219,11 +185,8 @@ class ElasticsearchConnection:
         )
 
     def scrub(self, text: str) -> str:
-        """``text`` with every form of the credentials replaced by ``***`` (for anything the server sent back).
-
-        Covers the API key as given, both halves of its ``id:key`` form (decoded from base64 when it is encoded;
-        the key half, not the id, is the secret, but neither is worth showing) and the password.
-        """
+        """``text`` with the password, the API key and both halves of its (base64-decoded) ``id:key`` form replaced by
+        ``***`` (for anything the server sent back)."""
         for secret in self._secret_forms():
             text = text.replace(secret, "***")
         return text
@@ -243,7 +206,6 @@ class ElasticsearchConnection:
             forms.extend(part for part in decoded.split(":", 1) if len(part) >= 4)
         return sorted((f for f in forms if f), key=len, reverse=True)
 
-    # ------------------------------------------------------------------------------------------------ clients
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for ``Elasticsearch(...)`` / ``AsyncElasticsearch(...)`` (they hold the secrets)."""
         options: dict[str, Any] = {
@@ -277,7 +239,6 @@ class ElasticsearchConnection:
         with self.errors("connect"):
             return es.AsyncElasticsearch(**self.client_options())
 
-    # ------------------------------------------------------------------------------------------------- errors
     @contextmanager
     def errors(self, action: str, index: str | None = None) -> Iterator[None]:
         """Translate the client's exceptions raised inside the block into this module's errors.
@@ -308,10 +269,7 @@ def _import_client() -> Any:
 
 
 def _split_url(raw: str) -> tuple[str, str | None, str | None]:
-    """``(url without user info, with its port, user, password)``; checks the scheme and host.
-
-    A URL that fails the check is shown in the error only when it has no ``@``: one that does may hold a password.
-    """
+    """``(url without user info, with its port, user, password)``; a bad URL is shown only when it has no ``@``."""
     shown = raw if "@" not in raw else "(not shown: it contains user info)"
     try:
         parts = urlsplit(raw)

@@ -1,7 +1,5 @@
-"""The Elasticsearch back-end's errors, and the translation of the client's exceptions into them.
-
-Each error says which cluster, what went wrong and what to change; none carries a credential (texts from the server
-are scrubbed by the connection before they are shown).  The classes also derive from the built-in error a caller
+"""The Elasticsearch back-end's errors, and the translation of the client's exceptions into them: each says which
+cluster, what went wrong and what to change, carries no credential, and derives from the built-in error a caller
 would catch anyway (``ConnectionError``, ``PermissionError``, ``LookupError``, ``ValueError``).
 """
 
@@ -29,18 +27,6 @@ class ClientSide(Protocol):
     auth_source: Any
 
     def scrub(self, text: str) -> str: ...
-
-
-__all__ = [
-    "AuthenticationError",
-    "ClusterUnreachableError",
-    "ElasticsearchBackendError",
-    "IncompleteIndexError",
-    "IndexNotFoundError",
-    "MappingError",
-    "how_to_build",
-    "translate_client_error",
-]
 
 
 class ElasticsearchBackendError(RuntimeError):
@@ -79,9 +65,8 @@ def how_to_build(url: str, index: str) -> str:
 def translate_client_error(
     exc: BaseException, conn: ClientSide, action: str, index: str | None = None, elapsed: float | None = None
 ) -> ElasticsearchBackendError | None:
-    """The error of this package for an exception of the Elasticsearch client (``None`` for one that is not the
-    client's): which URL, what went wrong, what to change, with every text from the server scrubbed of ``conn``'s
-    credentials.
+    """This package's error for an exception of the Elasticsearch client (``None`` for one that is not the client's),
+    every text from the server scrubbed of ``conn``'s credentials.
 
     Args:
         exc: What the client raised.

@@ -32,8 +32,6 @@ from seakr_integrations.retrieval.es_mapping import (
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-__all__ = ["IndexBuild", "build_elasticsearch_index"]
-
 _BULK_TIMEOUT = 120.0  # seconds for one bulk request: a busy cluster can take far longer than for a search
 _MAX_CHUNK_BYTES = 20 * 1024 * 1024  # Elastic's guidance: bulk requests of a few MB to a few tens of MB
 
@@ -82,20 +80,15 @@ def build_elasticsearch_index(
 ) -> IndexBuild:
     """Bulk-index a corpus into an Elasticsearch index, creating it with the BM25 mapping if needed; resumable.
 
-    A passage the index already holds is left as it is and counted in ``already_indexed``, so running the same command
-    again after an interruption (Ctrl-C, a lost connection, a bad corpus line fixed) completes the index without
-    duplicates.  With ``overwrite`` passages replace same-id documents (for an updated corpus).
-
-    For an index it creates, or one it created before, the build switches periodic refresh and replicas off
-    while loading (restored at the end, and on failure, so what was indexed is searchable), then refreshes,
-    counts, and marks the index complete in ``_meta.seakr``.  An existing index seakr did not create is only
-    added to; its settings are left alone.
+    A passage the index already holds is left as it is (``already_indexed``), so rerunning after an interruption
+    completes the index without duplicates; ``overwrite`` replaces same-id documents instead.  An existing index that
+    seakr did not create is only added to (the build's steps: docs/design/core.md).
 
     Args:
         documents: A corpus as :func:`~.corpus.read_corpus` takes it; ids must be unique.
         index: The index name (rules: :func:`check_index_name`).
         connection: Cluster settings; default ``ElasticsearchConnection.from_env(url)``.
-        url: The cluster's URL when ``connection`` is not given (default ``$ELASTICSEARCH_URL``).
+        url: The cluster's URL when ``connection`` is not given.
         title_field: Field for passage titles.
         text_field: Field for passage texts.
         shards: Primary shards of a new index (see docs/scaling.md: one per ~10-50 GB).
@@ -104,16 +97,11 @@ def build_elasticsearch_index(
         overwrite: Replace passages already in the index instead of skipping them.
         progress: Show a tqdm progress bar on stderr.
 
-    Returns:
-        What the run did (:class:`IndexBuild`).
-
     Raises:
         FileNotFoundError: The corpus file does not exist (checked before contacting the cluster).
-        ValueError: A bad corpus record (its line), a bad index name or argument.  The passages sent before it
-            stay indexed; fix the corpus and rerun to complete.
+        ValueError: A bad corpus record (what was sent before stays indexed: fix it and rerun), index name or argument.
         MappingError: The index exists but lacks the fields (named).
-        ElasticsearchBackendError: A passage was rejected (its id and the reason), the final count is short, or
-            another cluster error (subclasses say unreachable or authentication failed).
+        ElasticsearchBackendError: A passage was rejected, the final count is short, or another cluster error.
     """
     started = time.perf_counter()
     for name, value, low in (("shards", shards, 1), ("replicas", replicas, 0), ("batch_size", batch_size, 1)):
@@ -252,10 +240,8 @@ def _set_loading(
     replicas: int = 0,
     quiet: bool = False,
 ) -> None:
-    """Switch a seakr index between bulk loading (no refresh, no replicas) and serving (default refresh, replicas).
-
-    ``quiet`` swallows failures: used while another error propagates, which must not be hidden.
-    """
+    """Switch a seakr index between bulk loading (no refresh, no replicas) and serving (default refresh, replicas);
+    ``quiet`` swallows failures, for use while another error propagates."""
     settings = (
         {"refresh_interval": "-1", "number_of_replicas": 0}
         if loading

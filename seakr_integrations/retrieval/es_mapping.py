@@ -1,13 +1,7 @@
 """The Elasticsearch index SeaKR searches: its BM25 mapping, index names, and the check that an index fits.
 
-The layout is the one SeaKR and DRAGIN use for Wikipedia: index ``wiki``, a ``title`` and a ``txt`` text field
-(standard analyzer, BM25), the passage id as the document ``_id``.
-
-An index that seakr creates carries its build state in the mapping's ``_meta`` (``_meta.seakr.complete``), the
-counterpart of the embedded index's manifest: it is ``false`` from creation until the build (``es_index.py``) has
-indexed every passage, refreshed and counted them, so a retriever can refuse a half-built index instead of silently
-returning partial results.  Indices created by other tools are searched as they are, as long as their mapping has
-the configured fields as text.
+SeaKR's and DRAGIN's layout (index ``wiki``, ``title`` and ``txt`` text fields); an index seakr builds is marked
+complete in ``_meta.seakr`` only at the end, so a half-built one is refused (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -70,13 +64,8 @@ class IndexStatus:
 def mapping_body(
     title_field: str = DEFAULT_TITLE_FIELD, text_field: str = DEFAULT_TEXT_FIELD, *, shards: int = 1
 ) -> dict[str, Any]:
-    """The settings and mappings of a new index (``indices.create`` keyword arguments).
-
-    Both fields are ``text`` with the standard analyzer and BM25 similarity, stated explicitly rather than left
-    to defaults so the index scores the same whatever the cluster's default similarity.  ``dynamic: strict``
-    makes a document with any other field an error instead of a silently grown mapping.  The index starts with
-    no replicas and no periodic refresh (the fastest way to bulk-load; :func:`build_elasticsearch_index` restores
-    both at the end) and ``_meta.seakr.complete = false``.
+    """The settings and mappings of a new index (``indices.create`` keyword arguments): standard analyzer and BM25
+    stated explicitly, ``dynamic: strict``, no replicas or refresh while bulk-loading, ``_meta.seakr.complete`` false.
     """
     text = {"type": "text", "analyzer": "standard", "similarity": "BM25"}
     return {
@@ -122,8 +111,7 @@ def check_index_name(name: str) -> str:
 
 
 def _field_types(properties: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """``{dotted path: type}`` of a mapping's fields, objects walked into (``{"a": {"properties": {"b": ...}}}``
-    gives ``a.b``; object fields have type ``object``)."""
+    """``{dotted path: type}`` of a mapping's fields, objects walked into (object fields have type ``object``)."""
     types: dict[str, str] = {}
     for name, spec in properties.items():
         if not isinstance(spec, Mapping):
@@ -136,7 +124,6 @@ def _field_types(properties: Mapping[str, Any], prefix: str = "") -> dict[str, s
 
 
 def _check_fields(index: str, mappings: Mapping[str, Any], fields: dict[str, str], url: str) -> None:
-    """Raise :class:`MappingError` naming every configured field the index lacks or maps as non-text."""
     types = _field_types(mappings.get("properties") or {})
     missing = [f"{role} field {name!r}" for role, name in fields.items() if name not in types]
     wrong = [

@@ -1,16 +1,11 @@
-"""The passage record and the one-method protocol every search back-end implements.
-
-SeaKR's reasoning loop only ever asks a retriever one thing: "the k best passages for this query, best first".
-Keeping that contract this small lets the embedded tantivy index, an Elasticsearch cluster and test doubles stand
-in for each other without the loop knowing which one it talks to.
+"""The passage record and the one-method protocol every search back-end implements ("the k best passages for this
+query, best first"): small enough that tantivy, Elasticsearch and test doubles stand in for each other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
-
-__all__ = ["Passage", "Retriever"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,6 @@
-"""How much sampling work one ``seakr serve`` takes on at once.
-
-Each ``/v1/seakr/generate`` request costs ``prompts x (k + 1)`` sequences in the engine (the greedy one and the k
-samples; read-outs are one token each and are not counted).  vLLM queues what its KV cache cannot hold, but it
-queues without a bound: 64 clients at k=64 would keep thousands of sequences waiting, each holding its client's
-connection and the server's memory.  ``SampleBudget`` admits a request when its samples fit under the cap (or, if
-larger than the cap, when nothing else runs), lets it wait for room up to ``queue_seconds``, and otherwise refuses
-it with ``Overloaded``: the route answers HTTP 503 with ``Retry-After``, which ``RemoteBackend`` honours.
+"""How much sampling work one ``seakr serve`` takes on at once, since vLLM queues without a bound: a cap on the
+sequences in flight; past it a request waits up to ``queue_seconds``, then gets ``Overloaded`` (HTTP 503 with
+``Retry-After``, which ``RemoteBackend`` honours).  Design: docs/design/backends.md.
 """
 
 from __future__ import annotations
@@ -14,8 +9,6 @@ import asyncio
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-
-__all__ = ["Overloaded", "SampleBudget"]
 
 
 class Overloaded(RuntimeError):

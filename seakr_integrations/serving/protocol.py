@@ -1,10 +1,6 @@
-"""The request bodies of seakr's routes, as pydantic models (as vLLM's own protocol defines its requests), and the
-server's limits.
-
-Each body is validated in one place: its model.  Sampling settings are checked by ``SamplingConfig``, as for every
-other caller; the limits and the engine's facts (vocabulary, context) come in as validation context.  Anything
-wrong is a ``BadRequest`` whose message names the field and says what to send instead, answered as HTTP 400.  The
-limits protect a server shared by many apps: one request cannot ask for thousands of samples or tokens.
+"""The request bodies of seakr's routes as pydantic models (as vLLM's own protocol defines its requests), and the
+server's limits, which keep one request from asking a shared server for thousands of samples or tokens.  Anything
+wrong is a ``BadRequest`` (HTTP 400) that names the field and what to send (docs/design/backends.md).
 """
 
 from __future__ import annotations
@@ -27,18 +23,6 @@ from pydantic import (
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import estimators_for
-
-__all__ = [
-    "BadRequest",
-    "ChatPromptRequest",
-    "DetokenizeRequest",
-    "GenerateRequest",
-    "Limits",
-    "TokenizeRequest",
-    "VectorsRequest",
-    "parse",
-    "parse_generate",
-]
 
 
 class BadRequest(ValueError):

@@ -1,9 +1,6 @@
-"""The JSON form of self-aware outputs on the wire between ``seakr serve`` and ``RemoteBackend``.
-
-Both sides use these functions, so what the server sends is exactly what the client reads.  Plain JSON types only
-(no numpy on the wire): EOS vectors, sent only when asked for, travel as base64 of little-endian float16 or float32
-rows with their shape; non-finite numbers travel as the strings ``"inf"``, ``"-inf"`` and ``"nan"``, with the one
-number codec that traces use (``reasoning.jsonform``).
+"""The JSON form of self-aware outputs between ``seakr serve`` and ``RemoteBackend``; both sides use these functions.
+Plain JSON only: vectors (sent only when asked for) as base64 of little-endian float16/float32 rows with their shape,
+non-finite numbers as ``"inf"``, ``"-inf"``, ``"nan"`` (``reasoning.jsonform``, the codec traces use).
 """
 
 from __future__ import annotations
@@ -16,18 +13,6 @@ import numpy as np
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
 from seakr_integrations.uncertainty.estimate import Uncertainty
-
-__all__ = [
-    "continuation_from_json",
-    "continuation_to_json",
-    "decode_vectors",
-    "encode_vectors",
-    "number_from_json",
-    "number_to_json",
-    "output_from_json",
-    "uncertainty_from_json",
-    "uncertainty_to_json",
-]
 
 VECTOR_DTYPES = ("float16", "float32")
 

@@ -1,11 +1,6 @@
-"""Fetching what the read-out hook kept, for many requests in one ``collective_rpc``.
-
-Every sampled call of ``seakr serve`` ends in up to k read-outs, and every greedy call with raw logits leaves a
-logsumexp per token in the worker.  The read-outs of concurrent calls finish together (the engine returns one
-step's outputs at once), so one round trip to the workers can bring back all of them: a handler asks for its own
-keys and waits; the first to ask schedules one fetch that runs once the others woken by the same engine step have
-asked too.  Each handler still gets exactly its own values, so clients never see each other's.  vLLM's ``/metrics``
-shows how well it batches: ``seakr_worker_round_trips_total`` against ``seakr_read_outs_total``.
+"""Fetching what the read-out hook kept, for many concurrent requests in one ``collective_rpc``; each handler still
+gets exactly its own values (docs/design/backends.md).  vLLM's ``/metrics`` shows how well it batches:
+``seakr_worker_round_trips_total`` against ``seakr_read_outs_total``.
 """
 
 from __future__ import annotations
@@ -17,8 +12,6 @@ import numpy as np
 from prometheus_client import Counter
 
 from seakr_integrations.backends.vllm_worker import unpack_popped
-
-__all__ = ["WorkerFetch"]
 
 READ_OUTS = Counter("seakr_read_outs", "Read-out vectors seakr serve fetched from vLLM's workers.")
 ROUND_TRIPS = Counter("seakr_worker_round_trips", "collective_rpc calls seakr serve made to fetch read-out values.")

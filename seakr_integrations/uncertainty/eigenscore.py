@@ -1,10 +1,7 @@
 """EigenScore: SeaKR's self-aware uncertainty from the samples' hidden states (SPEC section 3).
 
-If the model "knows" the answer its k samples end in nearly the same internal state, the Gram matrix of their
-(feature-centred) vectors is close to rank one, and its regularised log-determinant is small.  Diverse internal
-states spread the spectrum and raise the score.
-
-``eigenscore`` is the formula on an array; ``score`` applies it to a back-end's output (the registry's entry).
+A model that "knows" the answer ends its k samples in nearly the same internal state: their Gram matrix is close to
+rank one and its regularised log-determinant small, while diverse states spread the spectrum and raise the score.
 """
 
 from __future__ import annotations
@@ -17,8 +14,6 @@ from numpy.typing import ArrayLike
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.samples import kept_samples, too_few_samples
-
-__all__ = ["DEFAULT_ALPHA", "eigenscore", "score"]
 
 DEFAULT_ALPHA = 1e-3
 

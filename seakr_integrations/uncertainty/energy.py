@@ -12,8 +12,6 @@ from seakr_integrations.uncertainty.perplexity import mean_nll
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.samples import kept_samples
 
-__all__ = ["energy", "score"]
-
 
 def energy(logit_lse: Sequence[float] | None) -> float:
     """Energy: mean over generated positions of ``-logsumexp(raw logits)``.

@@ -1,8 +1,5 @@
-"""One entry point that scores a self-aware output with any registered estimator.
-
-The estimators themselves, and the rules around their formulas (``samples``), live in their own modules and are
-found through ``registry.REGISTRY``; this module adds what is the same for all of them: an output that came from a
-``seakr serve`` server without its vectors carries the server's scores, which are returned as they are.
+"""One entry point that scores a self-aware output with any registered estimator (``registry.REGISTRY``); an output
+from a ``seakr serve`` server without its vectors carries the server's scores, returned as they are.
 """
 
 from __future__ import annotations
@@ -11,8 +8,6 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.registry import REGISTRY
-
-__all__ = ["Uncertainty", "estimate"]
 
 
 def estimate(output: SelfAwareOutput, estimator: str = "eigenscore", alpha: float = DEFAULT_ALPHA) -> Uncertainty:

@@ -11,8 +11,6 @@ from seakr_integrations.uncertainty.perplexity import mean_nll
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.samples import kept_samples, too_few_samples
 
-__all__ = ["ln_entropy", "score"]
-
 
 def ln_entropy(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Length-normalised entropy: mean over samples of ``-sum(log p) / length``."""

@@ -1,9 +1,7 @@
 """The greedy continuation's least likely token: ``1 - min p``, a signal that needs no samples.
 
-A step the model is unsure about usually has one token it hesitated on, even when the rest is fluent; the mean of
-the log-probabilities (perplexity) dilutes that token in the others.  On SeaKR's first multi-hop steps this was the
-cheap signal that best separated wrong claims (``docs/gate_signals.md``), which is why the cascade gate can read it.
-``min_token_doubt`` is the formula; ``score`` applies it to a back-end's output (the registry's entry).
+Perplexity dilutes the one token a model hesitated on; this does not, and it was the cheap signal that best
+separated wrong first multi-hop steps (docs/gate_signals.md), which is why the cascade gate can read it.
 """
 
 from __future__ import annotations
@@ -14,8 +12,6 @@ from collections.abc import Sequence
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.samples import kept_samples
-
-__all__ = ["min_token_doubt", "score"]
 
 
 def min_token_doubt(logprobs: Sequence[float]) -> float:

@@ -11,8 +11,6 @@ from seakr_integrations.uncertainty.perplexity import perplexity
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.samples import kept_samples, too_few_samples
 
-__all__ = ["multi_perplexity", "score"]
-
 
 def multi_perplexity(samples_logprobs: Sequence[Sequence[float]]) -> float:
     """Mean perplexity over the k sampled continuations."""

@@ -1,8 +1,4 @@
-"""Perplexity of the greedy continuation (SeaKR Table 3's "Perplexity"): how surprised the model is by its answer.
-
-``perplexity`` is the formula on log-probabilities; ``score`` applies it to a back-end's output (the registry's
-entry), so the estimator never needs a model (LM-Polygraph's split between statistics and estimators).
-"""
+"""Perplexity of the greedy continuation (SeaKR Table 3's "Perplexity"): how surprised the model is by its answer."""
 
 from __future__ import annotations
 
@@ -14,8 +10,6 @@ import numpy as np
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.samples import kept_samples
-
-__all__ = ["mean_nll", "perplexity", "score"]
 
 
 def mean_nll(logprobs: Sequence[float]) -> float:

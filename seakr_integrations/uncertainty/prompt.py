@@ -1,9 +1,7 @@
 """Prompt-based uncertainty: ask the model whether it knows (SeaKR Table 3's "Prompt" ablation).
 
-Everything about the estimator lives here: the probe's wording (``probe_after`` for SeaKR's loop, ``probe_prompt``
-for a bare question), its call settings (``probe_sampling``), and how its reply becomes a score (``score``:
-``1 - P(yes)``, so it stays "higher = more uncertain" like the others).  The caller only makes the probe call
-(``reasoning.calls.ModelCalls`` in SeaKR's loop) and passes the reply to ``estimate(reply, "prompt")``.
+The probe's wording, call settings and scoring (``1 - P(yes)``, "higher = more uncertain") all live here; the caller
+only makes the probe call and passes the reply to ``estimate(reply, "prompt")``.
 """
 
 from __future__ import annotations
@@ -15,19 +13,6 @@ from collections.abc import Sequence
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.record import Uncertainty
-
-__all__ = [
-    "PROBE_STOP",
-    "PROBE_SUFFIX",
-    "PROBE_TEMPLATE",
-    "PROBE_TOKENS",
-    "probe_after",
-    "probe_prompt",
-    "probe_sampling",
-    "prompt_uncertainty",
-    "score",
-    "unprobed",
-]
 
 PROBE_TEMPLATE = (
     "Question: {question}\n"

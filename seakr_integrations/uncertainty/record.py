@@ -6,8 +6,6 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Uncertainty"]
-
 
 @dataclass(frozen=True)
 class Uncertainty:

@@ -1,10 +1,7 @@
 """The estimators SeaKR's loop accepts, each declared once with what it needs from the model.
 
-Everything that offers a choice of estimator (``SeaKRConfig``, the CLI, both framework adapters, ``seakr serve``)
-reads its choices from ``REGISTRY``, so an estimator added here is accepted everywhere at once, and a caller that
-can only provide some inputs (a server answering one generate call has no probe call; a back-end without raw
-logits) asks ``estimators_for`` which ones it can compute.  Each estimator lives in its own module: the formula as
-a pure function, and ``score(output, alpha)``, which applies it to a back-end's ``SelfAwareOutput``.
+Every place that offers a choice of estimator reads ``REGISTRY``, so an estimator added here is accepted everywhere;
+a caller that can provide only some inputs asks ``estimators_for`` (docs/design/core.md).
 """
 
 from __future__ import annotations
@@ -21,17 +18,6 @@ from seakr_integrations.uncertainty.multi_perplexity import score as multi_perpl
 from seakr_integrations.uncertainty.perplexity import score as perplexity_score
 from seakr_integrations.uncertainty.prompt import score as prompt_score
 from seakr_integrations.uncertainty.record import Uncertainty
-
-__all__ = [
-    "GENERATE_PROVIDES",
-    "NEEDS",
-    "REGISTRY",
-    "Estimator",
-    "Scorer",
-    "check_estimator",
-    "estimator_names",
-    "estimators_for",
-]
 
 NEEDS = frozenset({"samples", "vectors", "greedy_logprobs", "sample_logprobs", "logits", "probe"})
 """What an estimator can need: the k ``samples``, their EOS ``vectors``, the greedy continuation's log-probabilities

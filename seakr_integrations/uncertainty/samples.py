@@ -11,8 +11,6 @@ import math
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.uncertainty.record import Uncertainty
 
-__all__ = ["kept_samples", "too_few_samples"]
-
 
 def kept_samples(output: SelfAwareOutput) -> tuple[list[Continuation], int]:
     """The samples with non-empty text, and how many were dropped."""
