@@ -20,6 +20,12 @@ prefix caching, the CPU block size, whole prefills, the KV cache sized by ``kv_c
    (prompt tokens sent and found cached, per request kind).  ``--one-at-a-time`` adds ``SeaKR.answer`` per question.
    Last, a prefill probe (``--prefill-probe N``): N later questions' prompts with three passages each, not seen
    before, one token each: prompt tokens the engine computes per second.
+3. ``--replay``: the roof for SeaKR's own mix of requests.  Every request ``answer_many`` sent to the engine is
+   recorded (prompt tokens and request parameters: greedy calls, samples, read-outs); then, with the prefix cache
+   reset (as before ``answer_many``, which starts from a reset cache too) and capture off, the engine runs the same
+   requests with no SeaKR code and no waiting between them: all greedy and sample requests in one ``generate``, then
+   all read-outs in a second (so they find their samples' blocks cached, as in SeaKR).  Its seconds against
+   ``answer_many``'s are how close SeaKR's chain of dependent calls runs to what the engine does with the same work.
 
     python bench/engine_roof.py --model qwen --k 10 --max-tokens 64 --batch-sizes 1 2 4 8 16 --questions 16
 
@@ -106,14 +112,66 @@ def prefill_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, 
     return {kind: {n: v - before.get(kind, zero)[n] for n, v in counts.items()} for kind, counts in after.items()}
 
 
-def seakr_run(seakr: Any, retriever: TimedRetriever, questions: list[str], kind: str, roof: float) -> dict[str, Any]:
+class RequestLog:
+    """Records every request a ``VLLMStream`` adds to the engine: (kind, prompt token ids, request parameters)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, list[int], Any]] = []
+
+    def __enter__(self) -> RequestLog:
+        from seakr_integrations.backends.vllm_stream import VLLMStream
+
+        self.original = VLLMStream._add
+        log = self.requests
+
+        def add(stream: Any, request_id: str, ids: list[int], params: Any, role: tuple[str, Any]) -> None:
+            log.append((role[0], list(ids), params))
+            self.original(stream, request_id, ids, params, role)
+
+        VLLMStream._add = add  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from seakr_integrations.backends.vllm_stream import VLLMStream
+
+        VLLMStream._add = self.original  # type: ignore[method-assign]
+
+
+def replay(backend: Any, requests: list[tuple[str, list[int], Any]], seakr_seconds: float) -> dict[str, Any]:
+    """SeaKR's recorded requests on the engine alone: greedy and samples at once, then the read-outs."""
+    from vllm.inputs import TokensPrompt
+
+    backend._rpc("seakr_set_capture", False)
+    backend.llm.reset_prefix_cache()
+    record: dict[str, Any] = {"kind": "replay", "requests": len(requests)}
+    total, tokens, computed = 0.0, 0, 0
+    for wave, kinds in (("calls", ("greedy", "samples")), ("readouts", ("readout",))):
+        chosen = [(ids, params) for kind, ids, params in requests if kind in kinds]
+        started = time.perf_counter()
+        outputs = backend.llm.generate(
+            [TokensPrompt(prompt_token_ids=ids) for ids, _ in chosen], [p for _, p in chosen], use_tqdm=False
+        )
+        seconds = time.perf_counter() - started
+        uncached = sum(len(o.prompt_token_ids) - (o.num_cached_tokens or 0) for o in outputs)
+        record[wave] = {"requests": len(chosen), "seconds": round(seconds, 2), "uncached_prompt_tokens": uncached}
+        total, computed = total + seconds, computed + uncached
+        if wave == "calls":
+            tokens = output_tokens(outputs)
+    record.update(seconds=round(total, 2), tokens=tokens, uncached_prompt_tokens=computed)
+    record.update(tokens_per_s=round(tokens / total, 2), seakr_seconds=round(seakr_seconds, 2))
+    return {**record, "seakr_over_replay": round(seakr_seconds / total, 2)}
+
+
+def seakr_run(
+    seakr: Any, retriever: TimedRetriever, questions: list[str], kind: str, roof: float, in_flight: int = 0
+) -> dict[str, Any]:
     """``answer_many`` on all questions at once, or ``answer`` one question after another."""
     backend = seakr.backend
     before = backend.prefill.to_dict()
     retriever.seconds, retriever.calls = 0.0, 0
     started = time.perf_counter()
     if kind == "seakr_answer_many":
-        results = seakr.answer_many(questions, max_in_flight=len(questions))
+        results = seakr.answer_many(questions, max_in_flight=in_flight or len(questions))
     else:
         results = [seakr.answer(q) for q in questions]
     seconds = time.perf_counter() - started
@@ -121,6 +179,7 @@ def seakr_run(seakr: Any, retriever: TimedRetriever, questions: list[str], kind:
     return {
         "kind": kind,
         "questions": len(questions),
+        "in_flight": in_flight or len(questions),
         "tokens": tokens,
         "seconds": round(seconds, 2),
         "tokens_per_s": round(tokens / seconds, 2),
@@ -147,6 +206,8 @@ def main() -> None:
     parser.add_argument("--prefill-probe", type=int, default=16, help="prompts of the prefill probe (0: none)")
     parser.add_argument("--no-seakr", action="store_true", help="measure the roof only")
     parser.add_argument("--one-at-a-time", action="store_true", help="also SeaKR.answer, one question at a time")
+    parser.add_argument("--replay", action="store_true", help="also the engine alone on answer_many's requests")
+    parser.add_argument("--in-flight", type=int, default=0, help="answer_many's max_in_flight (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "engine_roof.json")
     args = parser.parse_args()
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
@@ -214,7 +275,14 @@ def main() -> None:
             record = {"kind": "roof_seakr_params", "batch": batch, "tokens": tokens, "seconds": round(seconds, 2)}
             emit({**record, "tokens_per_s": round(tokens / seconds, 2)}, summary, args.out)
         if not args.no_seakr:
-            emit(seakr_run(seakr, retriever, questions[: args.questions], "seakr_answer_many", roof), summary, args.out)
+            if args.replay:
+                llm.reset_prefix_cache()
+            asked = questions[: args.questions]
+            with RequestLog() as log:
+                run = seakr_run(seakr, retriever, asked, "seakr_answer_many", roof, args.in_flight)
+            emit(run, summary, args.out)
+            if args.replay:
+                emit(replay(backend, log.requests, run["seconds"]), summary, args.out)
             if args.one_at_a_time:
                 emit(seakr_run(seakr, retriever, questions[: args.questions], "seakr_answer", roof), summary, args.out)
         if args.prefill_probe:
