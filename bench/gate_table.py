@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -56,7 +57,9 @@ def _on_plain_server(estimator: str | None) -> str:
 
 
 def auroc_ci(scores: list[float], labels: list[bool], draws: int = 2000) -> tuple[float, float, float]:
-    from seakr_integrations.evaluation.auroc import auroc
+    if str(ROOT) not in sys.path:  # run as `python bench/gate_table.py`: the project's experiments/ is beside bench/
+        sys.path.insert(0, str(ROOT))
+    from experiments.auroc import auroc
 
     s, y = np.asarray(scores, float), np.asarray(labels, bool)
     point = auroc(s, y)

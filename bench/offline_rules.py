@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from experiments.auroc import auroc
 from experiments.method_runs import load_runs
-from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.answer import is_unknown
 from seakr_integrations.reasoning.jsonform import number_from_json

@@ -24,12 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from experiments.auroc import auroc
 from experiments.confirmation import confirmation_section
 from experiments.method_runs import MethodRun, load_runs, main_run, on_shared_questions
 from experiments.report_decisions import decision_section
 from experiments.report_plots import draw_plots, sweep_section
 from experiments.report_tables import paired_lines, shared_questions_note
-from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.summary import method_table
 
 __all__ = ["main", "write_report"]

@@ -45,8 +45,7 @@ class DeltaProfile:
 
     Attributes:
         model: Canonical model name (see :func:`canonical_model_name`).
-        layer: Decoder layer read (0-based), or ``None`` for a back-end that reads no hidden states (see
-            :func:`profile_key`).
+        layer: Decoder layer read (0-based), or ``None`` for a back-end that reads no hidden states.
         source: ``"mlp"`` or ``"residual"`` (as configured; nothing is read when ``layer`` is ``None``).
         estimator: The uncertainty estimator.
         k: Samples per call.
@@ -57,8 +56,7 @@ class DeltaProfile:
         questions: How many questions were used.
         sweep: The candidates tried: one dict per delta with the scores measured there.
         prompt: The calibration's prompt settings (:func:`prompt_settings`; empty in old profiles), not in the key.
-        cascade: The cascade band calibrated with delta, ``{"estimator", "band": [low, high], "agreement",
-            "decided"}``, or empty.
+        cascade: The cascade band calibrated with delta (``{"estimator", "band", "agreement", "decided"}``) or empty.
     """
 
     model: str
@@ -87,22 +85,16 @@ class DeltaProfile:
 
 
 def profile_key(model: str, layer: int | None, source: str, estimator: str, k: int) -> str:
-    """The file stem of a profile: one per (model, layer, source, estimator, k).
-
-    ``layer=None`` (a back-end that reads no hidden states) says ``logprobs`` where the others name the layer and
-    source, so such profiles and hidden-state ones never serve each other (docs/design/core.md says why).
-    """
+    """The file stem of a profile: one per (model, layer, source, estimator, k); ``layer=None`` (no hidden states
+    read) says ``logprobs`` there, so such profiles and hidden-state ones never mix (docs/design/core.md)."""
     readout = "logprobs" if layer is None else f"layer{layer}__{source}"
     return f"{canonical_model_name(model)}__{readout}__{estimator}__k{k}"
 
 
 def prompt_settings(config: Any, chat_default: bool | None = None) -> dict[str, Any]:
-    """The settings of a ``SeaKRConfig`` that change the prompt the uncertainty is measured on.
-
-    They move delta (0.327 vs -0.014 on 2Wiki with other exemplars: docs/archive/results_prompt_notes.md), so a
-    profile records them.  ``chat_default``, when given, replaces ``chat_template=None`` (whether the tokenizer has
-    a template), so that ``None`` and its meaning compare equal.
-    """
+    """The settings of a ``SeaKRConfig`` that change the prompt the uncertainty is measured on: they move delta
+    (docs/design/core.md), so a profile records them.  ``chat_default``, when given, replaces ``chat_template=None``
+    (whether the tokenizer has a template), so that ``None`` and its meaning compare equal."""
     return {
         "exemplar_style": config.style,
         "num_exemplars": config.num_exemplars,
@@ -146,10 +138,8 @@ def prompt_mismatches(profile: DeltaProfile, config: Any, chat_default: bool | N
 def warn_prompt_mismatch(
     profile: DeltaProfile, config: Any, *, stacklevel: int, chat_default: bool | None = None
 ) -> None:
-    """Warn (once per profile and change, per process) when ``config`` runs the profile's delta on another prompt.
-
-    ``stacklevel`` counts from the caller of this function, as for :func:`warnings.warn`.
-    """
+    """Warn (once per profile and change, per process) when ``config`` runs the profile's delta on another prompt;
+    ``stacklevel`` counts from the caller of this function, as for :func:`warnings.warn`."""
     changed = prompt_mismatches(profile, config, chat_default)
     if not changed:
         return
@@ -259,10 +249,9 @@ def resolve_delta(
 
     ``config.delta=None`` takes the user's profile, else the shipped one, else the paper's -6.0 with an
     :class:`UncalibratedDeltaWarning`; a number is used as given and warns when no profile exists for these settings
-    (one loaded from another directory counts when its delta is the number).  ``retrieve="always"``/``"never"`` runs
-    are not checked; a profile applied to another prompt gives a :class:`CalibrationMismatchWarning`; each warning
-    comes once per settings, per process.  ``layer`` is ``None`` for a back-end that reads no hidden states;
-    ``chat_default`` is what ``chat_template=None`` means for the model.
+    (one loaded from another directory counts when its delta is the number).  A profile applied to another prompt
+    gives a :class:`CalibrationMismatchWarning`; each warning comes once per settings and process, none for
+    ``retrieve="always"``/``"never"``.  ``layer=None``: no hidden states read; ``chat_default``: ``prompt_settings``.
     """
     given = config.delta
     if config.retrieve != "uncertain":

@@ -41,11 +41,8 @@ class ResolvedConfig:
 
 
 def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedConfig:
-    """The config a SeaKR run on ``backend`` uses: the step that reads the calibration profiles, once per ``SeaKR``.
-
-    ``delta`` comes from :func:`resolve_delta`, the cascade band from :func:`resolve_band`.  ``SeaKR(backend,
-    retriever, config)`` calls this itself; given its result instead, ``SeaKR`` reads no file (the adapters' caches).
-    """
+    """The config a SeaKR run on ``backend`` uses (:func:`resolve_delta`, :func:`resolve_band`): the calibration
+    profiles are read here, once per ``SeaKR``; given this result, ``SeaKR`` reads no file (the adapters' caches)."""
     layer = backend.profile_layer(config.layer)
     delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)
     resolved = config.with_(delta=delta, cascade_band=resolve_band(profile, config))
@@ -65,8 +62,7 @@ def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path
         LookupError: No profile exists for these settings; the message says how to make one.
 
     Warns:
-        CalibrationMismatchWarning: The profile was calibrated with other prompt settings (exemplars, chat
-            template, ``Answer:`` placement) than these.
+        CalibrationMismatchWarning: The profile was calibrated on another prompt (exemplars, chat template).
     """
     layer = backend.profile_layer(config.layer)
     chat_default = backend.has_chat_template

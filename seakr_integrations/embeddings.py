@@ -43,8 +43,7 @@ class SentenceEmbedder:
         model_dir: A directory in the sentence-transformers layout (``config.json``, weights, tokenizer, optionally
             ``1_Pooling/config.json`` and ``sentence_bert_config.json``); ``None``: the bundled all-MiniLM-L6-v2.
         device: Torch device (``"cpu"`` by default: the model is small and callers usually share the GPU with an LM).
-        max_length: Longest input in tokens, longer texts truncated (``None``: ``max_seq_length`` of
-            ``sentence_bert_config.json``, 256 for all-MiniLM-L6-v2, else the tokenizer's limit).
+        max_length: Tokens kept per text (``None``: the ``sentence_bert_config.json`` limit, else the tokenizer's).
         batch_size: Texts per forward pass in ``embed``.
         normalize: L2-normalise the vectors (dot products are then cosine similarities, as the model is trained for).
 

@@ -222,8 +222,7 @@ def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> No
 
 
 def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:
-    """Convert in two child processes at once (weights, tokenizer): each parses the GGUF on its own core, and their
-    exit frees about a gigabyte of Python heap that this process would otherwise carry beside its engine."""
+    """Convert in two child processes at once, weights and tokenizer (why: docs/design/core.md, ``models``)."""
     package_root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)

@@ -28,12 +28,10 @@ class Continuation:
         logprobs: Each token's log-probability under the raw distribution (before temperature, top-k and top-p).
         finish_reason: Why generation ended.
         stop_reason: The stop string that matched, or ``None`` (EOS or length).
-        eos_vector: Samples only: the float32 ``(hidden_size,)`` hidden state read where EOS is the model's input after
-            the continuation (SPEC section 2); ``None`` for the greedy one.
+        eos_vector: Samples only: float32 ``(hidden_size,)`` hidden state, EOS as input after the text (SPEC section 2).
         logit_lse: ``logsumexp`` of the raw logits at each generated position (the energy estimator's), ``None`` where
             the back-end exposes no logits (``VLLMBackend`` reads them in the engine, for the greedy one only).
-        offsets: Where each token ends in ``text`` (maps token probabilities onto words, SeaKR's query masking): sent
-            by a ``seakr serve`` server, else computed by :func:`token_offsets`; ``None`` when not computed.
+        offsets: Where each token ends in ``text`` (query masking), when a server sent it (:func:`token_offsets`).
     """
 
     text: str
@@ -57,8 +55,7 @@ class SelfAwareOutput:
         samples: The k sampled continuations, each with an ``eos_vector``.
         layer: The 0-based decoder layer the vectors were read from.
         source: ``"mlp"`` (that layer's MLP output) or ``"residual"`` (the residual stream after the layer).
-        scores: Uncertainties already computed where the vectors are (a ``seakr serve`` server), by estimator
-            name; ``estimate`` returns these when the output carries no vectors.
+        scores: Uncertainties a ``seakr serve`` server computed, by estimator (``estimate`` returns them if no vectors).
     """
 
     prompt: str
@@ -82,10 +79,8 @@ class SelfAwareOutput:
 
 
 def text_pieces(continuation: Continuation, decode: Callable[[list[int]], str]) -> list[str]:
-    """``continuation.text`` cut into one piece per token, for replaying a finished generation as a stream.
-
-    Growing prefixes are decoded so that a multi-byte character split across tokens is never cut; what they cannot
-    place becomes the last piece.  The pieces always join to exactly ``continuation.text`` (``[""]`` when empty).
+    """``continuation.text`` cut into one piece per token, for replaying a finished generation as a stream; the pieces
+    join to exactly the text (``[""]`` when empty), and a multi-byte character split across tokens is never cut.
 
     Args:
         continuation: The finished continuation.

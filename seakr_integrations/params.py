@@ -13,8 +13,10 @@ __all__ = [
     "HiddenSource",
     "SamplingConfig",
     "check_choice",
+    "check_flag",
     "check_int",
     "check_real",
+    "check_seconds",
     "choices",
     "max_tokens_too_large",
 ]
@@ -57,28 +59,54 @@ def check_choice(name: str, value: object, literal: Any, note: str = "") -> str:
     return str(value)
 
 
-def check_real(name: str, value: object, expected: str) -> float:
-    """``value`` as a float when it is a finite real number, else a ``ValueError`` that names the field.
+def check_flag(name: str, value: object, refusal: str, none: bool = False) -> None:
+    """A ``ValueError`` ``"name=value: refusal"`` unless ``value`` is True or False (or None, with ``none``)."""
+    if not (isinstance(value, bool) or (none and value is None)):
+        raise ValueError(f"{name}={value!r}: {refusal}")
 
-    A bool, a string, NaN or an infinity is refused at construction: each would otherwise pass the range checks (NaN
-    compares false with everything) or fail far away inside the loop.
 
-    Args:
-        name: The field, as the user spells it.
-        value: What was passed.
-        expected: What to pass instead (e.g. ``"a float such as -6.0"``), put in the message.
-    """
+def check_real(
+    name: str,
+    value: object,
+    expected: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    open_low: bool = False,
+    refusal: str = "",
+    raw: bool = False,
+) -> float:
+    """``value`` as a float when it is a finite real number in ``[low, high]`` (``open_low``: ``(low, high]``), else a
+    ``ValueError`` naming the field: ``expected`` says what to pass, ``refusal`` (default ``"must be " + expected``)
+    why a value out of range is refused, shown as the float (``raw``: as passed).  A bool, a string, NaN or an infinity
+    is refused at construction: each would otherwise pass the range checks (NaN compares false with everything) or
+    fail far away inside the loop."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{name}={value!r}: must be a finite number; pass {expected}")
-    return float(value)
+    number = float(value)
+    if (low is not None and (number <= low if open_low else number < low)) or (high is not None and number > high):
+        raise ValueError(f"{name}={value if raw else number!r}: {refusal or 'must be ' + expected}")
+    return number
 
 
-def check_int(name: str, value: object, expected: str) -> int:
-    """``value`` as an int when it is an integer (``True``/``False`` and ``2.0`` are refused), else a ``ValueError``
-    naming the field, the value and ``expected``, what to pass instead."""
+def check_seconds(name: str, value: object, note: str) -> float:
+    """``value`` as a positive finite number of seconds, else a ``ValueError`` ending in ``note`` (e.g. the default)."""
+    return check_real(
+        name, value, f"seconds > 0{note}", 0, open_low=True, refusal=f"must be > 0 seconds{note}", raw=True
+    )
+
+
+def check_int(
+    name: str, value: object, expected: str, low: int | None = None, high: int | None = None, *, refusal: str = ""
+) -> int:
+    """``value`` as an int when it is an integer (``True``/``False`` and ``2.0`` are refused) in ``[low, high]``,
+    else a ``ValueError`` as ``check_real``'s."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name}={value!r}: must be an integer; pass {expected}")
-    return int(value)
+    number = int(value)
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise ValueError(f"{name}={number!r}: {refusal or 'must be ' + expected}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -126,36 +154,30 @@ class SamplingConfig:
                 f"k={k:,}: at most {MAX_K} samples per call (SeaKR uses k=20; each sample is a whole continuation, so "
                 f"the cost grows with k); pass a k from 2 to {MAX_K}"
             )
-        temperature = check_real("temperature", self.temperature, "a float >= 0 (SeaKR samples at 1.0)")
-        if temperature < 0:
-            raise ValueError(f"temperature={temperature}: must be >= 0 (SeaKR samples at 1.0)")
-        top_p = check_real("top_p", self.top_p, "a float in (0, 1] (1.0 disables nucleus sampling)")
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"top_p={top_p}: must be in (0, 1] (1.0 disables nucleus sampling)")
-        top_k = check_int("top_k", self.top_k, "an integer >= 1, or 0 / -1 to disable")
-        if top_k < -1:
-            raise ValueError(f"top_k={top_k}: must be >= 1, or 0 / -1 to disable")
-        max_tokens = check_int("max_tokens", self.max_tokens, "an integer >= 1")
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens={max_tokens!r}: must be an integer >= 1")
+        rule = ">= 0 (SeaKR samples at 1.0)"
+        temperature = check_real("temperature", self.temperature, f"a float {rule}", 0, refusal=f"must be {rule}")
+        rule = "in (0, 1] (1.0 disables nucleus sampling)"
+        top_p = check_real("top_p", self.top_p, f"a float {rule}", 0, 1, open_low=True, refusal=f"must be {rule}")
+        rule = ">= 1, or 0 / -1 to disable"
+        top_k = check_int("top_k", self.top_k, f"an integer {rule}", -1, refusal=f"must be {rule}")
+        max_tokens = check_int("max_tokens", self.max_tokens, "an integer >= 1", 1)
         if max_tokens > MAX_TOKENS:
             raise ValueError(
                 f"max_tokens={max_tokens:,}: at most {MAX_TOKENS:,} tokens per continuation, and less than the model's "
                 f"context (SeaKR's loop writes one sentence or answer per call: {SamplingConfig.max_tokens} is the "
                 "default); pass a smaller max_tokens"
             )
-        min_tokens = check_int("min_tokens", self.min_tokens, f"an integer from 0 to max_tokens={max_tokens}")
-        if not 0 <= min_tokens <= max_tokens:
-            raise ValueError(f"min_tokens={min_tokens!r}: must be an integer from 0 to max_tokens={max_tokens}")
+        min_tokens = check_int(
+            "min_tokens", self.min_tokens, f"an integer from 0 to max_tokens={max_tokens}", 0, max_tokens
+        )
         seed = check_int("seed", self.seed, "an integer such as 42")
         if any(not isinstance(s, str) or s == "" for s in self.stop):
             raise ValueError(f"stop={list(self.stop)!r}: every stop string must be a non-empty string")
         check_choice("source", self.source, HiddenSource)
         layer = self.layer
         if layer is not None:
-            layer = check_int("layer", layer, "a 0-based layer index, or None for L/2 - 1")
-            if layer < 0:
-                raise ValueError(f"layer={layer!r}: must be a 0-based layer index or None for L/2 - 1")
+            refusal = "must be a 0-based layer index or None for L/2 - 1"
+            layer = check_int("layer", layer, "a 0-based layer index, or None for L/2 - 1", 0, refusal=refusal)
         checked = {"k": k, "temperature": temperature, "top_p": top_p, "top_k": top_k, "max_tokens": max_tokens}
         checked.update(min_tokens=min_tokens, seed=seed, layer=layer)
         for name, value in checked.items():  # plain Python numbers: numpy scalars would not survive json.dumps

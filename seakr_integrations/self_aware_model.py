@@ -19,10 +19,9 @@ from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT, check_api
 from seakr_integrations.backends.scored import scored_generate
 from seakr_integrations.models import DEFAULT_MODEL, known_model_names
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.params import SamplingConfig, check_real
-from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings
+from seakr_integrations.params import SamplingConfig, check_flag
+from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings, check_alpha
 from seakr_integrations.retrieval.passage import Retriever
-from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.record import Uncertainty
 from seakr_integrations.uncertainty.registry import check_estimator
 
@@ -56,10 +55,7 @@ class SelfAwareModel:
         alpha: EigenScore's ridge.
         chat_template: Wrap prompts in the model's chat template: ``None`` does so when the tokenizer has one.
 
-    Raises:
-        ValueError: A bad back-end kind, model, ``base_url``, API key, timeout, sampling or estimator (the message
-            says what to pass).
-        TypeError: ``backend`` is an object that is not a self-aware back-end.
+    A bad setting is a ``ValueError`` that says what to pass (a ``TypeError`` for an object that is not a back-end).
     """
 
     backend: str | SelfAwareBackend = "hf"
@@ -69,8 +65,8 @@ class SelfAwareModel:
     timeout: float = DEFAULT_TIMEOUT
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     estimator: str = SeaKRConfig.estimator
-    alpha: float = DEFAULT_ALPHA
-    chat_template: bool | None = None
+    alpha: float = SeaKRConfig.alpha
+    chat_template: bool | None = SeaKRConfig.chat_template
 
     def __post_init__(self) -> None:
         backend = "hf" if self.backend is None else self.backend
@@ -97,11 +93,8 @@ class SelfAwareModel:
         if not isinstance(self.sampling, SamplingConfig):
             raise TypeError(f"sampling must be a SamplingConfig, got {type(self.sampling).__name__}")
         check_estimator(self.estimator)
-        alpha = check_real("alpha", self.alpha, f"a small positive float (SeaKR: {DEFAULT_ALPHA})")
-        if alpha <= 0:
-            raise ValueError(f"alpha={self.alpha!r}: EigenScore's ridge must be positive (SeaKR: {DEFAULT_ALPHA})")
-        if not isinstance(self.chat_template, (bool, type(None))):
-            raise ValueError(f"chat_template={self.chat_template!r}: pass True, False or None (when it has one)")
+        check_alpha(self.alpha)
+        check_flag("chat_template", self.chat_template, "pass True, False or None (when it has one)", none=True)
 
     @property
     def kind(self) -> str:

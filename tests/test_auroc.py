@@ -6,7 +6,7 @@ import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend
 from test_reasoner import CONFIG
 
-from seakr_integrations.evaluation.auroc import auroc
+from experiments.auroc import auroc
 from seakr_integrations.evaluation.methods import make_method
 
 

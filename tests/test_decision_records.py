@@ -128,12 +128,12 @@ def test_records_round_trip_and_explain_themselves():
     assert set(sure.to_metadata()) == set(GATE_METADATA_KEYS)
     unscorable = CandidateScore("p1", 2, math.inf, False, "")
     assert not unscorable.scorable and unscorable.relevance is None
-    assert unscorable.to_metadata()["seakr_uncertainty"] is None and unscorable.to_dict()["uncertainty"] == "inf"
-    assert CandidateScore.from_dict(json.loads(json.dumps(unscorable.to_dict()))) == unscorable
+    assert unscorable.to_metadata()["seakr_uncertainty"] is None and unscorable.uncertainty == math.inf
+    assert json.loads(json.dumps(unscorable.to_metadata(), allow_nan=False)) == unscorable.to_metadata()
     result = _result()
-    choice = FinalChoice.from_result(result)
+    choice = FinalChoice.from_finals(result.finals, result.strategy, result.answer)
     assert choice.strategy == result.strategy and set(choice.uncertainties) == {"rationales", "knowledge"}
-    assert FinalChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
+    assert json.loads(json.dumps(choice.to_metadata(), allow_nan=False)) == choice.to_metadata()
     with pytest.raises(ValueError, match="not one of the final candidates"):
         FinalChoice.from_finals(result.finals, "direct")
 
@@ -191,4 +191,5 @@ def test_events_carry_the_new_names():
     reranked = next(e for e in found if isinstance(e, events.PassagesReranked))
     assert reranked.chosen_passage_id == "p2" and reranked.to_dict()["chosen_passage_id"] == "p2"
     assert [e.kind for e in found][-2:] == ["answer_chosen", "question_answered"]
-    assert found[-2].choice == FinalChoice.from_result(found[-1].result)
+    result = found[-1].result
+    assert found[-2].choice == FinalChoice.from_finals(result.finals, result.strategy, result.answer)

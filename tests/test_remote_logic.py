@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
+from seakr_integrations.reasoning.jsonform import uncertainty_from_dict
 from seakr_integrations.serving.protocol import BadRequest, Limits, parse_generate
 from seakr_integrations.serving.wire import (
     continuation_to_json,
     decode_vectors,
     encode_vectors,
     output_from_json,
-    uncertainty_from_json,
     uncertainty_to_json,
 )
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
@@ -73,7 +73,7 @@ def test_the_wire_format_round_trips():
     np.testing.assert_allclose(decode_vectors(encode_vectors(vectors, "float16")), vectors, atol=2e-3)
     for value in (1.5, math.inf, -math.inf):
         u = Uncertainty(value, "eigenscore", 3, note="x")
-        assert uncertainty_from_json(json.loads(json.dumps(uncertainty_to_json(u)))) == u
+        assert uncertainty_from_dict(json.loads(json.dumps(uncertainty_to_json(u))), strict=True) == u
     greedy = Continuation("Paris", [5, 6], [-0.1, -math.inf], "stop", logit_lse=[1.0, 2.0], offsets=[3, 5])
     data = {
         "prompt_token_ids": [1, 2],

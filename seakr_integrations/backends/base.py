@@ -86,8 +86,7 @@ class SelfAwareBackend(ABC):
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
-        """Run validated prompts, ``configs[i]`` for prompt ``i``; all share ``layer`` (resolved, in range) and
-        ``configs[0].source``."""
+        """Run validated prompts (``configs[i]`` for prompt ``i``) on the resolved ``layer``, ``configs[0].source``."""
 
     @abstractmethod
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
@@ -107,9 +106,8 @@ class SelfAwareBackend(ABC):
         return self._last_token_vectors([[int(t) for t in s] for s in sequences], layer, source)
 
     def chat_prompt(self, user_message: str) -> str:
-        """``user_message`` wrapped in the model's chat template (with the assistant turn opened), or unchanged
-        when the tokenizer has no template.  SeaKR's prompts are plain text; instruct models answer them better
-        inside their template."""
+        """``user_message`` in the model's chat template (assistant turn opened), or unchanged when it has none:
+        SeaKR's prompts are plain text, which instruct models answer better inside their template."""
         if not self.has_chat_template:
             return user_message
         return self.chat_messages_prompt([{"role": "user", "content": user_message}])
@@ -125,11 +123,8 @@ class SelfAwareBackend(ABC):
         return max(self.num_layers // 2 - 1, 0)
 
     def resolve_layer(self, layer: int | None) -> int:
-        """``layer`` checked against the model, or the default when ``None``.
-
-        A back-end that reads no hidden states has no layer to choose: ``None`` stands for it as 0, the number its
-        outputs record, and any other layer is refused (it would change nothing, so it is a mistake to pass one).
-        """
+        """``layer`` checked against the model, or the default when ``None``.  A back-end that reads no hidden states
+        has none: ``None`` stands for it as 0 (what its outputs record), any other is refused (it changes nothing)."""
         if not self.reads_hidden_states:
             if layer is not None:
                 raise ValueError(
@@ -149,18 +144,13 @@ class SelfAwareBackend(ABC):
     def generate(
         self, prompts: Sequence[str], config: SamplingConfig | Sequence[SamplingConfig] | None = None, **overrides: Any
     ) -> list[SelfAwareOutput]:
-        """Greedy continuation plus ``k`` samples with EOS vectors, for every prompt.
+        """Greedy continuation plus ``k`` samples with EOS vectors: one ``SelfAwareOutput`` per prompt, in order.
 
         Args:
             prompts: Prompt texts (already formatted; a chat template is the caller's choice).
-            config: Sampling parameters; SeaKR's defaults when omitted.  A list gives each prompt its own
-                parameters (SeaKR's calls differ in their stop strings), so calls of many questions share one batch;
-                they must agree on ``layer`` and ``source``, which the back-end reads for the whole batch.
-            **overrides: Fields of ``SamplingConfig`` to change for this call (``k=10``, ``stop=["\\n"]``...),
-                applied to every prompt's parameters.
-
-        Returns:
-            One ``SelfAwareOutput`` per prompt, in order.
+            config: Sampling parameters (SeaKR's defaults when omitted), or one per prompt so that calls of many
+                questions share one batch; they must agree on ``layer`` and ``source``, read for the whole batch.
+            **overrides: ``SamplingConfig`` fields to change for every prompt (``k=10``, ``stop=["\\n"]``...).
 
         Raises:
             ValueError: Empty prompt list or prompt, bad sampling parameters, a config list of the wrong length or
@@ -185,7 +175,6 @@ class SelfAwareBackend(ABC):
         return BatchingStream(self)
 
     def _check_fits(self, index: int, ids: Sequence[int], config: SamplingConfig) -> None:
-        """Refuse prompt ``index`` when it leaves no room for ``max_tokens`` in the model's context."""
         # +1: the EOS that is fed back as input to read the vector takes one more position.
         if config.max_tokens + 2 > self.max_context:
             raise ValueError(max_tokens_too_large(config.max_tokens, self.model_name, self.max_context))
@@ -199,7 +188,6 @@ class SelfAwareBackend(ABC):
 
     @staticmethod
     def _checked_prompts(prompts: Sequence[str]) -> list[str]:
-        """``prompts`` as a list, refused when it is a bare string, empty, or holds an empty prompt."""
         if isinstance(prompts, str):
             raise ValueError("prompts must be a list of strings; wrap a single prompt as [prompt]")
         prompts = list(prompts)

@@ -228,8 +228,7 @@ class HFBackend(SelfAwareBackend):
         return SelfAwareOutput(prompt, ids, greedy, samples, layer, config.source)  # type: ignore[arg-type]
 
     def _without_eos(self, logits: torch.Tensor) -> torch.Tensor:
-        """``logits`` with every EOS id at ``-inf`` (for picking only: log-probabilities use the raw logits, as
-        vLLM's do)."""
+        """``logits`` with every EOS id at ``-inf``, for picking only (log-probabilities use raw logits, as vLLM's)."""
         masked = logits.clone()
         masked[:, sorted(self._stop_ids)] = float("-inf")
         return masked

@@ -55,12 +55,8 @@ def unavailable_message(estimator: str, where: str, field: str = "estimator") ->
 
 
 def check_estimators(backend: Any, names: Iterable[tuple[str, str | None]]) -> None:
-    """Refuse, before any call, every ``(field, estimator)`` that ``backend`` cannot feed: only a back-end that reads
-    no hidden states (``RemoteBackend`` on a plain server) refuses anything.
-
-    Raises:
-        ValueError: The first estimator that needs hidden states or raw logits (the message says how to go on).
-    """
+    """Refuse (``ValueError``, saying how to go on), before any call, the first ``(field, estimator)`` that ``backend``
+    cannot feed: only a back-end that reads no hidden states (``RemoteBackend`` on a plain server) refuses any."""
     if getattr(backend, "reads_hidden_states", True):
         return
     for field, name in names:
@@ -77,8 +73,33 @@ def served_model(request: Request, where: str) -> tuple[str, int | None]:
     return str(models[0]["id"]), None if context is None else int(context)
 
 
-class PlainTokenizer:
-    """The tokenizer calls SeaKR makes, answered by the server's ``/tokenize`` and ``/detokenize`` (stock vLLM's).
+class ServerTokenizer:
+    """The tokenizer calls SeaKR's prompt building and query masking make, answered by a server and cached (each text
+    and token sequence is asked once): a subclass asks (``_ask_ids``, ``_ask_text``, ``apply_chat_template``)."""
+
+    chat_template: str | None
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> SimpleNamespace:
+        return SimpleNamespace(input_ids=list(self._tokenize(text, add_special_tokens)))
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        return self._decode(tuple(int(i) for i in ids), skip_special_tokens)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one tokenizer per back-end, lives as long as it
+    def _tokenize(self, text: str, add_special_tokens: bool) -> tuple[int, ...]:
+        return self._ask_ids(text, add_special_tokens)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019
+    def _decode(self, ids: tuple[int, ...], skip_special_tokens: bool) -> str:
+        return self._ask_text(ids, skip_special_tokens)
+
+    def _ask_ids(self, text: str, add_special_tokens: bool) -> tuple[int, ...]: ...
+
+    def _ask_text(self, ids: tuple[int, ...], skip_special_tokens: bool) -> str: ...
+
+
+class PlainTokenizer(ServerTokenizer):
+    """The tokenizer calls answered by the server's ``/tokenize`` and ``/detokenize`` (stock vLLM's).
 
     ``/detokenize`` has no ``skip_special_tokens``: special tokens stay in decoded text.  SeaKR decodes only to place
     words in a continuation's text, and every such use cuts the decoded text at the continuation's own text.
@@ -91,26 +112,21 @@ class PlainTokenizer:
         has_template = request("POST", "/tokenize", probe, absent=(400, 422)) is not None
         self.chat_template = "server" if has_template else None
 
-    def __call__(self, text: str, add_special_tokens: bool = True) -> SimpleNamespace:
-        return SimpleNamespace(input_ids=list(self._tokenize(text, add_special_tokens)))
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        return super().decode(ids)  # the flag is not sent, so not part of the cache key either
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one tokenizer per back-end, lives as long as it
-    def _tokenize(self, text: str, add_special_tokens: bool) -> tuple[int, ...]:
+    def _ask_ids(self, text: str, add_special_tokens: bool) -> tuple[int, ...]:
         body = {"model": self._model, "prompt": text, "add_special_tokens": add_special_tokens}
         return tuple(int(t) for t in self._request("POST", "/tokenize", body)["tokens"])
 
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        return self._decode(tuple(int(i) for i in ids))
-
-    @functools.lru_cache(maxsize=4096)  # noqa: B019
-    def _decode(self, ids: tuple[int, ...]) -> str:
+    def _ask_text(self, ids: tuple[int, ...], skip_special_tokens: bool) -> str:
         if not ids:
             return ""
         return str(self._request("POST", "/detokenize", {"model": self._model, "tokens": list(ids)})["prompt"])
 
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
         body = {"model": self._model, "messages": messages, "add_generation_prompt": True}
-        return self._decode(tuple(int(t) for t in self._request("POST", "/tokenize", body)["tokens"]))
+        return self.decode([int(t) for t in self._request("POST", "/tokenize", body)["tokens"]])
 
 
 def completion_bodies(model: str, prompt_ids: list[list[int]], config: SamplingConfig) -> list[dict[str, Any]]:
@@ -144,10 +160,7 @@ def continuation_from_choice(
     """One completion choice as a ``Continuation`` (``offsets``: where each token ends in the text, from the
     log-probabilities' token strings when they spell the text), cut at the first of ``stops``, the stop strings
     the server was not sent (:func:`apply_stops`; ``decode`` places the tokens when their strings do not).
-
-    Raises:
-        ValueError: The choice lacks token ids or log-probabilities, or their counts differ.
-    """
+    A ``ValueError`` when the choice lacks token ids or log-probabilities, or their counts differ."""
     token_ids = choice.get("token_ids")
     logprobs = choice.get("logprobs") or {}
     values = logprobs.get("token_logprobs")
@@ -182,11 +195,8 @@ def apply_stops(
 ) -> Continuation:
     """``continuation`` ended where the server would have ended it had it taken ``stops`` too: the text cut before
     the stop string that is complete first, the tokens kept up to the one that completes it (as a server keeps
-    them), ``finish_reason="stop"``.  Unchanged when none of ``stops`` is in its text.
-
-    Token ends come from ``continuation.offsets``, else from ``decode`` (growing prefixes); without either the
-    tokens are kept whole.
-    """
+    them), ``finish_reason="stop"``.  Unchanged when none of ``stops`` is in its text.  Token ends come from
+    ``continuation.offsets``, else from ``decode`` (growing prefixes); without either the tokens are kept whole."""
     found = [(at + len(s), at, s) for s in stops if (at := continuation.text.find(s)) >= 0]
     if not found:
         return continuation
@@ -228,11 +238,8 @@ def plain_outputs(
     decode: Callable[[list[int]], str] | None = None,
 ) -> list[SelfAwareOutput]:
     """The outputs of ``prompts`` from the replies to :func:`completion_bodies` (greedy first, then the samples),
-    each cut at the stop strings the requests could not carry (``decode``: see :func:`apply_stops`).
-
-    Raises:
-        ValueError: A reply has the wrong number of choices, or a choice is malformed.
-    """
+    each cut at the stop strings the requests could not carry (``decode``: see :func:`apply_stops`).  A
+    ``ValueError`` when a reply has the wrong number of choices, or a choice is malformed."""
     per_prompt = [1, config.k]
     grouped: list[list[list[Continuation]]] = []
     for reply, n in zip(replies, per_prompt, strict=False):

@@ -9,11 +9,8 @@ docs/design/backends.md.
 from __future__ import annotations
 
 import concurrent.futures
-import functools
-import threading
 import time
-from collections.abc import Iterable, Sequence
-from types import SimpleNamespace
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import numpy as np
@@ -340,36 +337,26 @@ class _RemoteStream(GenerationStream):
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class _RemoteTokenizer:
-    """The tokenizer calls SeaKR's prompt building and query masking make, answered by the server."""
+class _RemoteTokenizer(openai_plain.ServerTokenizer):
+    """The tokenizer calls answered by seakr's routes."""
 
     def __init__(self, backend: RemoteBackend, has_template: bool) -> None:
         self._backend = backend
         self.chat_template = "server" if has_template else None
-        self._lock = threading.Lock()
 
-    def __call__(self, text: str, add_special_tokens: bool = True) -> SimpleNamespace:
-        return SimpleNamespace(input_ids=list(self._tokenize(text, add_special_tokens)))
+    def _ask(self, route: str, body: dict[str, Any], key: str, expected: type = list) -> Any:
+        reply = self._backend._request("POST", f"/v1/seakr/{route}", body)
+        return self._backend._field(reply, key, f"POST {self._backend.base_url}/v1/seakr/{route}", expected)
 
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one tokenizer per back-end, lives as long as it
-    def _tokenize(self, text: str, add_special_tokens: bool) -> tuple[int, ...]:
-        body = {"texts": [text], "add_special_tokens": add_special_tokens}
-        reply = self._backend._request("POST", "/v1/seakr/tokenize", body)
-        ids = self._backend._field(reply, "token_ids", f"POST {self._backend.base_url}/v1/seakr/tokenize", list)
-        return tuple(ids[0])
+    def _ask_ids(self, text: str, add_special_tokens: bool) -> tuple[int, ...]:
+        return tuple(self._ask("tokenize", {"texts": [text], "add_special_tokens": add_special_tokens}, "token_ids")[0])
 
-    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        return self._decode(tuple(int(i) for i in ids), skip_special_tokens)
-
-    @functools.lru_cache(maxsize=4096)  # noqa: B019
-    def _decode(self, ids: tuple[int, ...], skip_special_tokens: bool) -> str:
+    def _ask_text(self, ids: tuple[int, ...], skip_special_tokens: bool) -> str:
         body = {"token_ids": [list(ids)], "skip_special_tokens": skip_special_tokens}
-        reply = self._backend._request("POST", "/v1/seakr/detokenize", body)
-        return self._backend._field(reply, "texts", f"POST {self._backend.base_url}/v1/seakr/detokenize", list)[0]
+        return self._ask("detokenize", body, "texts")[0]
 
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
-        reply = self._backend._request("POST", "/v1/seakr/chat_prompt", {"messages": messages})
-        return self._backend._field(reply, "prompt", f"POST {self._backend.base_url}/v1/seakr/chat_prompt", str)
+        return self._ask("chat_prompt", {"messages": messages}, "prompt", str)
 
 
 def _retry_after(response: Any, default: float) -> float:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from seakr_integrations.params import check_real
+from seakr_integrations.params import check_seconds
 
 DEFAULT_TIMEOUT = 600.0
 """Seconds one request to a model server may take, by default (a generate call of many samples on a CPU server can
@@ -23,19 +23,12 @@ _SCHEME_TYPO = re.compile(r"^(h?t?t?p?s?)(:/{0,3}|/{1,3})", re.IGNORECASE)
 
 def check_timeout(value: object) -> float:
     """``value`` as seconds > 0, or a ``ValueError`` saying what to pass."""
-    seconds = check_real("timeout", value, f"seconds > 0 (default {DEFAULT_TIMEOUT:g})")
-    if seconds <= 0:
-        raise ValueError(f"timeout={value!r}: must be > 0 seconds (default {DEFAULT_TIMEOUT:g})")
-    return seconds
+    return check_seconds("timeout", value, f" (default {DEFAULT_TIMEOUT:g})")
 
 
 def check_base_url(base_url: object) -> str:
-    """The server's root URL: ``base_url`` without a trailing ``/`` or ``/v1``.
-
-    Raises:
-        ValueError: Not an ``http://`` or ``https://`` URL with a host (a typo'd scheme such as ``htp://`` or ``http:/``
-            is named as such), or a URL of one route (``.../v1/chat/completions``) rather than the server's.
-    """
+    """The server's root URL: ``base_url`` without a trailing ``/`` or ``/v1``; a ``ValueError`` for anything but an
+    ``http(s)://`` URL with a host (a typo'd scheme such as ``htp://`` is named) or for one route's URL."""
     if not isinstance(base_url, str) or not base_url.strip():
         raise ValueError(f"base_url={base_url!r}: give the server's URL, e.g. http://127.0.0.1:8000")
     url = base_url.strip().rstrip("/")
@@ -62,16 +55,10 @@ def check_base_url(base_url: object) -> str:
 
 
 def check_api_key(key: object, source: str = "api_key") -> str | None:
-    """``key`` when it can be sent as a bearer token; ``None`` for no key (``None`` or ``""``).
-
-    The checks run before any request, so a key that cannot be sent is never retried against the server, and their
-    messages never contain the key or any part of it (``source`` names where it came from, e.g. ``"SEAKR_API_KEY"``).
-
-    Raises:
-        TypeError: Not a string.
-        ValueError: It holds whitespace (a newline, a carriage return, a tab or a space), a non-ASCII character, or
-            another character that is not printable; the message says which, and how to fix it.
-    """
+    """``key`` when it can be sent as a bearer token; ``None`` for no key (``None`` or ``""``); else a ``TypeError`` or
+    a ``ValueError`` saying what to fix.  Checked before any request, so a key that cannot be sent is never retried
+    against the server; the messages never contain the key or any part of it (``source`` names where it came from,
+    e.g. ``"SEAKR_API_KEY"``)."""
     if key is None or key == "":
         return None
     if not isinstance(key, str):

@@ -28,7 +28,7 @@ from seakr_integrations.backends.vllm_settings import (
     request_params,
 )
 from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
-from seakr_integrations.backends.vllm_stream import VLLMStream
+from seakr_integrations.backends.vllm_stream import VLLMStream, raise_v2_runner
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest, unpack_popped
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
@@ -186,8 +186,7 @@ class VLLMBackend(SelfAwareBackend):
         try:
             return self.llm.collective_rpc(method, args=args)
         except Exception as exc:
-            if "V2 model runner" in str(exc):
-                raise ValueError(V2_RUNNER_HINT) from exc
+            raise_v2_runner(exc)
             raise
 
     def _ensure_hook(self, layer: int, source: str) -> None:

@@ -76,8 +76,7 @@ def kv_cache_bytes(
     max_tokens: int = SamplingConfig.max_tokens,
     block_size: int = CPU_BLOCK_SIZE,
 ) -> int:
-    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes, for ``vllm.LLM(kv_cache_memory_bytes=...)``: 0.9 GB
-    for Qwen2.5-Coder-0.5B in float32 instead of vLLM's CPU default of 4 GiB."""
+    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes, for ``vllm.LLM(kv_cache_memory_bytes=...)``."""
     blocks = kv_cache_blocks(context, prompts=prompts, k=k, max_tokens=max_tokens, block_size=block_size)
     return blocks * block_size * kv_bytes_per_token(model_dir, dtype)
 
@@ -107,23 +106,16 @@ def _intel_openmp() -> str | None:
 
 
 def _tcmalloc() -> str | None:
-    """The system's tcmalloc (Debian and Ubuntu: ``apt install libtcmalloc-minimal4``), if installed: vLLM's CPU
-    builds bundle one and preload it into their workers, the PyPI wheel does not."""
+    """The system's tcmalloc (Debian and Ubuntu: ``apt install libtcmalloc-minimal4``), if installed."""
     return ctypes.util.find_library("tcmalloc_minimal")
 
 
 def engine_environment(
     on_cpu: bool, kv_cache_space_gib: float | None = None, preload_intel_openmp: bool = True
 ) -> dict[str, str]:
-    """The environment variables an engine starts with; each is set only when the user has not set it.
-
-    - ``VLLM_USE_V2_MODEL_RUNNER``: ``"0"``; the read-out hook reads the V1 runner's batch.
-    - ``VLLM_CPU_KVCACHE_SPACE`` (CPU): ``kv_cache_space_gib`` when given (else ``cpu_engine_settings`` sizes it).
-    - ``VLLM_CPU_NUM_OF_RESERVED_CPU`` (CPU): ``"0"``, so the worker computes on every core (a step 5.0 s -> 3.1 s).
-    - ``LD_PRELOAD`` (CPU): the system's tcmalloc unless the user's value names an allocator (glibc's grew all through a
-      soak, docs/benchmarks.md "Soak"), the user's value, then vllm-cpu's Intel OpenMP unless it names an OpenMP
-      runtime (step 2.61 s -> 2.50 s).
-    """
+    """The environment variables an engine starts with, each set only when the user has not set it (which and why:
+    docs/design/backends.md): ``VLLM_USE_V2_MODEL_RUNNER``; on CPU ``VLLM_CPU_KVCACHE_SPACE`` (``kv_cache_space_gib``
+    when given), ``VLLM_CPU_NUM_OF_RESERVED_CPU`` and ``LD_PRELOAD`` (tcmalloc, then vllm-cpu's Intel OpenMP)."""
     env: dict[str, str] = {}
     if "VLLM_USE_V2_MODEL_RUNNER" not in os.environ:
         env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
@@ -143,21 +135,16 @@ def engine_environment(
 
 def single_process_environment() -> dict[str, str]:
     """The environment that runs vLLM's engine (and on CPU its worker) in the calling process, unless the user set
-    ``VLLM_ENABLE_V1_MULTIPROCESSING``: for the command line, not a library (docs/design/backends.md; 2 cores: up in
-    about 15 s instead of 40, 1 GB less, docs/benchmarks.md "The first run")."""
+    ``VLLM_ENABLE_V1_MULTIPROCESSING``: for the command line, not a library (docs/design/backends.md)."""
     return {} if "VLLM_ENABLE_V1_MULTIPROCESSING" in os.environ else {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def request_params(
     sampling_params: Any, config: SamplingConfig, *, custom_top_k_top_p: bool = True
 ) -> tuple[Any, Any, Any]:
-    """vLLM ``SamplingParams`` of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs.
-
-    Args:
-        sampling_params: vLLM's ``SamplingParams`` class (passed in: this module does not import vLLM).
-        config: The call's sampling settings.
-        custom_top_k_top_p: Whether the engine runs seakr's top-k/top-p logits processor (else vLLM's, which sorts).
-    """
+    """vLLM ``SamplingParams`` (``sampling_params``, passed in: this module does not import vLLM) of ``config``'s
+    greedy request, its ``n=k`` request (``None`` for k=0) and the read-outs; ``custom_top_k_top_p``: the engine runs
+    seakr's top-k/top-p logits processor (else vLLM's, which sorts)."""
     from vllm.sampling_params import RequestOutputKind
 
     common = {"max_tokens": config.max_tokens, "min_tokens": config.min_tokens, "stop": list(config.stop)}

@@ -6,7 +6,7 @@ sample, never for another question's (docs/design/backends.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.stream import Finished, GenerationStream
-from seakr_integrations.backends.vllm_worker import token_digest
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
@@ -212,15 +212,7 @@ class VLLMStream(GenerationStream):
         greedy = entry.greedy
         assert greedy is not None
         if self.backend.supports_logits:
-            n = len(greedy.token_ids)
-            by_position = self._lse.pop(entry.greedy_id, {})
-            lse = [by_position[i] for i in range(n) if i in by_position]
-            if len(lse) < n:
-                raise RuntimeError(
-                    f"vLLM returned no raw-logit logsumexp for some of the {n} greedy tokens; the logits hook missed "
-                    "a step"
-                )
-            greedy.logit_lse = lse[:n]
+            greedy.logit_lse = greedy_logsumexp(self._lse.pop(entry.greedy_id, {}), len(greedy.token_ids))
         samples = []
         for sample, key in zip(entry.samples, entry.keys, strict=True):
             assert sample is not None
@@ -276,3 +268,20 @@ def continuation(c: Any) -> Continuation:
     stop = c.stop_reason if isinstance(c.stop_reason, str) else None
     reason = "length" if c.finish_reason == "length" else "stop"
     return Continuation(c.text, token_ids, logprobs, reason, stop_reason=stop)
+
+
+def greedy_logsumexp(by_position: Mapping[int, float], n: int) -> list[float]:
+    """The raw logits' logsumexp at each of the ``n`` greedy positions (recorded by position by the worker); a
+    ``RuntimeError`` when the logits hook missed one."""
+    values = [by_position[i] for i in range(n) if i in by_position]
+    if len(values) < n:
+        raise RuntimeError(
+            f"vLLM returned no raw-logit logsumexp for some of the {n} greedy tokens; the logits hook missed a step"
+        )
+    return values
+
+
+def raise_v2_runner(error: BaseException) -> None:
+    """Raise ``ValueError(V2_RUNNER_HINT)`` when ``error`` is a worker's refusal of vLLM's V2 model runner."""
+    if "V2 model runner" in str(error):
+        raise ValueError(V2_RUNNER_HINT) from error

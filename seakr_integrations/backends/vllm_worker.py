@@ -33,8 +33,7 @@ def token_digest(token_ids: Sequence[int]) -> str:
 
 
 def unpack_popped(popped: dict[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, dict[int, float]]]:
-    """The driver's half of ``seakr_pop_vectors``' codec: each vector by key, and each request's logsumexp by
-    generated position."""
+    """The driver's half of ``seakr_pop_vectors``' codec: vectors by key, each request's logsumexps by position."""
     stacked = np.frombuffer(popped["data"], dtype=np.float32).reshape(popped["shape"])
     vectors = {k: stacked[i].copy() for i, k in enumerate(popped["keys"])}
     return vectors, {rid: {int(at): float(v) for at, v in pairs} for rid, pairs in (popped.get("lse") or {}).items()}
@@ -86,16 +85,10 @@ class SeaKRWorkerExtension:
             setattr(self, name, None)
 
     def seakr_set_capture(self, on: bool, lse_prefix: str = "", readout_prefix: str = "") -> None:
-        """Start (clearing earlier vectors) or stop capturing.
-
-        Args:
-            on: Capture or not.
-            lse_prefix: Record the raw logits' logsumexp at every generated position of the requests whose ids
-                start with it (none when empty).
-            readout_prefix: When set, keep vectors only of requests whose ids start with it, each under the
-                driver's request id (a server's concurrent handlers then take exactly their own); when empty, keep
-                every request's vector under the digest of its prompt.
-        """
+        """Start (clearing earlier vectors) or stop capturing.  ``lse_prefix``: record the raw logits' logsumexp at
+        every generated position of the requests whose ids start with it (none when empty).  ``readout_prefix``: keep
+        only those requests' vectors, each under the driver's request id (a server's concurrent handlers then take
+        exactly their own); when empty, every request's vector under the digest of its prompt."""
         self._seakr_capturing = bool(on)
         if on:
             self._seakr_captured = {}
@@ -108,11 +101,9 @@ class SeaKRWorkerExtension:
         self, keys: Sequence[str] | None = None, lse_ids: Sequence[str] | None = None
     ) -> dict[str, Any]:
         """The captured vectors and how often the hook ran: all of them, or only ``keys`` (and the logsumexps of
-        ``lse_ids``), which are then forgotten while the others stay.
-
-        Vectors travel as one float32 buffer (``data``, rows in ``keys`` order, ``shape``): collective_rpc results
-        are decoded without a type, so tensors and numpy arrays would arrive as undecoded tuples.
-        """
+        ``lse_ids``), which are then forgotten while the others stay.  Vectors travel as one float32 buffer (``data``,
+        rows in ``keys`` order, ``shape``): collective_rpc results are decoded without a type, so tensors and numpy
+        arrays would arrive as undecoded tuples."""
         if keys is None:
             captured, self._seakr_captured = self._seakr_captured, {}
         else:

@@ -44,14 +44,12 @@ def cascade_band(
     screens: Sequence[float], uncertainties: Sequence[float], delta: float, agreement: float = CASCADE_AGREEMENT
 ) -> dict[str, Any]:
     """The cascade's band: the widest thresholds on the cheap ``screens`` whose decisions agree with the gate on
-    ``uncertainties`` (retrieve when above ``delta``) on at least ``agreement`` of the steps they decide, each side.
-
-    A side where no threshold reaches the agreement decides nothing; steps whose screen is not finite (an empty
-    greedy step) are left out, as the gate retrieves on those anyway.
+    ``uncertainties`` (retrieve when above ``delta``) on at least ``agreement`` of the steps they decide, each side
+    (docs/design/core.md).  Steps whose screen is not finite (an empty greedy step) are left out: the gate retrieves.
 
     Returns:
         ``{"band": [low, high], "agreement", "decided"}``, ``decided`` being the share of the finite steps the band
-        decides without samples (as ``DeltaProfile.cascade`` stores it, with the estimator added by the caller).
+        decides without samples (``DeltaProfile.cascade`` adds the estimator).
     """
     if not 0.5 < agreement <= 1.0:
         raise ValueError(f"agreement={agreement!r}: a share in (0.5, 1]")
@@ -92,16 +90,14 @@ def calibrate_delta(
     progress: bool = True,
     agreement: float = CASCADE_AGREEMENT,
 ) -> DeltaProfile:
-    """Choose delta for ``backend``'s model with ``config``'s other settings; the profile is not saved yet
-    (``save_profile``).
+    """Choose delta for ``backend``'s model with ``config``'s other settings (not saved yet: ``save_profile``).
 
     Args:
         backend: The model to calibrate.
         retriever: The search engine SeaKR will use (needed for the F1 objective).
         questions: Labelled calibration questions (not the ones you evaluate on).
         config: SeaKR's other settings (k, layer, source, estimator... are part of the profile's key).
-        objective: ``"f1"``: the sweep's threshold with the best mean F1 (ties: the higher, fewer retrievals);
-            ``"rate"``: the threshold at which ``target_rate`` of the first steps retrieve.
+        objective: ``"f1"`` (the sweep's best mean F1; ties: the higher, fewer retrievals) or ``"rate"``.
         target_rate: Fraction of first steps that should retrieve, in [0, 1] (objective ``"rate"``).
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.

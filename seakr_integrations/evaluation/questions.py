@@ -54,8 +54,7 @@ class QuestionFile:
     Attributes:
         path: The file read.
         questions: Valid questions in file order.
-        skipped: One message per bad line that was skipped (file, line number, problem); empty unless
-            ``skip_bad=True`` was given.
+        skipped: One message per bad line skipped (file, line number, problem); empty unless ``skip_bad=True``.
     """
 
     path: Path

@@ -155,7 +155,8 @@ def evaluate(
     keep_trace: bool = True,
     stop_after_unavailable: int | None = STOP_AFTER_UNAVAILABLE,
 ) -> EvalSummary:
-    """Answer the questions ``results`` does not hold an answer to yet (failed ones again), one scored record each.
+    """Answer the questions ``results`` does not hold an answer to yet (failed ones again), one scored record each;
+    the summary covers every record in the file (resumed ones included).
 
     Args:
         method: What answers.
@@ -164,11 +165,7 @@ def evaluate(
         batch_size: Questions in progress at once, sharing back-end batches (a kill loses at most these).
         progress: Show a progress bar with the running EM and F1.
         keep_trace: Store each question's full decision trace in its record.
-        stop_after_unavailable: Stop after this many questions in a row failed on an unavailable server (``None``:
-            never).
-
-    Returns:
-        The summary over every record in the file (resumed ones included).
+        stop_after_unavailable: Stop after this many failures in a row on an unavailable server (``None``: never).
 
     Raises:
         EvaluationStopped: ``stop_after_unavailable`` was reached with questions left (rerun to resume).

@@ -41,11 +41,8 @@ class RetrievalError(RuntimeError):
 
 
 class ModelCalls:
-    """Prompts, LM calls and searches for the programs of one back-end and one configuration.
-
-    Args:
-        backend: The self-aware back-end (its tokenizer and context length shape the prompts).
-        config: The settings (exemplars, chat template, sampling, estimator, error policy...).
+    """Prompts, LM calls and searches for the programs of one back-end (its tokenizer and context length shape the
+    prompts) and one configuration.
 
     Raises:
         ValueError: ``config.chat_template=True`` for a tokenizer without a chat template, or a ``max_tokens``
@@ -113,10 +110,8 @@ class ModelCalls:
         sentence: bool,
         measured: bool = True,
     ) -> Call:
-        """The LM call for the next step (``sentence``: one reasoning sentence) or a whole answer.
-
-        ``measured=False`` asks for the greedy continuation alone: no samples, no read-out, no uncertainty.
-        """
+        """The LM call for the next step (``sentence``: one reasoning sentence) or a whole answer; ``measured=False``
+        asks for the greedy continuation alone (no samples, no read-out, no uncertainty)."""
         stops = self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence)
         sampling = self.config.call_sampling(stops)
         return self.prompt(state, steps, passages), sampling if measured else sampling.with_(k=0)
@@ -164,7 +159,6 @@ class ModelCalls:
     ) -> Generator[Generate, Any, list[FinalTrace]]:
         """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
         " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
-
         ``reading``: ``"sampled"``, from the calls' samples (the call asking again is sampled too); ``"greedy"``,
         ``final_estimator`` on the greedy continuation; ``"deciding"`` (two answers), each answer's own call sampled
         afterwards, only when the choice depends on it (``final_samples``); ``"none"``, not read."""

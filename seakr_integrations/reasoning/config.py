@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
-from seakr_integrations.params import SamplingConfig, check_choice, check_int, check_real
+from seakr_integrations.params import SamplingConfig, check_choice, check_flag, check_int, check_real, check_seconds
 from seakr_integrations.reasoning.flat_sampling import SAMPLING_SETTINGS, SEAKR_SAMPLING, flat_sampling
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import REGISTRY, check_estimator
@@ -26,6 +26,7 @@ __all__ = [
     "SEAKR_SAMPLING",
     "SeaKRConfig",
     "changed_settings",
+    "check_alpha",
     "check_band",
 ]
 
@@ -36,6 +37,39 @@ RetrievePolicy = Literal["uncertain", "always", "never"]
 FinalStrategy = Literal["choose", "rationales", "knowledge"]
 FinalSamples = Literal["deciding", "always"]
 ExemplarStyle = Literal["2wiki", "hotpotqa", "simple"]
+
+
+_PASS_DELTA = (
+    "a float such as -6.0 (calibrate it with `seakr calibrate`), or None for the calibrated one; to retrieve at every "
+    "step or never, set retrieve='always' or retrieve='never'"
+)
+_DEFAULT_TRUE = "must be True (the default) or False (the paper)"
+_PAPER_FALSE = "must be True or False (the paper)"
+_FLAGS = {  # the True/False settings (chat_template: or None) and what to pass
+    "chat_template": "pass True, False, or None (use the template when the tokenizer has one)",
+    "rerank": "must be True (the paper's self-aware re-ranking) or False (keep the search engine's first, the default)",
+    "knowledge_needs_passages": _DEFAULT_TRUE,
+    "stop_on_repeated_step": _DEFAULT_TRUE,
+    "check_claims": _PAPER_FALSE,
+    "cover_compared_entities": _PAPER_FALSE,
+    "cover_bridge_entities": _PAPER_FALSE,
+    "anchor_queries": _PAPER_FALSE,
+    "answer_when_stated": _PAPER_FALSE,
+    "answer_with_option": _PAPER_FALSE,
+}
+_GREEDY_ONLY = {  # the estimators that must read the greedy continuation alone
+    "final_estimator": ": give an estimator that reads the greedy continuation alone ('min_token_prob', 'perplexity'), "
+    "or None for the loop's estimator",
+    "cascade_estimator": " needs samples or another call; the cascade's first stage reads the greedy continuation "
+    "alone: use 'min_token_prob' or 'perplexity', or None for no cascade",
+}
+
+
+def check_alpha(alpha: object, why: str = "") -> float:
+    """EigenScore's ridge as a float, refused unless positive (so that the log-determinant exists) and finite."""
+    expected = f"a small positive float (SeaKR: {DEFAULT_ALPHA})"
+    refusal = f"EigenScore's ridge must be positive{why} (SeaKR: {DEFAULT_ALPHA})"
+    return check_real("alpha", alpha, expected, 0, open_low=True, refusal=refusal, raw=True)
 
 
 def check_band(band: Any) -> tuple[float, float]:
@@ -178,88 +212,36 @@ class SeaKRConfig:
         object.__setattr__(self, "base_stops", tuple(self.base_stops))
         check_choice("mode", self.mode, Mode)
         check_estimator(self.estimator)
-        alpha = check_real("alpha", self.alpha, f"a small positive float (SeaKR: {DEFAULT_ALPHA})")
-        if alpha <= 0:
-            raise ValueError(
-                f"alpha={self.alpha!r}: EigenScore's ridge must be positive so that the log-determinant exists; pass a "
-                f"small positive float (SeaKR: {DEFAULT_ALPHA})"
-            )
-        delta = self.delta
-        if delta is not None:
-            delta = check_real(
-                "delta",
-                delta,
-                "a float such as -6.0 (calibrate it with `seakr calibrate`), or None for the calibrated one; to "
-                "retrieve at every step or never, set retrieve='always' or retrieve='never'",
-            )
-        mask_threshold = check_real("mask_threshold", self.mask_threshold, "a probability in [0, 1] (SeaKR: 0.9)")
-        if not 0.0 <= mask_threshold <= 1.0:
-            raise ValueError(f"mask_threshold={mask_threshold}: a probability in [0, 1] (SeaKR: 0.9)")
-        checked: dict[str, Any] = {"alpha": alpha, "delta": delta, "mask_threshold": mask_threshold}
-        for name, low in (("n_candidates", 1), ("max_steps", 1), ("max_docs", 1), ("query_max_tokens", 1)):
-            value = check_int(name, getattr(self, name), f"an integer >= {low}")
-            if value < low:
-                raise ValueError(f"{name}={value!r}: must be an integer >= {low}")
-            checked[name] = value
-        num_exemplars = check_int("num_exemplars", self.num_exemplars, "an integer >= 0 (the paper: 10)")
-        if num_exemplars < 0:
-            raise ValueError(f"num_exemplars={num_exemplars!r}: must be an integer >= 0 (the paper: 10)")
-        checked["num_exemplars"] = num_exemplars
+        checked: dict[str, Any] = {
+            "alpha": check_alpha(self.alpha, " so that the log-determinant exists; pass a small positive float")
+        }
+        if self.delta is not None:
+            checked["delta"] = check_real("delta", self.delta, _PASS_DELTA)
+        rule = "a probability in [0, 1] (SeaKR: 0.9)"
+        checked["mask_threshold"] = check_real("mask_threshold", self.mask_threshold, rule, 0, 1, refusal=rule)
+        for name in ("n_candidates", "max_steps", "max_docs", "query_max_tokens"):
+            checked[name] = check_int(name, getattr(self, name), "an integer >= 1", 1)
+        checked["num_exemplars"] = check_int("num_exemplars", self.num_exemplars, "an integer >= 0 (the paper: 10)", 0)
         check_choice("content_filter", self.content_filter, ContentFilter)
         if self.exemplar_style is not None:
             check_choice("exemplar_style", self.exemplar_style, ExemplarStyle)
         check_choice("on_retrieval_error", self.on_retrieval_error, RetrievalErrorPolicy)
         if self.search_timeout is not None:
-            timeout = check_real("search_timeout", self.search_timeout, "seconds > 0, or None to wait for ever")
-            if timeout <= 0:
-                raise ValueError(
-                    f"search_timeout={self.search_timeout!r}: must be > 0 seconds, or None to wait for ever"
-                )
-            checked["search_timeout"] = timeout
+            checked["search_timeout"] = check_seconds(
+                "search_timeout", self.search_timeout, ", or None to wait for ever"
+            )
         check_choice("retrieve", self.retrieve, RetrievePolicy, "SeaKR")
-        if not isinstance(self.chat_template, (bool, type(None))):
-            raise ValueError(
-                f"chat_template={self.chat_template!r}: pass True, False, or None (use the template when the "
-                "tokenizer has one)"
-            )
-        if not isinstance(self.rerank, bool):
-            raise ValueError(
-                f"rerank={self.rerank!r}: must be True (the paper's self-aware re-ranking) or False (keep the search "
-                "engine's first, the default)"
-            )
-        for name, rule in (("rerank_margin", "least uncertain passage"), ("final_margin", "less uncertain answer")):
-            margin = check_real(name, getattr(self, name), f"a number >= 0 (0: the paper's {rule})")
-            if margin < 0:
-                raise ValueError(f"{name}={margin!r}: must be >= 0 (0: the paper's {rule})")
-            checked[name] = margin
-        for name in ("knowledge_needs_passages", "stop_on_repeated_step"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}={getattr(self, name)!r}: must be True (the default) or False (the paper)")
-        if self.final_estimator is not None:
-            check_estimator(self.final_estimator)
-            if not REGISTRY[self.final_estimator].needs <= {"greedy_logprobs"}:
-                raise ValueError(
-                    f"final_estimator={self.final_estimator!r}: give an estimator that reads the greedy continuation "
-                    "alone ('min_token_prob', 'perplexity'), or None for the loop's estimator"
-                )
-        for name in (
-            "check_claims",
-            "cover_compared_entities",
-            "cover_bridge_entities",
-            "anchor_queries",
-            "answer_when_stated",
-            "answer_with_option",
-        ):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}={getattr(self, name)!r}: must be True or False (the paper)")
-        if self.cascade_estimator is not None:
-            check_estimator(self.cascade_estimator)
-            if not REGISTRY[self.cascade_estimator].needs <= {"greedy_logprobs"}:
-                raise ValueError(
-                    f"cascade_estimator={self.cascade_estimator!r} needs samples or another call; the cascade's first "
-                    "stage reads the greedy continuation alone: use 'min_token_prob' or 'perplexity', or None for no "
-                    "cascade"
-                )
+        for name, best in (("rerank_margin", "least uncertain passage"), ("final_margin", "less uncertain answer")):
+            rule = f">= 0 (0: the paper's {best})"
+            checked[name] = check_real(name, getattr(self, name), f"a number {rule}", 0, refusal=f"must be {rule}")
+        for name, refusal in _FLAGS.items():
+            check_flag(name, getattr(self, name), refusal, none=name == "chat_template")
+        for name, refusal in _GREEDY_ONLY.items():
+            estimator = getattr(self, name)
+            if estimator is not None:
+                check_estimator(estimator)
+                if not REGISTRY[estimator].needs <= {"greedy_logprobs"}:
+                    raise ValueError(f"{name}={estimator!r}{refusal}")
         if self.cascade_band is not None:
             checked["cascade_band"] = check_band(self.cascade_band)
         check_choice("final_strategy", self.final_strategy, FinalStrategy, "SeaKR")
@@ -304,11 +286,8 @@ class SeaKRConfig:
 
     @classmethod
     def light(cls, **changes: Any) -> SeaKRConfig:
-        """A light preset for a laptop CPU, the notebooks' settings: 10 samples of at most 32 tokens, 4 exemplars
-        and at most 2 steps (SeaKR's defaults: 20 samples, 64 tokens, 10 exemplars, 7 steps).  A question takes
-        about a minute with SmolLM2-135M on two cores; ``changes`` set other fields (``SeaKRConfig.light(k=8)``).
-        Its delta is calibrated as the default's: the package ships profiles for these settings too.
-        """
+        """A light preset for a laptop CPU, the notebooks' settings: about a minute a question with SmolLM2-135M on two
+        cores, with delta profiles shipped for it too; ``changes`` set other fields (``SeaKRConfig.light(k=8)``)."""
         return cls(**{"k": 10, "max_tokens": 32, "num_exemplars": 4, "max_steps": 2, **changes})
 
     @classmethod

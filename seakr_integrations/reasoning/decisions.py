@@ -2,7 +2,7 @@
 
 Both adapters put these records' :meth:`to_metadata` on their documents and nodes, so LangChain and LlamaIndex
 report a decision with the same keys, types and values.  A non-finite number is ``None`` in metadata and ``"inf"``
-in :meth:`to_dict` (conventions: ``docs/design/reasoning.md``).
+in :meth:`GateDecision.to_dict` (conventions: ``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
@@ -242,21 +242,6 @@ class CandidateScore:
             "seakr_generation": self.generation,
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """Strict-JSON form (``uncertainty`` ``"inf"`` when unscorable, as traces write it)."""
-        return {**vars(self), "uncertainty": number_to_json(self.uncertainty)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CandidateScore:
-        """The score :meth:`to_dict` wrote."""
-        return cls(
-            str(data["passage_id"]),
-            int(data["search_rank"]),
-            number_from_json(data["uncertainty"]),
-            bool(data.get("chosen", False)),
-            data.get("generation", ""),
-        )
-
 
 @dataclass(frozen=True)
 class FinalChoice:
@@ -281,34 +266,12 @@ class FinalChoice:
         text = finals[strategy].answer if answer is None else answer
         return cls(strategy, text or "", {k: float(f.uncertainty.value) for k, f in finals.items()})
 
-    @classmethod
-    def from_result(cls, result: SeaKRResult) -> FinalChoice:
-        """The final choice of a finished answer."""
-        return cls.from_finals(result.finals, result.strategy, result.answer)
-
     def to_metadata(self) -> dict[str, Any]:
         """The keys put on an answer's metadata (``FINAL_METADATA_KEYS``)."""
         return {
             "seakr_final_strategy": self.strategy,
             "seakr_final_uncertainties": {k: _metadata_number(v) for k, v in self.uncertainties.items()},
         }
-
-    def to_dict(self) -> dict[str, Any]:
-        """Strict-JSON form (non-finite uncertainties as ``"inf"``, as traces write them)."""
-        return {
-            "strategy": self.strategy,
-            "answer": self.answer,
-            "uncertainties": {k: number_to_json(v) for k, v in self.uncertainties.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> FinalChoice:
-        """The choice :meth:`to_dict` wrote."""
-        return cls(
-            data["strategy"],
-            data.get("answer", ""),
-            {k: number_from_json(v) for k, v in (data.get("uncertainties") or {}).items()},
-        )
 
 
 def chosen_passage_metadata(result: SeaKRResult) -> dict[str, dict[str, Any]]:

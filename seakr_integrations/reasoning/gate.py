@@ -23,14 +23,13 @@ from seakr_integrations.uncertainty.estimate import Uncertainty
 
 @dataclass(frozen=True)
 class Reading:
-    """What the gate read from one step and what it decided.
+    """What the gate read from one step and what it decided (``retrieve``).
 
     Attributes:
         output: The step's greedy continuation (and its samples when they were drawn in the same call).
         uncertainty: The estimator's uncertainty (``NOT_MEASURED`` where an earlier stage decided).
         screen: The ``cascade_estimator``'s reading of the greedy step, when one is set.
         reason: Why it decided (``None`` for a step that states the answer, where the loop ends without a gate).
-        retrieve: The decision.
     """
 
     output: SelfAwareOutput
@@ -75,14 +74,9 @@ class Gate:
         return GateReason.UNCERTAIN if unsure else GateReason.CONFIDENT
 
     def read(self, state: QuestionState, call: Call, *, stop_at_answer: bool) -> Generator[Any, Any, Reading]:
-        """Generate the step of ``call`` and decide.
-
-        Args:
-            state: The question.
-            call: The step's call (prompt and sampling with k samples).
-            stop_at_answer: The loop ends at a step that states the answer, so such a step needs no gate (the
-                standalone gate, ``SeaKR.assess``, still measures it).
-        """
+        """Generate the step of ``call`` (prompt, sampling with k samples) for ``state`` and decide.
+        ``stop_at_answer``: the loop ends at a step that states the answer, so such a step needs no gate (the
+        standalone gate, ``SeaKR.assess``, still measures it)."""
         if not self.staged:
             ((out, u),) = yield from self.calls.run(state, [call])
             text = out.greedy.text.strip()

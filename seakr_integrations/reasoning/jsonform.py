@@ -50,12 +50,8 @@ COUNT_FIELDS = frozenset({"lm_calls", "generated_tokens", "searches", "index", "
 
 
 def check_field_types(data: Any, path: str = "") -> None:
-    """Refuse a trace's JSON form whose text fields are not text (``"answer": NaN``) or whose counts are not whole
-    numbers, naming the field by its path (``steps[2].query``); the recorded ``config`` is left as it is.
-
-    Raises:
-        ValueError: The first such field, with what it holds and what it should.
-    """
+    """Refuse (``ValueError``) a trace's JSON form whose text fields are not text (``"answer": NaN``) or whose counts
+    are not whole numbers, naming the first by its path (``steps[2].query``); the recorded ``config`` is not checked."""
     if isinstance(data, list):
         for i, item in enumerate(data):
             check_field_types(item, f"{path}[{i}]")
@@ -107,13 +103,15 @@ def _numbers_from_json(value: Any) -> Any:
     return value
 
 
-def uncertainty_from_dict(data: dict[str, Any] | None) -> Uncertainty:
-    """The ``Uncertainty`` of a trace's JSON form (``Uncertainty.to_dict()`` through :func:`_plain`)."""
-    if data is None:  # version 1 wrote no record for a number it could not compute
+def uncertainty_from_dict(data: dict[str, Any] | None, *, strict: bool = False) -> Uncertainty:
+    """The ``Uncertainty`` of its JSON form (``Uncertainty.to_dict()`` through :func:`_plain`): a trace's, whatever
+    its version, or with ``strict`` a ``seakr serve`` reply's, which must hold ``value`` and only the record's fields
+    (else ``KeyError``/``TypeError``)."""
+    if data is None and not strict:  # version 1 wrote no record for a number it could not compute
         return Uncertainty(math.inf, "unknown", 0, note="not recorded")
     known = {f.name for f in fields(Uncertainty)}
-    values = {k: v for k, v in data.items() if k in known}
-    values["value"] = number_from_json(data.get("value"))
+    values = {**data} if strict else {k: v for k, v in data.items() if k in known}
+    values["value"] = number_from_json(data["value"] if strict else data.get("value"))
     return Uncertainty(**values)
 
 

@@ -57,15 +57,13 @@ def _check_parts(backend: object, retriever: object) -> None:
 
 
 class Reasoner(ABC):
-    """A way of answering questions over a self-aware back-end and a retriever (SeaKR, or a baseline).
-
-    Subclasses say which program answers one question (:meth:`program`); everything else is shared.
+    """A way of answering questions over a self-aware back-end and a retriever (SeaKR, or a baseline); subclasses
+    give the program that answers one question (:meth:`program`), everything else is shared.
 
     Args:
         backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
-        retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``).  Searches run on the
-            driver's search threads, several at once, so it must allow concurrent calls (the built-in retrievers
-            and the LangChain/LlamaIndex ones do).
+        retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``) that allows concurrent
+            calls, as searches run on several threads (the built-in and LangChain/LlamaIndex retrievers do).
         config: The settings; the SeaKR authors' defaults when omitted.
     """
 
@@ -89,19 +87,14 @@ class Reasoner(ABC):
     def answer_many(
         self, questions: Sequence[str], *, max_in_flight: int = 32, return_exceptions: bool = False
     ) -> list[SeaKRResult | Exception]:
-        """Answer many questions at once (up to ``max_in_flight`` in progress, their calls sharing the engine).
+        """Answer many questions at once; the results in the order of ``questions``.
 
         Args:
             questions: The questions.
-            max_in_flight: Questions in progress at once.
-            return_exceptions: Put a failed question's exception in its place (as LangChain's ``batch`` does; an
-                empty or word-less question's ``ValueError`` too, the others answered).  Otherwise such a question
-                is refused before any work starts, and the first other failure (in question order) is raised once
-                every other question has finished; its ``results`` attribute holds every question's result or
-                exception, in order.
-
-        Returns:
-            The results in the order of ``questions``.
+            max_in_flight: Questions in progress at once (their calls share the engine's batches).
+            return_exceptions: Put a failed (or empty, word-less) question's exception in its place, as LangChain's
+                ``batch`` does.  Otherwise such a question is refused before any work starts, and the first other
+                failure (in question order) is raised once all have finished, every result in its ``results``.
         """
         if not return_exceptions:
             self._checked(questions, refuse=True)
@@ -119,9 +112,8 @@ class Reasoner(ABC):
     def iter_answers(
         self, questions: Iterable[str], *, max_in_flight: int = 32
     ) -> Iterator[tuple[int, SeaKRResult | Exception]]:
-        """Yield ``(index, result)`` as each question finishes (so a long run can save as it goes); a question that
-        failed, or cannot be answered (empty, not a string, no words), yields its exception in place of the result,
-        and the others go on.
+        """Yield ``(index, result)`` as each question finishes (a long run can save as it goes); a question that
+        failed or cannot be answered (empty, not a string, no words) yields its exception instead.
 
         Raises:
             ValueError: ``questions`` is a single string, or ``max_in_flight`` < 1.
@@ -141,22 +133,19 @@ class Reasoner(ABC):
         return_exceptions: bool = False,
     ) -> Iterator[SeaKREvent]:
         """Answer the questions, yielding every phase of the loop as it completes (``StepAssessed``,
-        ``PassagesRetrieved``, ``PassagesReranked``, ``StepFinished``, ``AnswerChosen``) and, when a question is
-        done, a ``QuestionAnswered`` with its result or a ``QuestionFailed`` with its error.
+        ``PassagesRetrieved``, ``PassagesReranked``, ``StepFinished``, ``AnswerChosen``), then per question a
+        ``QuestionAnswered`` with its result or a ``QuestionFailed`` with its error.
 
         Args:
             questions: The questions.
             max_in_flight: How many questions run together (their LM calls share the engine's batches).
             observers: One ``Observer`` (or ``None``) per question: hooks for its model calls, searches and events.
-            return_exceptions: Only report failures as ``QuestionFailed`` events (an empty or word-less question's
-                ``ValueError`` first, each in its own place).  Otherwise such a question is refused before any work
-                starts, and the first failure is raised after every other question has finished.
+            return_exceptions: Report failures only as ``QuestionFailed`` events; otherwise as in :meth:`answer_many`.
 
         Raises:
             ValueError: A question is empty, not a string or has no words (without ``return_exceptions``; checked
                 before any work starts), a wrong number of observers, or ``max_in_flight`` < 1.
-            RetrievalError: The retriever failed and ``on_retrieval_error`` is ``"raise"`` (see
-                ``return_exceptions``).
+            RetrievalError: The retriever failed and ``on_retrieval_error`` is ``"raise"``.
         """
         if self.retriever is None:
             raise ValueError("this SeaKR has no retriever: pass one to SeaKR(backend, retriever) to answer questions")
@@ -195,8 +184,7 @@ class Reasoner(ABC):
     def _states(
         self, questions: Iterable[str], observers: Sequence[Observer | None] | None, refuse: bool = True
     ) -> tuple[list[QuestionState], list[tuple[QuestionState, ValueError]]]:
-        """The states of the questions to answer, and those refused with their errors (``refuse``: raise the
-        first instead)."""
+        """The states to answer, and those refused with their errors (``refuse``: raise the first instead)."""
         questions, errors = self._checked(questions, refuse)
         if observers is None:
             observers = [None] * len(questions)
@@ -214,8 +202,7 @@ class Reasoner(ABC):
     def _run_all(
         self, states: list[QuestionState], program: Callable[[QuestionState], Program], max_in_flight: int
     ) -> list[Any]:
-        """Run ``program`` for every state on the driver; the values in order (the first failure is raised once
-        all have finished)."""
+        """Run ``program`` for every state on the driver; the values in order (the first failure raised at the end)."""
         results: list[Any] = [None] * len(states)
         failed: Exception | None = None
         for item in Driver(self.backend, self.retriever, max_in_flight).run((s, program(s)) for s in states):
@@ -233,12 +220,11 @@ class SeaKR(Reasoner):
 
     Args:
         backend, retriever: As for :class:`Reasoner`.
-        config: SeaKR's settings (the defaults when omitted), or ``config_resolution.resolve_config``'s result for
-            this back-end, which reads no file.  A plain config is resolved here by that function: ``delta=None``
-            becomes the calibrated delta, and the cascade band the one calibrated with it.
+        config: SeaKR's settings (the defaults when omitted), resolved here by ``resolve_config`` (``delta=None``:
+            the calibrated delta and its cascade band), or that function's result for this back-end (reads no file).
 
     Attributes:
-        config: The settings that run (delta and cascade band resolved); every part of the loop is built with it.
+        config: The settings that run (delta and cascade band resolved).
         requested_config: The config as given.
         profile: The calibration profile ``config`` came from (``None``: none exists, a warning said so).
 
@@ -334,15 +320,13 @@ class SeaKR(Reasoner):
         steps: Sequence[str] = (),
         context: Sequence[Passage] = (),
     ) -> list[CandidateTrace]:
-        """SeaKR's self-aware re-ranking alone: try each passage in the prompt and order them by the uncertainty
-        the model has after reading it (lowest first; an empty generation ranks last; ties keep the given order).
-
-        In multi-hop mode a passage is scored by the next reasoning step written with it (after ``steps``, with
-        ``context`` passages shown before it); in single-hop mode by the answer written from it alone.
+        """SeaKR's self-aware re-ranking alone: order the passages by the model's uncertainty after reading each
+        (lowest first; an empty generation ranks last; ties keep the given order).  A passage is scored by the next
+        step written with it after ``steps`` and the ``context`` passages (multi-hop), or by the answer written from
+        it alone (single-hop).
 
         Returns:
-            One ``CandidateTrace`` per passage, best first; ``rank`` is its 1-based position in ``passages`` and
-            ``chosen`` marks the best.
+            One ``CandidateTrace`` per passage, best first (``rank``: its 1-based position in ``passages``).
         """
         return self.rerank_many([(question, passages)], steps=steps, context=context)[0]
 

@@ -22,8 +22,7 @@ Strategy = Literal["rationales", "knowledge", "stated", "direct", "passage", "ch
 
 
 class StopReason(StrEnum):
-    """Why the loop (SeaKR's or a baseline's) ended.  A ``StrEnum``: it compares equal to its string and is
-    written to JSON as it."""
+    """Why the loop (SeaKR's or a baseline's) ended; a ``StrEnum``, equal to its string and written to JSON as it."""
 
     ANSWER_FOUND = "answer found"
     """A step stated the answer."""
@@ -76,10 +75,9 @@ class Assessment:
         generation: The greedy step (multi-hop) or direct answer (single-hop) the model wrote.
         uncertainty: Its uncertainty.
         retrieve: The gate's decision: ``True`` when the model is uncertain (or wrote nothing).
-        states_answer: Whether the generation already states the answer (the loop stops there before the gate;
-            a standalone gate leaves that to the caller).
-        output: The raw self-aware output (greedy continuation and the k samples; no samples when the decision
-            needed none).
+        states_answer: Whether the generation states the answer (the loop stops there; a standalone gate's caller
+            decides).
+        output: The raw self-aware output (greedy continuation, and the k samples when the decision needed them).
         reason: Why the gate decided as it did, a ``GateReason`` value (``None``: the plain comparison with delta).
     """
 
@@ -114,8 +112,8 @@ class CandidateTrace:
         rank: Its 1-based position in the search results.
         generation: The greedy step the model wrote with this passage in its context.
         uncertainty: The uncertainty of that call.
-        rank_value: What the re-ranking compared: the uncertainty, or ``inf`` when the model could not be judged
-            on this passage (it wrote nothing; single-hop: no answer), which ranks it last.
+        rank_value: What the re-ranking compared: the uncertainty, or ``inf`` (ranks last) when the model wrote
+            nothing (single-hop: no answer).
         chosen: Whether this passage won the round (the step names it in ``chosen_passage_id``).
     """
 
@@ -172,8 +170,8 @@ class StepTrace:
         stop: Why the loop ended after this round, if it did (a string is read as its ``StopReason``).
         error: The retrieval error, when one was tolerated (``on_retrieval_error="answer_without"``).
         reason: Why the gate decided as it did, a ``GateReason`` value (``None`` for a step that states the answer).
-        screen: The cascade's first-stage reading of the greedy step (``cascade_estimator``), when there is one;
-            ``uncertainty`` is then not measured where the screen decided.
+        screen: The ``cascade_estimator``'s reading of the greedy step, if any (``uncertainty`` unmeasured where it
+            decided).
     """
 
     index: int
@@ -229,9 +227,8 @@ class FinalTrace:
     """One candidate answer of the final self-aware reasoning.
 
     Attributes:
-        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"stated"`` (the answer the loop's last step
-            stated, ``SeaKRConfig.answer_when_stated``), ``"direct"`` / ``"passage"`` (single-hop),
-            ``"chain"`` (a baseline's answer read from its own reasoning chain).
+        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"stated"`` (stated by the loop's last step,
+            ``answer_when_stated``), ``"direct"`` / ``"passage"`` (single-hop), ``"chain"`` (a baseline's chain).
         answer: The extracted answer (``None`` if there was none).
         generation: The text the answer was read from.
         uncertainty: The uncertainty of the call the answer came from.

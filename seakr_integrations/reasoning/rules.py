@@ -16,9 +16,8 @@ from seakr_integrations.reasoning.answer import is_unknown
 def pick_passage(uncertainties: Sequence[float], margin: float = 0.0) -> int:
     """Index of the candidate to keep; ``uncertainties`` are in search order (``inf``: unscorable, ranks last).
 
-    The least uncertain candidate wins when its uncertainty is more than ``margin`` below the first candidate's;
-    otherwise the first is kept.  Ties keep the search order.  With ``margin=0`` this is the paper's rule (the least
-    uncertain candidate, ties to the earlier).  An unscorable first candidate loses to any scorable one.
+    The least uncertain candidate wins when it is more than ``margin`` below the first (``margin=0``: the paper's
+    rule), else the first is kept; ties keep the search order, and an unscorable first loses to any scorable one.
 
     Raises:
         ValueError: No candidates, or a negative or NaN margin.
@@ -44,9 +43,8 @@ def pick_final(
 ) -> str:
     """``"rationales"`` or ``"knowledge"``: which final answer SeaKR gives.
 
-    A missing or "unknown" answer loses (both missing: knowledge).  Otherwise the rationales-based answer wins only
-    when its uncertainty is more than ``margin`` below the knowledge-based answer's; ``margin=0`` is the paper's
-    rule (the less uncertain wins, a tie goes to knowledge).
+    A missing or "unknown" answer loses (both missing: knowledge); otherwise rationales wins only when its
+    uncertainty is more than ``margin`` below knowledge's (``margin=0``: the paper's rule, a tie to knowledge).
 
     Raises:
         ValueError: A negative or NaN margin.
@@ -62,8 +60,7 @@ def pick_final(
 
 def choice_needs_samples(rationales: str | None, knowledge: str | None) -> bool:
     """Whether ``pick_final`` between these two answers depends on their uncertainties: only when both are known
-    and say different things (compared as answers are scored).  An unknown answer loses whatever its uncertainty,
-    and two answers that agree give the same answer whichever wins."""
+    and differ (compared as answers are scored); an unknown one always loses, and agreeing ones give the same answer."""
     if is_unknown(rationales) or is_unknown(knowledge):
         return False
     return _words(rationales or "") != _words(knowledge or "")

@@ -225,15 +225,17 @@ class SeaKRLoop:
                 f"round {step.index + 1} kept the search engine's first passage: no other was less uncertain by more "
                 f"than rerank_margin={self.config.rerank_margin:g}"
             )
+        step.accepted = step.candidates[i].generation.strip()
+        state.steps.append(step.accepted)
+        self.keep(state, step, i)
+
+    def keep(self, state: QuestionState, step: StepTrace, i: int) -> None:
+        """Keep ``step``'s candidate ``i``: its passage joins the chosen ones, and the re-ranking is reported."""
         winner = step.candidates[i]
         winner.chosen = True
         state.docs.append(winner.passage)
-        state.steps.append(winner.generation.strip())
         step.chosen_passage_id = winner.passage.id
-        step.accepted = winner.generation.strip()
-        state.emit(
-            PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), step.chosen_passage_id)
-        )
+        state.emit(PassagesReranked(state.index, state.question, step.index, tuple(step.candidates), winner.passage.id))
 
     def score_candidates(
         self, state: QuestionState, found: Sequence[Passage], measured: bool = True
@@ -328,15 +330,8 @@ class SeaKRLoop:
                 scored = yield from self.score_candidates(state, found)
                 step.candidates = [c for c, _ in scored]
                 i = best(step.candidates)
-                step.candidates[i].chosen = True
-                step.chosen_passage_id = step.candidates[i].passage.id
-                state.docs.append(step.candidates[i].passage)
                 winner = finals["passage"] = scored[i][1]  # type: ignore[assignment]
-                state.emit(
-                    PassagesReranked(
-                        state.index, state.question, step.index, tuple(step.candidates), step.chosen_passage_id
-                    )
-                )
+                self.keep(state, step, i)
             elif found is not None:
                 step.stop = stop_reason = StopReason.NO_PASSAGES_FOUND
         else:

@@ -43,8 +43,7 @@ class SeaKRResult:
         passages: The passages chosen, in order.
         stop_reason: Why the loop ended (a string is read as its ``StopReason``).
         notes: Other events worth knowing (passages dropped to fit the context, tolerated retrieval errors).
-        lm_calls: Number of prompts this question asked for (identical prompts in one batch, e.g. from two
-            questions alike, are generated once).
+        lm_calls: Number of prompts this question asked for (identical prompts in one batch are generated once).
         generated_tokens: Tokens generated for this question's prompts: greedy continuations and all k samples.
         searches: Searches run (retrievals), failed ones included.
         config: The settings used.
@@ -67,8 +66,7 @@ class SeaKRResult:
         self.stop_reason = StopReason.parse(self.stop_reason)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain, strict-JSON-serialisable form of the whole trace, with its ``schema_version``; :meth:`from_dict`
-        reads it back."""
+        """Strict-JSON-serialisable form of the whole trace with its ``schema_version`` (:meth:`from_dict` reads it)."""
         return _plain(
             {
                 "schema_version": SCHEMA_VERSION,

@@ -24,7 +24,7 @@ from seakr_integrations.retrieval.bm25_build import (
     how_to_build,
 )
 from seakr_integrations.retrieval.corpus import CorpusSource
-from seakr_integrations.retrieval.passage import Passage
+from seakr_integrations.retrieval.passage import Passage, check_search
 
 __all__ = ["FORMAT_VERSION", "MANIFEST_NAME", "SEARCH_FIELDS", "BM25Index"]
 
@@ -122,62 +122,19 @@ class BM25Index:
         return cls(path)
 
     @classmethod
-    def build(
-        cls,
-        documents: CorpusSource,
-        out: str | os.PathLike[str],
-        *,
-        progress: bool = True,
-        overwrite: bool = True,
-        memory_budget_mb: int = 512,
-        threads: int | None = None,
-    ) -> BM25Index:
-        """Index a corpus into the directory ``out``, atomically, and open the result.
-
-        Any failure (a bad corpus line, a full disk, Ctrl-C) leaves ``out`` as it was; what a killed build could not
-        delete is removed by the next build of ``out`` (docs/design/core.md).
-
-        Args:
-            documents: A corpus as :func:`~.corpus.iter_passages` takes it; ids must be unique.
-            out: The index directory: missing (parents created), empty, or a seakr index (replaced with ``overwrite``).
-            progress: Show a tqdm progress bar on stderr.
-            overwrite: Replace an existing index at ``out``; when False an existing ``out`` is an error.
-            memory_budget_mb: Indexing memory shared by the writer threads (at least 15 MB each).
-            threads: Writer threads; ``None`` uses up to 4, one per CPU core (parsing runs in the calling thread).
-
-        Raises:
-            ValueError: No passages, an invalid record (its line or item), or a bad ``memory_budget_mb`` or ``threads``.
-            FileExistsError: ``out`` exists and ``overwrite`` is False, or is not a seakr index (it is never deleted).
-            FileNotFoundError: The corpus file does not exist.
-        """
-        return cls(
-            build_index(
-                documents,
-                out,
-                progress=progress,
-                overwrite=overwrite,
-                memory_budget_mb=memory_budget_mb,
-                threads=threads,
-            )
-        )
+    def build(cls, documents: CorpusSource, out: str | os.PathLike[str], **options: Any) -> BM25Index:
+        """Index a corpus into the directory ``out``, atomically, and open the result (``options``, what a failure
+        leaves behind and the errors: :func:`~.bm25_build.build_index`)."""
+        return cls(build_index(documents, out, **options))
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
         """Up to ``k`` best passages for ``query`` by BM25 over title and text, best first, ``score`` set.
 
         ``query`` is plain text: query-language syntax only separates words, so no query fails to parse.  Equal scores
         are ordered by id, so results do not depend on the index's segments.  The result is exact, usually found by
-        :meth:`_search_pruned` (why: docs/benchmarks.md).
-
-        Raises:
-            TypeError: ``query`` is not a string.
-            ValueError: ``query`` is empty or only whitespace (a caller bug, not a search), or ``k`` < 1.
+        :meth:`_search_pruned` (why: docs/benchmarks.md).  A bad ``query`` or ``k`` raises (:func:`.check_search`).
         """
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a string, got {type(query).__name__}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k={k!r}: must be an integer >= 1")
-        if not query.strip():
-            raise ValueError("empty query: pass the text to search for")
+        check_search(query, k)
         rare, common, bound = self._clauses(query)
         hits = None
         if rare and common:

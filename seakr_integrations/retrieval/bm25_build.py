@@ -63,10 +63,22 @@ def build_index(
     memory_budget_mb: int = 512,
     threads: int | None = None,
 ) -> Path:
-    """Index a corpus into the directory ``out``, atomically; returns ``out`` as an absolute path.
+    """Index a corpus into the directory ``out``, atomically; returns ``out`` as an absolute path (``BM25Index.build``
+    calls this and opens the result).  Any failure (a bad corpus line, a full disk, Ctrl-C) leaves ``out`` as it was;
+    what a killed build could not delete is removed by the next build of ``out`` (docs/design/core.md).
 
-    The arguments, what a failure leaves behind and the errors are those of ``BM25Index.build``, which calls this
-    and opens the result.
+    Args:
+        documents: A corpus as :func:`~.corpus.iter_passages` takes it; ids must be unique.
+        out: The index directory: missing (parents created), empty, or a seakr index (replaced with ``overwrite``).
+        progress: Show a tqdm progress bar on stderr.
+        overwrite: Replace an existing index at ``out``; when False an existing ``out`` is an error.
+        memory_budget_mb: Indexing memory shared by the writer threads (at least 15 MB each).
+        threads: Writer threads; ``None`` uses up to 4, one per CPU core (parsing runs in the calling thread).
+
+    Raises:
+        ValueError: No passages, an invalid record (its line or item), or a bad ``memory_budget_mb`` or ``threads``.
+        FileExistsError: ``out`` exists and ``overwrite`` is False, or is not a seakr index (it is never deleted).
+        FileNotFoundError: The corpus file does not exist.
     """
     out = Path(os.path.abspath(out))  # "index/" and "." get a real name and parent; symlinks are not followed
     threads = min(4, os.cpu_count() or 1) if threads is None else threads

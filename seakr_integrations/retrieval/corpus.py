@@ -28,10 +28,8 @@ def _kind(value: object) -> str:
 
 
 def validate_passage(obj: object, where: str) -> Passage:
-    """Check one corpus record and turn it into a :class:`Passage`.
-
-    ``id``: a non-empty string, or an integer (converted to its decimal string); ``text``: a non-empty string;
-    ``title``: optional (missing or null become ``""``); other keys (URLs, metadata) are ignored.
+    """Check one corpus record and turn it into a :class:`Passage`: ``id`` a non-empty string or an integer (made
+    its decimal string), ``text`` a non-empty string, ``title`` optional (missing or null: ``""``), other keys ignored.
 
     Args:
         obj: A mapping with ``id``, ``text`` and optionally ``title`` keys, or a :class:`Passage` (returned as it is).
@@ -47,8 +45,7 @@ def validate_passage(obj: object, where: str) -> Passage:
 
 
 def _record(obj: object, where: str) -> tuple[str, str, str]:
-    """``(id, title, text)`` of a valid record: the indexers' form, as a ``Passage`` per record costs about a tenth
-    of the indexing time (docs/design/core.md)."""
+    """``(id, title, text)`` of a valid record: the indexers' form, cheaper than a ``Passage`` (docs/design/core.md)."""
     if isinstance(obj, Passage):
         pid, title, text = obj.id, obj.title, obj.text
     elif isinstance(obj, Mapping):
@@ -107,10 +104,8 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def read_corpus(path: str | os.PathLike[str]) -> Iterator[Passage]:
-    """Stream the passages of a JSONL corpus (plain or gzip-compressed), validating each line.
-
-    Blank lines and a UTF-8 byte-order mark are skipped; a repeated id is an error (results would be ambiguous).
-    Only the ids seen so far are held in memory.
+    """Stream the passages of a JSONL corpus (plain or gzip-compressed), validating each line; blank lines and a
+    UTF-8 byte-order mark are skipped, a repeated id is an error (only the ids seen so far are held in memory).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from seakr_integrations.retrieval.background_loop import BackgroundLoop
-from seakr_integrations.retrieval.es_connection import ElasticsearchConnection, Secret
+from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
 from seakr_integrations.retrieval.es_errors import ElasticsearchBackendError
 from seakr_integrations.retrieval.es_mapping import (
     DEFAULT_INDEX,
@@ -40,14 +40,14 @@ class ElasticsearchRetriever:
 
     Args:
         index: Index, alias or pattern to search (default ``wiki``).
-        url, api_key, username, password: The cluster and credentials, as :meth:`ElasticsearchConnection.from_env`.
         title_field: The title field (matched, returned as ``Passage.title``).
         text_field: The passage-text field (matched, returned as ``Passage.text``).
         tie_breaker: ``multi_match`` tie breaker: how much the weaker field adds (SeaKR: 0.5).
-        request_timeout, max_retries: The request policy of :class:`ElasticsearchConnection`.
-        connection: Ready-made settings (then leave out ``url``, the credentials, ``request_timeout``, ``max_retries``).
+        connection: Ready-made settings (then leave out ``settings``).
         check: Check the cluster and the index now (one request each for the mapping and the count).
         allow_incomplete: Search an index whose ``seakr index`` build has not finished.
+        settings: The cluster, credentials and request policy (``url``, ``api_key``, ``username``, ``password``,
+            ``request_timeout``, ``max_retries``, ...), as :meth:`ElasticsearchConnection.from_env` takes them.
 
     Raises:
         ValueError: Bad settings (no URL, half a basic-auth pair, ...) or arguments.
@@ -62,18 +62,13 @@ class ElasticsearchRetriever:
         self,
         index: str = DEFAULT_INDEX,
         *,
-        url: str | None = None,
-        api_key: str | Secret | None = None,
-        username: str | None = None,
-        password: str | Secret | None = None,
         title_field: str = DEFAULT_TITLE_FIELD,
         text_field: str = DEFAULT_TEXT_FIELD,
         tie_breaker: float = 0.5,
-        request_timeout: float = 10.0,
-        max_retries: int = 3,
         connection: ElasticsearchConnection | None = None,
         check: bool = True,
         allow_incomplete: bool = False,
+        **settings: Any,
     ) -> None:
         if not isinstance(index, str) or not index.strip():
             raise ValueError("index is empty: name the Elasticsearch index to search (SeaKR's default is 'wiki')")
@@ -85,18 +80,8 @@ class ElasticsearchRetriever:
         if not isinstance(tie_breaker, (int, float)) or not 0.0 <= tie_breaker <= 1.0:
             raise ValueError(f"tie_breaker={tie_breaker!r}: must be between 0 and 1 (SeaKR uses 0.5)")
         if connection is None:
-            connection = ElasticsearchConnection.from_env(
-                url,
-                api_key=api_key,
-                username=username,
-                password=password,
-                request_timeout=request_timeout,
-                max_retries=max_retries,
-            )
-        elif any(v is not None for v in (url, api_key, username, password)) or (request_timeout, max_retries) != (
-            10.0,
-            3,
-        ):
+            connection = ElasticsearchConnection.from_env(**settings)
+        elif any(v is not None for v in settings.values()):
             raise ValueError("pass either connection= or url/credentials/request_timeout/max_retries, not both")
         self.index = index
         self.title_field = title_field
@@ -116,11 +101,8 @@ class ElasticsearchRetriever:
                 raise
 
     def verify(self, *, allow_incomplete: bool = False) -> IndexStatus:
-        """Check the cluster, the credentials, the index and its mapping now; return what was found.
-
-        Raises:
-            The errors listed for the constructor.
-        """
+        """Check the cluster, the credentials, the index and its mapping now; return what was found.  Raises the
+        constructor's errors."""
         status = index_status(self._client, self.connection, self.index, self.title_field, self.text_field)
         if not allow_incomplete:
             require_complete(status, self.connection.url)
@@ -174,8 +156,7 @@ class ElasticsearchRetriever:
 
     async def asearch(self, query: str, k: int = 3) -> list[Passage]:
         """:meth:`search` on the asyncio client; await it from any event loop."""
-        body = self.query_body(query, k)
-        return await self._async.loop.call(self._async_search(body))
+        return await self._async.loop.call(self._async_search(self.query_body(query, k)))
 
     @overload
     def search_many(
@@ -194,25 +175,20 @@ class ElasticsearchRetriever:
         Blocks the calling thread, which may be inside a running event loop.
 
         Args:
-            return_exceptions: Put a failed search's exception (a bad query's ``ValueError``) in its slot instead of
-                raising the first one.
+            return_exceptions: Put each failed search's exception (e.g. a bad query's ``ValueError``) in its slot.
 
         Raises:
             The errors of :meth:`search` (the first one, unless ``return_exceptions``).
         """
         queries = _query_list(queries)
-        if not queries:
-            return []
-        return self._async.loop.run(self._gather(queries, k, return_exceptions))
+        return self._async.loop.run(self._gather(queries, k, return_exceptions)) if queries else []
 
     async def asearch_many(
         self, queries: Sequence[str], k: int = 3, *, return_exceptions: bool = False
     ) -> list[list[Passage]] | list[SearchResult]:
         """:meth:`search_many` for async code: await it from any event loop."""
         queries = _query_list(queries)
-        if not queries:
-            return []
-        return await self._async.loop.call(self._gather(queries, k, return_exceptions))
+        return await self._async.loop.call(self._gather(queries, k, return_exceptions)) if queries else []
 
     async def _gather(self, queries: list[str], k: int, return_exceptions: bool) -> list[Any]:
         async def one(query: str) -> list[Passage]:
@@ -242,15 +218,8 @@ class ElasticsearchRetriever:
                     "text, or reindex the document",
                     self.connection.url,
                 )
-            score = hit.get("_score")
-            passages.append(
-                Passage(
-                    id=str(hit["_id"]),
-                    title=title if isinstance(title, str) else "",
-                    text=text,
-                    score=float(score) if score is not None else 0.0,
-                )
-            )
+            title = title if isinstance(title, str) else ""
+            passages.append(Passage(id=str(hit["_id"]), title=title, text=text, score=float(hit.get("_score") or 0.0)))
         return passages
 
     def close(self) -> None:

@@ -187,24 +187,17 @@ class ElasticsearchConnection:
     def scrub(self, text: str) -> str:
         """``text`` with the password, the API key and both halves of its (base64-decoded) ``id:key`` form replaced by
         ``***`` (for anything the server sent back)."""
-        for secret in self._secret_forms():
-            text = text.replace(secret, "***")
-        return text
-
-    def _secret_forms(self) -> list[str]:
-        forms: list[str] = []
-        if self.password is not None:
-            forms.append(self.password.reveal())
+        forms = [self.password.reveal()] if self.password is not None else []
         if self.api_key is not None:
             key = self.api_key.reveal()
-            forms.append(key)
             try:
                 decoded = base64.b64decode(key, validate=True).decode("utf-8")
             except (binascii.Error, UnicodeDecodeError, ValueError):
                 decoded = key
-            forms.append(decoded)
-            forms.extend(part for part in decoded.split(":", 1) if len(part) >= 4)
-        return sorted((f for f in forms if f), key=len, reverse=True)
+            forms += [key, decoded, *(part for part in decoded.split(":", 1) if len(part) >= 4)]
+        for secret in sorted((f for f in forms if f), key=len, reverse=True):  # longest first: a key before its halves
+            text = text.replace(secret, "***")
+        return text
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments for ``Elasticsearch(...)`` / ``AsyncElasticsearch(...)`` (they hold the secrets)."""

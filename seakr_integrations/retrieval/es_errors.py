@@ -6,7 +6,10 @@ would catch anyway (``ConnectionError``, ``PermissionError``, ``LookupError``, `
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
 
 ENV_URL = "ELASTICSEARCH_URL"
 ENV_API_KEY = "ELASTICSEARCH_API_KEY"
@@ -15,18 +18,6 @@ ENV_PASSWORD = "ELASTICSEARCH_PASSWORD"
 ENV_CA_CERTS = "ELASTICSEARCH_CA_CERTS"
 """The environment variables a connection reads (``es_connection``), named here so that the errors can say which
 one to set without importing the connection."""
-
-
-class ClientSide(Protocol):
-    """What an error message needs from the connection it happened on (``es_connection.ElasticsearchConnection``)."""
-
-    url: str
-    request_timeout: float
-    max_retries: int
-    auth: Any
-    auth_source: Any
-
-    def scrub(self, text: str) -> str: ...
 
 
 class ElasticsearchBackendError(RuntimeError):
@@ -63,7 +54,11 @@ def how_to_build(url: str, index: str) -> str:
 
 
 def translate_client_error(
-    exc: BaseException, conn: ClientSide, action: str, index: str | None = None, elapsed: float | None = None
+    exc: BaseException,
+    conn: ElasticsearchConnection,
+    action: str,
+    index: str | None = None,
+    elapsed: float | None = None,
 ) -> ElasticsearchBackendError | None:
     """This package's error for an exception of the Elasticsearch client (``None`` for one that is not the client's),
     every text from the server scrubbed of ``conn``'s credentials.
@@ -97,9 +92,8 @@ def translate_client_error(
         )
     if isinstance(exc, elastic_transport.ConnectionError):
         return ClusterUnreachableError(
-            f"cannot reach Elasticsearch at {url}{where}: {conn.scrub(_reason(exc))}{waited} "
-            f"({conn.max_retries} retries); check that the cluster is running and that the URL ({ENV_URL} or "
-            "--es) is right",
+            f"cannot reach Elasticsearch at {url}{where}: {conn.scrub(_reason(exc))}{waited} ({conn.max_retries} "
+            f"retries); check that the cluster is running and that the URL ({ENV_URL} or --es) is right",
             url,
         )
     if isinstance(exc, elasticsearch.AuthenticationException):
@@ -115,8 +109,7 @@ def translate_client_error(
     if isinstance(exc, elasticsearch.AuthorizationException):
         return AuthenticationError(
             f"permission denied: Elasticsearch at {url} accepted the {conn.auth} credentials but they may not "
-            f"{action}{on_index} (HTTP 403: {conn.scrub(_api_reason(exc))}); "
-            "grant the user or API key that privilege",
+            f"{action}{on_index} (HTTP 403: {conn.scrub(_api_reason(exc))}); grant the user or API key that privilege",
             url,
         )
     if isinstance(exc, elasticsearch.NotFoundError) and _api_type(exc) == "index_not_found_exception":

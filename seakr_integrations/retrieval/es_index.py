@@ -135,23 +135,9 @@ def build_elasticsearch_index(
             _set_loading(client, conn, index, loading=True)
             _set_meta(client, conn, index, complete=False, source=source)
         try:
-            added, existing = _bulk(
-                client,
-                conn,
-                index,
-                records,
-                title_field=title_field,
-                text_field=text_field,
-                batch_size=batch_size,
-                overwrite=overwrite,
-                bar=tqdm(
-                    total=total,
-                    desc=f"indexing {Path(source).name if is_path else source} into {index}",
-                    unit=" passages",
-                    disable=not progress,
-                    dynamic_ncols=True,
-                ),
-            )
+            desc = f"indexing {Path(source).name if is_path else source} into {index}"
+            bar = tqdm(total=total, desc=desc, unit=" passages", disable=not progress, dynamic_ncols=True)
+            added, existing = _bulk(client, conn, index, records, title_field, text_field, batch_size, overwrite, bar)
         finally:
             if ours:  # also on failure: what was indexed becomes searchable (the index stays marked incomplete)
                 _set_loading(client, conn, index, loading=False, replicas=replicas, quiet=True)
@@ -178,7 +164,6 @@ def _bulk(
     conn: ElasticsearchConnection,
     index: str,
     records: Iterator[tuple[str, str, str]],
-    *,
     title_field: str,
     text_field: str,
     batch_size: int,
@@ -242,14 +227,8 @@ def _set_loading(
 ) -> None:
     """Switch a seakr index between bulk loading (no refresh, no replicas) and serving (default refresh, replicas);
     ``quiet`` swallows failures, for use while another error propagates."""
-    settings = (
-        {"refresh_interval": "-1", "number_of_replicas": 0}
-        if loading
-        else {
-            "refresh_interval": None,  # back to the cluster's default (1 s)
-            "number_of_replicas": replicas,
-        }
-    )
+    # refresh_interval None: back to the cluster's default (1 s)
+    settings = {"refresh_interval": "-1" if loading else None, "number_of_replicas": 0 if loading else replicas}
     try:
         with conn.errors("change the index settings", index):
             client.indices.put_settings(index=index, settings={"index": settings})

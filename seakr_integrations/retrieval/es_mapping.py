@@ -16,19 +16,6 @@ from seakr_integrations.retrieval.es_errors import IncompleteIndexError, IndexNo
 if TYPE_CHECKING:
     from elasticsearch import Elasticsearch
 
-__all__ = [
-    "DEFAULT_INDEX",
-    "DEFAULT_TEXT_FIELD",
-    "DEFAULT_TITLE_FIELD",
-    "FORMAT_VERSION",
-    "META_KEY",
-    "IndexStatus",
-    "check_index_name",
-    "index_status",
-    "mapping_body",
-    "require_complete",
-]
-
 DEFAULT_INDEX = "wiki"
 DEFAULT_TITLE_FIELD = "title"
 DEFAULT_TEXT_FIELD = "txt"
@@ -94,19 +81,16 @@ def check_index_name(name: str) -> str:
     """
     if not isinstance(name, str) or not name:
         raise ValueError("the index name is empty: pass --index NAME (SeaKR's default is 'wiki')")
-    problem = None
-    if name != name.lower():
-        problem = "must be lower case"
-    elif name[0] in "-_+":
-        problem = "must not start with '-', '_' or '+'"
-    elif name in (".", ".."):
-        problem = "must not be '.' or '..'"
-    elif bad := sorted(_INVALID_NAME_CHARS.intersection(name)):
-        problem = f"must not contain {' '.join(repr(c) for c in bad)}"
-    elif len(name.encode("utf-8")) > 255:
-        problem = "must be at most 255 bytes long"
-    if problem:
-        raise ValueError(f"index name {name!r} {problem} (Elasticsearch's rules for index names)")
+    bad = sorted(_INVALID_NAME_CHARS.intersection(name))
+    for broken, problem in (
+        (name != name.lower(), "must be lower case"),
+        (name[0] in "-_+", "must not start with '-', '_' or '+'"),
+        (name in (".", ".."), "must not be '.' or '..'"),
+        (bad, f"must not contain {' '.join(repr(c) for c in bad)}"),
+        (len(name.encode("utf-8")) > 255, "must be at most 255 bytes long"),
+    ):
+        if broken:
+            raise ValueError(f"index name {name!r} {problem} (Elasticsearch's rules for index names)")
     return name
 
 

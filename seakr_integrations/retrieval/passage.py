@@ -43,3 +43,14 @@ class Retriever(Protocol):
     def search(self, query: str, k: int = 3) -> list[Passage]:
         """The at most ``k`` best passages for ``query``, best first, ``score`` set to the engine's score."""
         ...
+
+
+def check_search(query: str, k: int) -> None:
+    """Refuse a search that is a caller bug: ``query`` not a string (``TypeError``), ``k`` not an integer >= 1 or
+    ``query`` empty or only whitespace (``ValueError``)."""
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a string, got {type(query).__name__}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k={k!r}: must be an integer >= 1")
+    if not query.strip():
+        raise ValueError("empty query: pass the text to search for")

@@ -14,8 +14,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.vllm_settings import request_params
-from seakr_integrations.backends.vllm_stream import continuation
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT
+from seakr_integrations.backends.vllm_stream import continuation, greedy_logsumexp, raise_v2_runner
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.serving.worker_fetch import WorkerFetch
@@ -90,8 +89,7 @@ class ServerEngine:
             (installed, *_) = await engine.collective_rpc("seakr_install_hook", args=(layer, source))
             await engine.collective_rpc("seakr_set_capture", args=(True, GREEDY_PREFIX, READOUT_PREFIX))
         except Exception as exc:
-            if "V2 model runner" in str(exc):
-                raise ValueError(V2_RUNNER_HINT) from exc
+            raise_v2_runner(exc)
             raise ValueError(
                 "the vLLM workers have no seakr methods: start the server with `seakr serve`, or pass "
                 "--worker-extension-cls seakr_integrations.backends.vllm_worker.SeaKRWorkerExtension to vllm serve "
@@ -168,7 +166,7 @@ class ServerEngine:
                 task.cancel()
             raise
         if self.supports_logits:
-            greedy.logit_lse = await self._logsumexp(greedy_id, len(greedy.token_ids))
+            greedy.logit_lse = greedy_logsumexp(await self.fetch.logsumexp(greedy_id), len(greedy.token_ids))
         # where each greedy token ends in the text, so that the client masks words without a tokenizer round trip
         greedy.offsets = token_offsets(greedy, self._decode)
         if any(s is None for s in samples):
@@ -199,13 +197,6 @@ class ServerEngine:
         request_id = f"{READOUT_PREFIX}{uuid.uuid4().hex}"
         await self._last(TokensPrompt(prompt_token_ids=sequence), params, request_id)
         return await self.fetch.vector(request_id)
-
-    async def _logsumexp(self, greedy_id: str, n: int) -> list[float]:
-        by_position = await self.fetch.logsumexp(greedy_id)
-        values = [by_position[i] for i in range(n) if i in by_position]
-        if len(values) < n:
-            raise RuntimeError(f"the worker recorded no raw-logit logsumexp for some of the {n} greedy tokens")
-        return values
 
     def scores(self, output: SelfAwareOutput, estimators: tuple[str, ...], alpha: float) -> dict[str, Any]:
         """Each requested estimator's uncertainty (energy only where the model exposes its logits)."""

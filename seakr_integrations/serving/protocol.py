@@ -5,7 +5,6 @@ wrong is a ``BadRequest`` (HTTP 400) that names the field and what to send (docs
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
@@ -21,6 +20,7 @@ from pydantic import (
 )
 
 from seakr_integrations.params import SamplingConfig
+from seakr_integrations.reasoning.config import check_alpha
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import estimators_for
 
@@ -75,7 +75,7 @@ class Message(_Body):
     content: str
 
 
-_SAMPLING = ("k", "temperature", "top_k", "top_p", "max_tokens", "min_tokens", "stop", "seed", "layer", "source")
+_SAMPLING = tuple(f.name for f in fields(SamplingConfig))
 
 
 class GenerateRequest(_Body):
@@ -146,12 +146,12 @@ class GenerateRequest(_Body):
                 f"estimators={self.estimators!r}: choose from {list(served)} (the prompt probe is a call of its own)"
             )
         self.estimators = tuple(dict.fromkeys(self.estimators))
-        alpha = self.alpha
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < math.inf:
+        try:
+            self.alpha = check_alpha(self.alpha)
+        except ValueError:
             raise ValueError(
-                f"alpha={alpha!r}: EigenScore's ridge must be a positive finite number (default {DEFAULT_ALPHA})"
-            )
-        self.alpha = float(alpha)
+                f"alpha={self.alpha!r}: EigenScore's ridge must be a positive finite number (default {DEFAULT_ALPHA})"
+            ) from None
         if self.vector_dtype not in ("float16", "float32"):
             raise ValueError(f"vector_dtype={self.vector_dtype!r}: choose 'float16' or 'float32'")
         return self

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
-from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
+from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json, uncertainty_from_dict
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 VECTOR_DTYPES = ("float16", "float32")
@@ -39,10 +39,6 @@ def uncertainty_to_json(u: Uncertainty) -> dict[str, Any]:
     data = u.to_dict()
     data["value"] = number_to_json(u.value)
     return data
-
-
-def uncertainty_from_json(data: dict[str, Any]) -> Uncertainty:
-    return Uncertainty(**{**data, "value": number_from_json(data["value"])})
 
 
 def continuation_to_json(c: Continuation, *, with_lse: bool = False) -> dict[str, Any]:
@@ -89,5 +85,5 @@ def output_from_json(prompt: str, data: dict[str, Any]) -> SelfAwareOutput:
         int(data["layer"]),
         str(data["source"]),
     )
-    output.scores = {name: uncertainty_from_json(u) for name, u in (data.get("uncertainty") or {}).items()}
+    output.scores = {name: uncertainty_from_dict(u, strict=True) for name, u in (data.get("uncertainty") or {}).items()}
     return output

@@ -19,17 +19,13 @@ DEFAULT_ALPHA = 1e-3
 
 
 def eigenscore(vectors: ArrayLike, alpha: float = DEFAULT_ALPHA) -> float:
-    """Regularised log-determinant of the samples' Gram matrix, divided by k.
-
-    ``Z`` is centred over each vector's own features (not across samples), ``G = Z Z^T`` with no normalisation,
-    and the score is ``logdet(G + alpha I) / k`` with the natural log.  Higher means more uncertain.
+    """``logdet(G + alpha I) / k`` (natural log) of the samples' Gram matrix ``G = Z Z^T`` (no normalisation), ``Z``
+    centred over each vector's own features (not across samples).  Higher means more uncertain; ``inf`` when a vector
+    holds NaN/inf (the caller should flag it; see ``estimate``).
 
     Args:
         vectors: ``(k, d)`` array, one row per sample (k >= 2).
         alpha: Ridge added to the diagonal; SeaKR uses 1e-3.
-
-    Returns:
-        The score, or ``inf`` when a vector holds NaN/inf (the caller should flag it; see ``estimate``).
 
     Raises:
         ValueError: If ``vectors`` is not 2-D, has fewer than 2 rows, or ``alpha`` is not positive.

@@ -48,19 +48,15 @@ def probe_after(prompt: str, generation: str, suffix: str = PROBE_SUFFIX) -> str
 
 
 def probe_sampling(call: SamplingConfig) -> SamplingConfig:
-    """The probe's settings: its greedy reply alone (``k=0``), a few tokens, one line; the seed, layer and source
-    of the ``call`` it follows."""
+    """The probe's settings: greedy reply only (``k=0``), a few tokens, one line; seed, layer, source from ``call``."""
     return SamplingConfig(
         k=0, max_tokens=PROBE_TOKENS, stop=PROBE_STOP, seed=call.seed, layer=call.layer, source=call.source
     )
 
 
 def prompt_uncertainty(reply_text: str, reply_logprobs: Sequence[float]) -> float:
-    """``1 - P(yes)`` from the probe's greedy reply.
-
-    ``P`` is the probability of the reply's first token: a "Yes" reply gives ``1 - p``, a "No" reply ``p``
-    (all the mass not on "No" is credited to "Yes", an upper bound), and a reply that is neither gives 1.0.
-    """
+    """``1 - P(yes)`` from the probe's greedy reply, ``p`` being its first token's probability: a "Yes" reply gives
+    ``1 - p``, a "No" reply ``p`` (all the mass not on "No" is credited to "Yes", an upper bound), any other 1.0."""
     p = math.exp(reply_logprobs[0]) if len(reply_logprobs) else 1.0
     if _YES.match(reply_text):
         return 1.0 - p

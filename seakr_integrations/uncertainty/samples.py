@@ -21,11 +21,8 @@ def kept_samples(output: SelfAwareOutput) -> tuple[list[Continuation], int]:
 def too_few_samples(
     output: SelfAwareOutput, estimator: str, kept: list[Continuation], *, readout: bool = False
 ) -> Uncertainty | None:
-    """``inf`` with the reason when fewer than 2 samples were kept, else ``None`` (score them).
-
-    Args:
-        readout: The estimator reads hidden states: the record names their layer and source.
-    """
+    """``inf`` with the reason when fewer than 2 samples were kept, else ``None`` (score them); ``readout``: the
+    estimator reads hidden states, so the record names their layer and source."""
     if len(kept) >= 2:
         return None
     return Uncertainty(
