@@ -28,8 +28,8 @@ from seakr_integrations.backends.vllm_settings import (
     request_params,
 )
 from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
-from seakr_integrations.backends.vllm_stream import VLLMStream, raise_v2_runner
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest, unpack_popped
+from seakr_integrations.backends.vllm_stream import VLLMStream
+from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, raise_v2_runner, token_digest, unpack_popped
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_real

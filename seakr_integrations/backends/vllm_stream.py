@@ -14,7 +14,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.stream import Finished, GenerationStream
-from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, token_digest
+from seakr_integrations.backends.vllm_worker import token_digest
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
@@ -279,9 +279,3 @@ def greedy_logsumexp(by_position: Mapping[int, float], n: int) -> list[float]:
             f"vLLM returned no raw-logit logsumexp for some of the {n} greedy tokens; the logits hook missed a step"
         )
     return values
-
-
-def raise_v2_runner(error: BaseException) -> None:
-    """Raise ``ValueError(V2_RUNNER_HINT)`` when ``error`` is a worker's refusal of vLLM's V2 model runner."""
-    if "V2 model runner" in str(error):
-        raise ValueError(V2_RUNNER_HINT) from error

@@ -17,7 +17,7 @@ import torch
 from seakr_integrations.backends.architecture import find_decoder_layers, find_mlp
 from seakr_integrations.backends.vllm_cpu_memory import RELEASED_BYTES, register_loader, release_duplicate_vocab_weights
 
-__all__ = ["SeaKRWorkerExtension", "token_digest", "unpack_popped"]
+__all__ = ["SeaKRWorkerExtension", "raise_v2_runner", "token_digest", "unpack_popped"]
 
 register_loader()  # vLLM imports this module into each worker before the model loads: its load format is known there
 
@@ -25,6 +25,12 @@ V2_RUNNER_HINT = (
     "this vLLM worker uses the V2 model runner, which has no `input_batch` to map hidden-state rows to requests: "
     "set the environment variable VLLM_USE_V2_MODEL_RUNNER=0 before creating the engine"
 )
+
+
+def raise_v2_runner(error: BaseException) -> None:
+    """Raise ``ValueError(V2_RUNNER_HINT)`` when ``error`` is a worker's refusal of vLLM's V2 model runner."""
+    if "V2 model runner" in str(error):
+        raise ValueError(V2_RUNNER_HINT) from error
 
 
 def token_digest(token_ids: Sequence[int]) -> str:

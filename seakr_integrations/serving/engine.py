@@ -14,7 +14,8 @@ import numpy as np
 
 from seakr_integrations.backends.base import eos_scoring_sequence
 from seakr_integrations.backends.vllm_settings import request_params
-from seakr_integrations.backends.vllm_stream import continuation, greedy_logsumexp, raise_v2_runner
+from seakr_integrations.backends.vllm_stream import continuation, greedy_logsumexp
+from seakr_integrations.backends.vllm_worker import raise_v2_runner
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.serving.worker_fetch import WorkerFetch
