@@ -81,11 +81,7 @@ class SelfAwareOutput:
 def text_pieces(continuation: Continuation, decode: Callable[[list[int]], str]) -> list[str]:
     """``continuation.text`` cut into one piece per token, for replaying a finished generation as a stream; the pieces
     join to exactly the text (``[""]`` when empty), and a multi-byte character split across tokens is never cut.
-
-    Args:
-        continuation: The finished continuation.
-        decode: Token ids to text with special tokens skipped (e.g. ``tok.decode(ids, skip_special_tokens=True)``).
-    """
+    ``decode``: token ids to text with special tokens skipped (``tok.decode(ids, skip_special_tokens=True)``)."""
     text, shown, pieces = continuation.text, "", []
     for n in range(1, len(continuation.token_ids) + 1):
         prefix = decode(continuation.token_ids[:n])

@@ -93,7 +93,6 @@ def calibrate_delta(
     """Choose delta for ``backend``'s model with ``config``'s other settings (not saved yet: ``save_profile``).
 
     Args:
-        backend: The model to calibrate.
         retriever: The search engine SeaKR will use (needed for the F1 objective).
         questions: Labelled calibration questions (not the ones you evaluate on).
         config: SeaKR's other settings (k, layer, source, estimator... are part of the profile's key).
@@ -101,7 +100,6 @@ def calibrate_delta(
         target_rate: Fraction of first steps that should retrieve, in [0, 1] (objective ``"rate"``).
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
-        progress: Show a progress bar over the sweep.
         agreement: With a ``cascade_estimator`` in ``config``, the :func:`cascade_band` calibrated with delta.
     """
     if not questions:
@@ -131,22 +129,18 @@ def calibrate_delta(
                 delta = float(np.quantile([v for v in first if np.isfinite(v)], 1.0 - target_rate))
             sweep.append({"delta": delta, "first_step_retrieval_rate": _rate(first, delta), "chosen": True})
         else:
-            bar = None
-            if progress:
-                from tqdm.auto import tqdm
+            from tqdm.auto import tqdm
 
-                bar = tqdm(total=len(grid) * len(texts), desc="calibrating delta", unit="answer")
-            for row in sweep:
-                results = SeaKR(cached, retriever, base.with_(delta=row["delta"])).answer_many(texts)
-                scores = [score(r.answer, q.answers) for r, q in zip(results, questions, strict=True)]
-                row["f1"] = float(np.mean([s.f1 for s in scores]))
-                row["em"] = float(np.mean([s.em for s in scores]))
-                row["retrievals_per_question"] = float(np.mean([r.searches for r in results]))
-                if bar is not None:
+            total = len(grid) * len(texts)
+            with tqdm(total=total, desc="calibrating delta", unit="answer", disable=not progress) as bar:
+                for row in sweep:
+                    results = SeaKR(cached, retriever, base.with_(delta=row["delta"])).answer_many(texts)
+                    scores = [score(r.answer, q.answers) for r, q in zip(results, questions, strict=True)]
+                    row["f1"] = float(np.mean([s.f1 for s in scores]))
+                    row["em"] = float(np.mean([s.em for s in scores]))
+                    row["retrievals_per_question"] = float(np.mean([r.searches for r in results]))
                     bar.update(len(texts))
                     bar.set_postfix(delta=f"{row['delta']:.3f}", F1=f"{row['f1']:.3f}", refresh=False)
-            if bar is not None:
-                bar.close()
             best = max(sweep, key=lambda r: (r["f1"], r["delta"]))
             best["chosen"] = True
             delta = best["delta"]

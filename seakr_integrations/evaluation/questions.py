@@ -52,7 +52,6 @@ class QuestionFile:
     """What :func:`read_questions` read: the valid questions and, with ``skip_bad``, the lines it left out.
 
     Attributes:
-        path: The file read.
         questions: Valid questions in file order.
         skipped: One message per bad line skipped (file, line number, problem); empty unless ``skip_bad=True``.
     """
@@ -69,7 +68,6 @@ def read_questions(path: str | os.PathLike[str], *, skip_bad: bool = False, limi
     """Read and check a question file (JSONL, optionally gzip-compressed; blank lines are ignored).
 
     Args:
-        path: The file.
         skip_bad: Leave out bad lines, counted in :attr:`QuestionFile.skipped` (a repeated id is always an error).
         limit: Stop after this many valid questions (``None``: all).
 

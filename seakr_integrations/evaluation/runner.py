@@ -45,18 +45,10 @@ class EvaluationStopped(RuntimeError):
 
 @dataclass(frozen=True)
 class EvalSummary:
-    """Averages over the records of one results file (one method on one dataset).
-
-    Attributes:
-        questions: Records averaged.
-        em: Mean exact match, in [0, 1].
-        f1: Mean token F1, in [0, 1].
-        retrievals: Mean searches per question.
-        lm_calls: Mean prompts generated per question.
-        generated_tokens: Mean tokens generated per question (samples included).
-        seconds: Mean wall-clock seconds per question (a batch's time shared equally by its questions).
-        failed: Records of questions that failed (scored 0; their ``error`` says why).
-    """
+    """Averages over the ``questions`` records of one results file (one method on one dataset): exact match and token
+    F1 in [0, 1], then per question the searches, prompts generated, tokens generated (samples included) and
+    wall-clock seconds (a batch's time shared equally by its questions); ``failed`` counts the records of questions
+    that failed (scored 0; their ``error`` says why)."""
 
     questions: int
     em: float
@@ -75,21 +67,9 @@ def summarize(records: Sequence[dict[str, Any]]) -> EvalSummary:
     """Mean scores and costs of result records (raises on an empty list: nothing to average)."""
     if not records:
         raise ValueError("no results to summarise: run seakr eval first, or check the results file")
-    n = len(records)
-
-    def mean(key: str) -> float:
-        return sum(float(r[key]) for r in records) / n
-
-    return EvalSummary(
-        n,
-        mean("em"),
-        mean("f1"),
-        mean("retrievals"),
-        mean("lm_calls"),
-        mean("generated_tokens"),
-        mean("seconds"),
-        sum(1 for r in records if r.get("error")),
-    )
+    keys = ("em", "f1", "retrievals", "lm_calls", "generated_tokens", "seconds")
+    means = [sum(float(r[key]) for r in records) / len(records) for key in keys]
+    return EvalSummary(len(records), *means, sum(1 for r in records if r.get("error")))
 
 
 def _record(question: Question, answer: MethodAnswer, seconds: float, keep_trace: bool) -> dict[str, Any]:
@@ -159,7 +139,6 @@ def evaluate(
     the summary covers every record in the file (resumed ones included).
 
     Args:
-        method: What answers.
         questions: The questions to evaluate (ids must be unique; see ``read_questions``).
         results: The open results file (its configuration must describe ``method``; see ``ResultsFile.open``).
         batch_size: Questions in progress at once, sharing back-end batches (a kill loses at most these).
@@ -176,29 +155,21 @@ def evaluate(
         raise ValueError(f"stop_after_unavailable={stop_after_unavailable}: must be >= 1, or None to never stop")
     todo = [q for q in questions if q.id not in results.done]
     in_a_row, first = 0, None  # questions that failed in a row because the server was unavailable; the first's error
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(questions), initial=len(questions) - len(todo), desc=method.name, unit="q")
-    try:
+    initial = len(questions) - len(todo)
+    with tqdm(total=len(questions), initial=initial, desc=method.name, unit="q", disable=not progress) as bar:
         for done, (question, answer, seconds, whole) in enumerate(_answered(method, todo, batch_size), 1):
             results.append(_record(question, answer, seconds, keep_trace))
             cause = server_unavailable(answer.exception) if answer.error is not None else None
-            if cause is None:
-                in_a_row = 0
-            else:
-                in_a_row, first = in_a_row + 1, cause if in_a_row == 0 else first
-            if bar is not None:
+            in_a_row = 0 if cause is None else in_a_row + 1
+            first = cause if in_a_row == 1 else first
+            if progress:
                 now = summarize(results.records)
                 bar.set_postfix(EM=f"{now.em:.3f}", F1=f"{now.f1:.3f}", refresh=False)
-                bar.update(1)
-            unasked = len(todo) - done
+            bar.update(1)
             stop = stop_after_unavailable is not None and in_a_row >= stop_after_unavailable
-            if stop and whole and unasked and first:
+            if stop and whole and len(todo) > done and first:
                 raise EvaluationStopped(first, in_a_row, results, sum(q.id not in results.done for q in questions))
-    finally:
-        if bar is not None:
-            bar.close()
     wanted = {q.id for q in questions}
     return summarize([r for r in results.records if r["id"] in wanted])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,6 @@ class SKRkNN:
     Args:
         without_retrieval: The method for questions the model is expected to know (CoT).
         with_retrieval: The method for the others (single retrieval).
-        labels: The labelled training questions.
         embed: Texts -> embeddings (rows; normalised here for cosine similarity).
         k: Neighbours that vote (the paper used 3 to 10 by dataset size).
     """
@@ -101,13 +100,8 @@ class SKRkNN:
     ) -> None:
         if k < 1:
             raise ValueError(f"k={k}: at least one neighbour must vote")
-        self.without_retrieval, self.with_retrieval, self.labels, self.embed, self.k = (
-            without_retrieval,
-            with_retrieval,
-            labels,
-            embed,
-            k,
-        )
+        self.without_retrieval, self.with_retrieval = without_retrieval, with_retrieval
+        self.labels, self.embed, self.k = labels, embed, k
         if k >= len(labels.questions):
             warnings.warn(
                 f"SKR-kNN: k={k} neighbours but only {len(labels.questions)} labelled training questions "
@@ -147,15 +141,7 @@ class SKRkNN:
             if picked:
                 for i, answer in zip(picked, method.answer_many([questions[i] for i in picked]), strict=True):
                     trace = {"skr": {"retrieve": retrieve, "known_neighbours": decisions[i][1]}, **answer.trace}
-                    out[i] = MethodAnswer(
-                        answer.prediction,
-                        answer.retrievals,
-                        answer.lm_calls,
-                        answer.generated_tokens,
-                        trace,
-                        answer.error,
-                        answer.exception,
-                    )
+                    out[i] = replace(answer, trace=trace)
         return out  # type: ignore[return-value]
 
 

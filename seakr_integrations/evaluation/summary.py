@@ -57,11 +57,8 @@ class Run:
 
 
 def results_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """The results files ``paths`` name: files as given, directories searched (recursively) for ``*.jsonl``.
-
-    Raises:
-        ValueError: Nothing was found.
-    """
+    """The results files ``paths`` name: files as given, directories searched (recursively) for ``*.jsonl``; a
+    ``ValueError`` when there is none."""
     files: list[Path] = []
     for p in map(Path, paths):
         files += sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]

@@ -25,10 +25,7 @@ def eigenscore(vectors: ArrayLike, alpha: float = DEFAULT_ALPHA) -> float:
 
     Args:
         vectors: ``(k, d)`` array, one row per sample (k >= 2).
-        alpha: Ridge added to the diagonal; SeaKR uses 1e-3.
-
-    Raises:
-        ValueError: If ``vectors`` is not 2-D, has fewer than 2 rows, or ``alpha`` is not positive.
+        alpha: Ridge added to the diagonal (> 0); SeaKR uses 1e-3.
     """
     z = np.asarray(vectors, dtype=np.float64)
     if z.ndim != 2:

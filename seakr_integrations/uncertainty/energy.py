@@ -29,10 +29,6 @@ def energy(logit_lse: Sequence[float] | None) -> float:
 
 
 def score(output: SelfAwareOutput, alpha: float = 0.0) -> Uncertainty:
-    """Energy of ``output``'s greedy continuation (``alpha`` is EigenScore's and unused).
-
-    Raises:
-        ValueError: The back-end returned no logits for it.
-    """
+    """Energy of ``output``'s greedy continuation (``alpha`` is EigenScore's and unused)."""
     _, dropped = kept_samples(output)
     return Uncertainty(energy(output.greedy.logit_lse), "energy", num_samples=0, num_dropped=dropped)

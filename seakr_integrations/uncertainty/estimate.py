@@ -17,7 +17,6 @@ def estimate(output: SelfAwareOutput, estimator: str = "eigenscore", alpha: floa
         output: What a back-end returned for the prompt; for an estimator that needs a ``"probe"`` (``"prompt"``),
             what it returned for the probe (see ``uncertainty.prompt``).
         estimator: A name in ``REGISTRY``.
-        alpha: EigenScore's ridge.
 
     Raises:
         ValueError: For an unknown estimator (the message lists the known ones), or for ``energy`` on a back-end

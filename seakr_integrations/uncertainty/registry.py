@@ -104,11 +104,7 @@ def estimators_for(provides: Iterable[str] = GENERATE_PROVIDES) -> tuple[str, ..
 
 
 def check_estimator(name: object) -> str:
-    """``name`` if it is a registered estimator.
-
-    Raises:
-        ValueError: Otherwise; the message lists the choices.
-    """
+    """``name`` if it is a registered estimator, else a ``ValueError`` that lists the choices."""
     if not isinstance(name, str) or name not in REGISTRY:
         raise ValueError(f"estimator={name!r}: choose one of {', '.join(REGISTRY)}")
     return name
