@@ -70,10 +70,9 @@ def _remove_leftovers(out: Path, infixes: tuple[str, ...]) -> None:
     for path in found:
         shutil.rmtree(path, ignore_errors=True)
     still = [p for p in found if os.path.lexists(p)]
-    removed = len(found) - len(still)
     log.warning(
         "removed %d folder(s) (%.1f MB) that an interrupted build of %s left behind: %s",
-        removed,
+        len(found) - len(still),
         size / 1e6,
         out,
         ", ".join(p.name for p in found if p not in still),

@@ -47,9 +47,7 @@ class DeltaProfile:
         model: Canonical model name (see :func:`canonical_model_name`).
         layer: Decoder layer read (0-based), or ``None`` for a back-end that reads no hidden states.
         source: ``"mlp"`` or ``"residual"`` (as configured; nothing is read when ``layer`` is ``None``).
-        estimator: The uncertainty estimator.
         k: Samples per call.
-        delta: The threshold chosen.
         objective: ``"f1"`` (maximise F1 on the calibration questions) or ``"rate"`` (reach a retrieval rate).
         target_rate: The retrieval rate asked for (objective ``"rate"``).
         dataset: The calibration question file's name.
@@ -193,8 +191,7 @@ def load_profile(
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        profile = DeltaProfile(**data)
+        profile = DeltaProfile(**json.loads(path.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, TypeError) as err:
         raise ValueError(f"{path}: not a valid delta profile ({err}); run seakr calibrate again or delete it") from None
     _loaded[profile.key] = profile
@@ -214,9 +211,8 @@ def shipped_profile(
     first), or ``None`` when the package ships none for this model, layer, source, estimator and k.
     ``chat_default``: what ``chat_template=None`` means for the model (``prompt_settings``)."""
     key = profile_key(model, layer, config.source, config.estimator, config.k)
-    profiles = []
-    for path in sorted(SHIPPED_PROFILES.glob(f"{key}__*.json")):
-        profiles.append(DeltaProfile(**json.loads(path.read_text(encoding="utf-8"))))
+    paths = sorted(SHIPPED_PROFILES.glob(f"{key}__*.json"))
+    profiles = [DeltaProfile(**json.loads(path.read_text(encoding="utf-8"))) for path in paths]
     if not profiles:
         return None
     now = prompt_settings(config, chat_default)
@@ -256,7 +252,6 @@ def resolve_delta(
     given = config.delta
     if config.retrieve != "uncertain":
         return (PAPER_DELTA if given is None else given), None
-    key = profile_key(model, layer, config.source, config.estimator, config.k)
     if given is None:
         profile = load_profile(model, layer, config.source, config.estimator, config.k)
         profile = profile or shipped_profile(model, layer, config, chat_default)
@@ -265,17 +260,11 @@ def resolve_delta(
             return PAPER_DELTA, None
         warn_prompt_mismatch(profile, config, stacklevel=4, chat_default=chat_default)
         return profile.delta, profile
-    loaded = _loaded.get(key)  # from another directory: it counts only for the delta it holds
-    found = [
-        p
-        for p in (
-            loaded if loaded is not None and loaded.delta == given else None,
-            load_profile(model, layer, config.source, config.estimator, config.k),
-            shipped_profile(model, layer, config, chat_default),
-        )
-        if p is not None
-    ]
-    profile = next((p for p in found if p.delta == given), found[0] if found else None)
+    # one read from another directory counts only for the delta it holds (read first: load_profile replaces it)
+    loaded = _loaded.get(profile_key(model, layer, config.source, config.estimator, config.k))
+    mine = load_profile(model, layer, config.source, config.estimator, config.k)
+    found = [p for p in (mine, shipped_profile(model, layer, config, chat_default)) if p is not None]
+    profile = next((p for p in (loaded, *found) if p is not None and p.delta == given), found[0] if found else None)
     if profile is None:
         _uncalibrated(model, layer, config, given)
     elif profile.delta == given:

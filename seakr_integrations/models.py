@@ -120,10 +120,6 @@ def cache_dir() -> Path:
 
 def packaged_model(name: str) -> PackagedModel | None:
     """The packaged model ``name`` (or one of its aliases) refers to, or ``None`` (e.g. a model directory)."""
-    return _lookup(name)
-
-
-def _lookup(name: str) -> PackagedModel | None:
     key = name.strip().lower()
     for m in PACKAGED_MODELS:
         if key == m.name or key in m.aliases:
@@ -147,7 +143,7 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
         if not (path / "config.json").is_file():
             raise ValueError(f"{path} is a directory but has no config.json: it is not a Hugging Face model")
         return path
-    model = _lookup(str(name_or_path))
+    model = packaged_model(str(name_or_path))
     if model is None:
         raise ValueError(
             f"unknown model {str(name_or_path)!r}: use one of {', '.join(known_model_names())}, "
@@ -187,38 +183,34 @@ def _convert(model: PackagedModel, target: Path) -> None:
     """GGUF (from the package parts) -> safetensors directory at ``target``, atomically."""
     parts = _part_paths(model)
     with build_lock(target, (TMP,)):  # removes what a killed conversion of this model left, if none runs now
-        _convert_locked(model, parts, target)
-
-
-def _convert_locked(model: PackagedModel, parts: list[Path], target: Path) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP}-", dir=target.parent))
-    try:
-        if len(parts) == 1:
-            gguf_path, digest = parts[0], hashlib.sha256()
-            for chunk in _chunks(parts):
-                digest.update(chunk)
-        else:
-            gguf_path, digest = work / "model.gguf", hashlib.sha256()
-            with open(gguf_path, "wb") as out:
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP}-", dir=target.parent))
+        try:
+            if len(parts) == 1:
+                gguf_path, digest = parts[0], hashlib.sha256()
                 for chunk in _chunks(parts):
                     digest.update(chunk)
-                    out.write(chunk)
-        if digest.hexdigest() != model.sha256:
-            raise ValueError(
-                f"model {model.name!r}: sha256 of the GGUF is {digest.hexdigest()}, expected {model.sha256}; "
-                f"the package is corrupt or a different version: reinstall with `{model.pip}`"
-            )
-        log.info("converting %s to safetensors in %s (once)", model.name, target)
-        out_dir = work / "model"
-        _gguf_to_safetensors(gguf_path, out_dir)
-        (out_dir / _COMPLETE_MARKER).write_text(f"{model.name}\n{model.sha256}\n")
-        if target.exists():  # a concurrent conversion finished first, or a stale incomplete copy
-            if (target / _COMPLETE_MARKER).is_file():
-                return
-            shutil.rmtree(target)
-        os.replace(out_dir, target)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+            else:
+                gguf_path, digest = work / "model.gguf", hashlib.sha256()
+                with open(gguf_path, "wb") as out:
+                    for chunk in _chunks(parts):
+                        digest.update(chunk)
+                        out.write(chunk)
+            if digest.hexdigest() != model.sha256:
+                raise ValueError(
+                    f"model {model.name!r}: sha256 of the GGUF is {digest.hexdigest()}, expected {model.sha256}; "
+                    f"the package is corrupt or a different version: reinstall with `{model.pip}`"
+                )
+            log.info("converting %s to safetensors in %s (once)", model.name, target)
+            out_dir = work / "model"
+            _gguf_to_safetensors(gguf_path, out_dir)
+            (out_dir / _COMPLETE_MARKER).write_text(f"{model.name}\n{model.sha256}\n")
+            if target.exists():  # a concurrent conversion finished first, or a stale incomplete copy
+                if (target / _COMPLETE_MARKER).is_file():
+                    return
+                shutil.rmtree(target)
+            os.replace(out_dir, target)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _gguf_to_safetensors(gguf_path: Path, out_dir: Path) -> None:

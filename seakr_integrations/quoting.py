@@ -10,11 +10,8 @@ LIMIT = 120
 
 def quoted(text: object, limit: int = LIMIT) -> str:
     """``repr(text)``, shortened to its first ``limit`` characters plus its length when it is longer."""
-    if not isinstance(text, str):
-        text = repr(text)
-        if len(text) <= limit:
-            return text
-        return f"{text[:limit]}... ({len(text):,} characters)"
-    if len(text) <= limit:
+    shown = text if isinstance(text, str) else repr(text)
+    if len(shown) <= limit:
         return repr(text)
-    return f"{text[:limit]!r}... ({len(text):,} characters)"
+    head = repr(shown[:limit]) if isinstance(text, str) else shown[:limit]
+    return f"{head}... ({len(shown):,} characters)"

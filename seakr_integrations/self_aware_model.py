@@ -17,7 +17,7 @@ from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent
 from seakr_integrations.backends.loading import BACKEND_KINDS, canonical_model_name, shared_backend
 from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT, check_api_key, check_base_url, check_timeout
 from seakr_integrations.backends.scored import scored_generate
-from seakr_integrations.models import DEFAULT_MODEL, known_model_names
+from seakr_integrations.models import DEFAULT_MODEL, known_model_names, packaged_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig, check_flag
 from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings, check_alpha
@@ -85,7 +85,7 @@ class SelfAwareModel:
             object.__setattr__(self, "model", None)  # the server's model answers: it is known once connected
         elif isinstance(backend, SelfAwareBackend):
             object.__setattr__(self, "model", backend.model_name)
-        elif not _known(self.model or ""):
+        elif not Path(self.model or "").expanduser().is_dir() and packaged_model(self.model or "") is None:
             raise ValueError(
                 f"unknown model {self.model!r}: use one of {', '.join(known_model_names())}, a local Hugging Face "
                 "model directory, base_url= of a `seakr serve` server, or backend=<a SelfAwareBackend>"
@@ -202,17 +202,10 @@ class LoopCache:
 
         with self._lock:
             loop = self._loop
-            if loop is None or loop.backend is not backend or loop.retriever is not retriever:
-                loop = None
-            elif loop.requested_config != config:
-                loop = None
-            if loop is None:
+            stale = loop is None or loop.backend is not backend or loop.retriever is not retriever
+            if stale or loop.requested_config != config:
                 loop = self._loop = SeaKR(backend, retriever, resolve_config(backend, config))
             return loop
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LoopCache:
         return LoopCache()  # a copy builds its own loop (the lock cannot be copied)
-
-
-def _known(model: str) -> bool:
-    return Path(model).expanduser().is_dir() or model.strip().lower() in known_model_names()

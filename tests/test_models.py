@@ -18,7 +18,7 @@ def test_unknown_name_lists_known_ones():
 
 def test_aliases_resolve_to_the_same_model():
     assert {"smollm2", "qwen2.5-0.5b"} <= set(known_model_names())
-    assert models._lookup("SmolLM2") is models._lookup("smollm2-135m-instruct")
+    assert models.packaged_model("SmolLM2") is models.packaged_model("smollm2-135m-instruct")
 
 
 def test_local_directory(tmp_path: Path):
@@ -40,7 +40,7 @@ def test_missing_package_says_what_to_install(monkeypatch):
 def _smollm2_with(monkeypatch, **changes):
     import dataclasses
 
-    real = models._lookup("smollm2")
+    real = models.packaged_model("smollm2")
     patched = dataclasses.replace(real, **changes)
     monkeypatch.setattr(models, "PACKAGED_MODELS", (patched,))
     return patched
@@ -79,7 +79,7 @@ def test_a_conversion_that_fails_in_its_process_is_an_error_and_leaves_nothing(t
 @pytest.mark.slow
 def test_smollm2_converts_once_and_is_reused(smollm2_dir: Path):
     assert (smollm2_dir / "model.safetensors").is_file() and (smollm2_dir / "tokenizer.json").is_file()
-    assert (smollm2_dir / ".seakr-complete").read_text().split()[1] == models._lookup("smollm2").sha256
+    assert (smollm2_dir / ".seakr-complete").read_text().split()[1] == models.packaged_model("smollm2").sha256
     mtime = (smollm2_dir / "model.safetensors").stat().st_mtime
     assert resolve_model("smollm2") == smollm2_dir
     assert (smollm2_dir / "model.safetensors").stat().st_mtime == mtime
