@@ -1,7 +1,5 @@
-"""How much sampling work one ``seakr serve`` takes on at once, since vLLM queues without a bound: a cap on the
-sequences in flight; past it a request waits up to ``queue_seconds``, then gets ``Overloaded`` (HTTP 503 with
-``Retry-After``, which ``RemoteBackend`` honours).  Design: docs/design/backends.md.
-"""
+"""How much sampling work one ``seakr serve`` takes on at once, since vLLM queues without a bound
+(docs/design/backends.md)."""
 
 from __future__ import annotations
 
@@ -20,13 +18,8 @@ class Overloaded(RuntimeError):
 
 
 class SampleBudget:
-    """A cap on the sequences in flight, shared by every request of one server.
-
-    Args:
-        cap: Sequences (prompts x (k + 1)) the server runs or queues at once (``SEAKR_SERVE_MAX_SAMPLES_IN_FLIGHT``).
-        queue_seconds: How long a request waits for room before it is refused with a 503
-            (``SEAKR_SERVE_QUEUE_SECONDS``); 0 refuses at once.
-    """
+    """A cap on the sequences (prompts x (k + 1)) in flight, shared by every request of one server: past it a request
+    waits up to ``queue_seconds`` (0: none), then gets ``Overloaded`` (HTTP 503 with ``Retry-After``)."""
 
     def __init__(self, cap: int, queue_seconds: float) -> None:
         if cap < 1:

@@ -1,7 +1,5 @@
 """Self-aware generation inside ``vllm serve``: the greedy step, k samples and their EOS read-outs on the server's own
-async engine, for any number of concurrent HTTP requests.  Nothing is shared between requests, so clients never see
-each other's vectors, and all their requests join the one engine batch (docs/design/backends.md).
-"""
+async engine, for any number of concurrent HTTP requests (docs/design/backends.md)."""
 
 from __future__ import annotations
 
@@ -39,16 +37,9 @@ class ModelFacts:
 
 
 class ServerEngine:
-    """The self-aware generation of one ``vllm serve`` process.
-
-    Args:
-        engine: vLLM's ``EngineClient`` (``app.state.engine_client``).
-        facts: The model's name and shape.
-        tokenizer: The served model's tokenizer.
-        layer: The decoder layer the hook reads (this server's; requests for another layer are refused).
-        source: ``"mlp"`` or ``"residual"``.
-        custom_top_k_top_p: Whether seakr's top-k/top-p logits processor is loaded (else vLLM's applies the same rule).
-    """
+    """The self-aware generation of one ``vllm serve`` process on vLLM's ``EngineClient``, reading one ``layer`` and
+    ``source`` (requests for another are refused).  ``custom_top_k_top_p``: whether seakr's top-k/top-p logits
+    processor is loaded (else vLLM's applies the same rule)."""
 
     def __init__(
         self,
@@ -129,16 +120,13 @@ class ServerEngine:
             "chat_template": bool(getattr(self.tokenizer, "chat_template", None)),
         }
 
-    def params(self, config: SamplingConfig) -> tuple[Any, Any, Any]:
-        """vLLM parameters of the greedy request, the ``n=k`` request (``None`` for k=0) and the read-outs
-        (``vllm_settings.request_params``, as ``VLLMBackend`` builds them)."""
-        return request_params(self._params, config, custom_top_k_top_p=self._custom)
-
     async def generate(self, prompt: str, ids: list[int], config: SamplingConfig) -> SelfAwareOutput:
         """One prompt's greedy continuation and samples with their EOS vectors."""
         from vllm.inputs import TokensPrompt
 
-        greedy_params, sample_params, readout_params = self.params(config)
+        greedy_params, sample_params, readout_params = request_params(
+            self._params, config, custom_top_k_top_p=self._custom
+        )
         tag = uuid.uuid4().hex
         greedy_id = f"{GREEDY_PREFIX}{tag}"
         greedy_task = asyncio.ensure_future(self._last(TokensPrompt(prompt_token_ids=ids), greedy_params, greedy_id))
@@ -162,22 +150,18 @@ class ServerEngine:
             greedy = continuation(await greedy_task)
             vectors = dict(zip(readouts, await asyncio.gather(*readouts.values()), strict=True))
         except BaseException:
-            greedy_task.cancel()
-            for task in readouts.values():
+            for task in (greedy_task, *readouts.values()):
                 task.cancel()
             raise
         if self.supports_logits:
             greedy.logit_lse = greedy_logsumexp(await self.fetch.logsumexp(greedy_id), len(greedy.token_ids))
         # where each greedy token ends in the text, so that the client masks words without a tokenizer round trip
-        greedy.offsets = token_offsets(greedy, self._decode)
+        greedy.offsets = token_offsets(greedy, lambda t: self.tokenizer.decode(t, skip_special_tokens=True))
         if any(s is None for s in samples):
             raise RuntimeError("the engine finished without returning every sample")
         for sample, key in zip(samples, keys, strict=True):
             sample.eos_vector = vectors[key]  # type: ignore[union-attr,index]
         return SelfAwareOutput(prompt, ids, greedy, samples, self.layer, self.source)  # type: ignore[arg-type]
-
-    def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     async def vectors(self, sequences: list[list[int]]) -> np.ndarray:
         """The hidden state at the last position of each token sequence (the stand-alone scoring pass)."""

@@ -1,8 +1,5 @@
-"""``seakr serve MODEL [vllm serve options]``: vLLM's own server with seakr's plugin and the settings it needs.
-
-Options given after the model go to ``vllm serve`` as they are and win over seakr's defaults; the server is local
-(``--host 127.0.0.1``) unless ``--host`` is passed.  The defaults and why: docs/design/backends.md.
-"""
+"""``seakr serve MODEL [vllm serve options]``: vLLM's own server with seakr's plugin and the settings it needs; the
+options after the model win over seakr's defaults (docs/design/backends.md)."""
 
 from __future__ import annotations
 
@@ -33,7 +30,6 @@ def serve_command(
     """The command line and environment of ``seakr serve`` (for tests and for printing with ``--dry-run``)."""
     from seakr_integrations.models import known_model_names, resolve_model
 
-    extra = list(extra)
     path = resolve_model(model)
     args = [sys.executable, "-m", *_server_module(), str(path)]
     defaults: list[tuple[str, list[str]]] = [
@@ -51,11 +47,9 @@ def serve_command(
     if on_cpu is None:
         on_cpu = _on_cpu()
     if on_cpu:
-        kv_bytes = (
-            None
-            if "VLLM_CPU_KVCACHE_SPACE" in os.environ
-            else kv_cache_bytes(path, context, _dtype(extra), prompts=SERVER_KV_CACHE_PROMPTS)
-        )
+        kv_bytes = None
+        if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+            kv_bytes = kv_cache_bytes(path, context, _dtype(extra), prompts=SERVER_KV_CACHE_PROMPTS)
         defaults += _flags(cpu_engine_settings(context, kv_bytes))
     if _given(extra, "--worker-extension-cls"):  # seakr's load format is registered by seakr's extension only
         defaults = [(flag, values) for flag, values in defaults if flag != "--load-format"]
@@ -84,13 +78,8 @@ def _flags(settings: dict[str, object]) -> list[tuple[str, list[str]]]:
     """Engine arguments as ``vllm serve`` flags (``False`` becomes the ``--no-`` form)."""
     flags = []
     for name, value in settings.items():
-        flag = "--" + name.replace("_", "-")
-        if value is False:
-            flags.append(("--no-" + flag[2:], []))
-        elif value is True:
-            flags.append((flag, []))
-        else:
-            flags.append((flag, [str(value)]))
+        flag = "--" + ("no-" if value is False else "") + name.replace("_", "-")
+        flags.append((flag, [] if isinstance(value, bool) else [str(value)]))
     return flags
 
 
