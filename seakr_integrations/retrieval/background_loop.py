@@ -7,8 +7,9 @@ notebook), so one long-lived loop on its own thread owns the client (docs/design
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -28,33 +29,26 @@ class BackgroundLoop:
         self._lock = threading.Lock()
         self._closed = False
 
-    @property
-    def started(self) -> bool:
-        """Whether the thread is running."""
-        return self._loop is not None
-
-    def _ensure(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"{self.name} is closed; create a new retriever")
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-
-                def serve() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
-                    loop.run_forever()
-
-                self._thread = threading.Thread(target=serve, name=self.name, daemon=True)
-                self._thread.start()
-                ready.wait()
-                self._loop = loop
-            return self._loop
-
-    def _ensure_for(self, coro: Coroutine[Any, Any, Any]) -> asyncio.AbstractEventLoop:
+    def _loop_for(self, coro: Coroutine[Any, Any, Any]) -> asyncio.AbstractEventLoop:
+        """The loop, started if need be; ``coro`` is closed if there is none (so it is never left un-awaited)."""
         try:
-            return self._ensure()
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError(f"{self.name} is closed; create a new retriever")
+                if self._loop is None:
+                    loop = asyncio.new_event_loop()
+                    ready = threading.Event()
+
+                    def serve() -> None:
+                        asyncio.set_event_loop(loop)
+                        loop.call_soon(ready.set)
+                        loop.run_forever()
+
+                    self._thread = threading.Thread(target=serve, name=self.name, daemon=True)
+                    self._thread.start()
+                    ready.wait()
+                    self._loop = loop
+                return self._loop
         except BaseException:
             coro.close()
             raise
@@ -65,7 +59,7 @@ class BackgroundLoop:
         Raises:
             RuntimeError: Called from the loop's own thread (it would wait for itself forever).
         """
-        loop = self._ensure_for(coro)
+        loop = self._loop_for(coro)
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError(f"{self.name}: run() was called from its own thread; await call() instead")
@@ -78,12 +72,12 @@ class BackgroundLoop:
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Await ``coro`` run on the loop, from any event loop (cancelling the caller cancels it there too)."""
-        loop = self._ensure_for(coro)
+        loop = self._loop_for(coro)
         if asyncio.get_running_loop() is loop:
             return await coro
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
-    def close(self, cleanup: Callable[[], Awaitable[None]] | None = None, timeout: float = 10.0) -> None:
+    def close(self, cleanup: Callable[[], Coroutine[Any, Any, None]] | None = None, timeout: float = 10.0) -> None:
         """Run ``cleanup()`` on the loop (e.g. closing the async client), then stop the loop and join the thread.
 
         Idempotent; safe to call from a finaliser at interpreter exit.  A close from the loop's own thread only
@@ -100,16 +94,10 @@ class BackgroundLoop:
             loop.call_soon(loop.stop)
             return
         if cleanup is not None and loop.is_running():
-            future = asyncio.run_coroutine_threadsafe(_await(cleanup), loop)
-            try:
-                future.result(timeout)
-            except Exception:  # the loop is going away anyway; a failed close must not hide the caller's error
-                pass
+            # The loop is going away anyway; a failed close must not hide the caller's error.
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(cleanup(), loop).result(timeout)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout)
         if not thread.is_alive():
             loop.close()
-
-
-async def _await(make: Callable[[], Awaitable[None]]) -> None:
-    await make()
