@@ -12,7 +12,7 @@ import tempfile
 import time
 import uuid
 import warnings
-from collections.abc import Iterator, Sized
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
@@ -22,7 +22,7 @@ import tantivy
 from tqdm import tqdm
 
 from seakr_integrations.build_folders import BUILDING, OLD, build_lock
-from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
+from seakr_integrations.retrieval.corpus import CorpusSource, _indexer_input
 
 MANIFEST_NAME = "seakr-index.json"
 """The file that marks a directory as a finished seakr BM25 index (written last by a build)."""
@@ -35,8 +35,6 @@ SEARCH_FIELDS = ("title", "text")
 
 MANIFEST_FORMAT = "seakr-bm25"
 """The manifest's ``format``: what tells a seakr BM25 index apart from any other directory with a JSON file."""
-
-_HOW_TO_BUILD = "seakr index CORPUS.jsonl --out {path}` or `BM25Index.build('CORPUS.jsonl', '{path}')"
 
 
 def _schema() -> tantivy.Schema:
@@ -51,7 +49,7 @@ def _schema() -> tantivy.Schema:
 
 def how_to_build(path: Path) -> str:
     """The end of an error message about a missing or unusable index at ``path``: how to build one."""
-    return "build one with `" + _HOW_TO_BUILD.format(path=path) + "`"
+    return f"build one with `seakr index CORPUS.jsonl --out {path}` or `BM25Index.build('CORPUS.jsonl', '{path}')`"
 
 
 def build_index(
@@ -89,12 +87,7 @@ def build_index(
             f"memory_budget_mb={memory_budget_mb}: tantivy needs at least 15 MB per writer thread "
             f"({15 * threads} MB for {threads}); give more memory or fewer threads"
         )
-    records = _iter_records(documents)  # checks the argument's type before anything touches the disk
-    is_path = isinstance(documents, (str, os.PathLike))
-    if is_path and not Path(documents).is_file():
-        raise FileNotFoundError(f"corpus {os.fspath(documents)} does not exist (expected a JSONL file)")
-    source = str(Path(documents).resolve()) if is_path else f"<{type(documents).__name__}>"
-    total = len(documents) if isinstance(documents, Sized) and not is_path else None
+    records, source, name, total = _indexer_input(documents)
     _check_replaceable(out, overwrite)
     with build_lock(out):  # removes what interrupted builds of `out` left, if no build is running
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{BUILDING}-", dir=out.parent))
@@ -106,7 +99,7 @@ def build_index(
                 heap_bytes=memory_budget_mb * 1_000_000,
                 progress=progress,
                 total=total,
-                desc=f"indexing {Path(source).name if is_path else source}",
+                desc=f"indexing {name}",
             )
             if num_docs == 0:
                 raise ValueError(f"{source}: the corpus has no passages; an index needs at least one")

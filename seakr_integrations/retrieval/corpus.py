@@ -11,7 +11,7 @@ import gzip
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 
 from seakr_integrations.retrieval.passage import Passage
@@ -85,22 +85,17 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         compressed = raw.read(2) == _GZIP_MAGIC
         raw.seek(0)
         lines: Iterable[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-        it = iter(lines)
         lineno = 0
-        while True:
-            try:
-                line = next(it)
-            except StopIteration:
-                return
-            except (OSError, EOFError, zlib.error) as err:
-                if not compressed:
-                    raise
-                raise ValueError(
-                    f"{path}: the gzip data is corrupt or truncated after line {lineno} ({err}); "
-                    "re-create or re-download the file"
-                ) from err
-            lineno += 1
-            yield lineno, line
+        try:
+            for lineno, line in enumerate(lines, 1):
+                yield lineno, line
+        except (OSError, EOFError, zlib.error) as err:
+            if not compressed:
+                raise
+            raise ValueError(
+                f"{path}: the gzip data is corrupt or truncated after line {lineno} ({err}); "
+                "re-create or re-download the file"
+            ) from err
 
 
 def read_corpus(path: str | os.PathLike[str]) -> Iterator[Passage]:
@@ -112,12 +107,10 @@ def read_corpus(path: str | os.PathLike[str]) -> Iterator[Passage]:
         ValueError: A line is not valid UTF-8 JSON or not a valid record, repeats an id, or the gzip data is corrupt
             (the message names the file and the 1-based line).
     """
-    for pid, title, text in _read_records(Path(path)):
-        yield Passage(id=pid, title=title, text=text)
+    yield from iter_passages(Path(path))
 
 
-def _read_records(path: Path) -> Iterator[tuple[str, str, str]]:
-    seen: dict[str, int] = {}
+def _parsed_lines(path: Path) -> Iterator[tuple[int, str, object]]:
     for lineno, raw in _numbered_lines(path):
         if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
             raw = raw[len(codecs.BOM_UTF8) :]
@@ -135,9 +128,7 @@ def _read_records(path: Path) -> Iterator[tuple[str, str, str]]:
                 f"{where}: invalid JSON ({err.msg} at column {err.colno}); each line must be one complete JSON "
                 f"object such as {_EXAMPLE}"
             ) from None
-        record = _record(obj, where)
-        _check_unique(seen, record[0], lineno, where, "on line")
-        yield record
+        yield lineno, where, obj
 
 
 def iter_passages(documents: CorpusSource) -> Iterator[Passage]:
@@ -148,32 +139,43 @@ def iter_passages(documents: CorpusSource) -> Iterator[Passage]:
         TypeError: (at the call) ``documents`` is a single dict, Passage or bytes.
         ValueError: (while iterating) A record is invalid or repeats an id.
     """
-    return (Passage(id=pid, title=title, text=text) for pid, title, text in _iter_records(documents))
+    return (Passage(pid, title, text) for pid, title, text in _iter_records(documents))
 
 
 def _iter_records(documents: CorpusSource) -> Iterator[tuple[str, str, str]]:
     if isinstance(documents, (str, os.PathLike)):
-        return _read_records(Path(documents))
+        return _unique_records(_parsed_lines(Path(documents)), "on line")
     if isinstance(documents, (bytes, bytearray, Mapping, Passage)) or not isinstance(documents, Iterable):
         raise TypeError(
             f"documents must be a corpus path or an iterable of passages, got {type(documents).__name__}; "
             "pass the path of a JSONL corpus, or wrap a single passage in a list"
         )
-    return _records_of(documents)
+    return _unique_records(((n, f"item {n}", obj) for n, obj in enumerate(documents, 1)), "by item")
 
 
-def _records_of(items: Iterable[object]) -> Iterator[tuple[str, str, str]]:
+def _indexer_input(documents: CorpusSource) -> tuple[Iterator[tuple[str, str, str]], str, str, int | None]:
+    """An indexer's ``(records, source, name, total)``: the type is checked and a corpus file looked for now, before
+    anything touches the disk or a cluster; ``source`` is the absolute path or ``<type>``, ``name`` its short form for
+    a progress bar, ``total`` the number of records when known."""
+    records = _iter_records(documents)
+    if not isinstance(documents, (str, os.PathLike)):
+        source = f"<{type(documents).__name__}>"
+        return records, source, source, len(documents) if isinstance(documents, Sized) else None
+    if not Path(documents).is_file():
+        raise FileNotFoundError(f"corpus {os.fspath(documents)} does not exist (expected a JSONL file)")
+    path = Path(documents).resolve()
+    return records, str(path), path.name, None
+
+
+def _unique_records(items: Iterable[tuple[int, str, object]], earlier: str) -> Iterator[tuple[str, str, str]]:
+    """The valid records of ``(position, where, record)`` items, refusing a repeated id."""
     seen: dict[str, int] = {}
-    for number, obj in enumerate(items, 1):
-        record = _record(obj, f"item {number}")
-        _check_unique(seen, record[0], number, f"item {number}", "by item")
+    for position, where, obj in items:
+        record = _record(obj, where)
+        first = seen.setdefault(record[0], position)
+        if first != position:
+            raise ValueError(
+                f"{where}: id {record[0]!r} was already used {earlier} {first}; ids must be unique, so remove the "
+                "duplicate or rename one of them"
+            )
         yield record
-
-
-def _check_unique(seen: dict[str, int], pid: str, position: int, where: str, earlier: str) -> None:
-    first = seen.setdefault(pid, position)
-    if first != position:
-        raise ValueError(
-            f"{where}: id {pid!r} was already used {earlier} {first}; ids must be unique, so remove the duplicate "
-            "or rename one of them"
-        )

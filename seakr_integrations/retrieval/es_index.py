@@ -6,17 +6,15 @@ what is missing; ``_meta.seakr.complete`` is set once every passage is indexed, 
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator, Mapping, Sized
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from seakr_integrations.retrieval.corpus import CorpusSource, _iter_records
+from seakr_integrations.retrieval.corpus import CorpusSource, _indexer_input
 from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
 from seakr_integrations.retrieval.es_errors import ElasticsearchBackendError, how_to_build
 from seakr_integrations.retrieval.es_mapping import (
@@ -110,12 +108,7 @@ def build_elasticsearch_index(
     if not title_field or not text_field or title_field == text_field:
         raise ValueError(f"title_field={title_field!r}, text_field={text_field!r}: give two different field names")
     check_index_name(index)
-    records = _iter_records(documents)  # checks the argument's type
-    is_path = isinstance(documents, (str, os.PathLike))
-    if is_path and not Path(documents).is_file():
-        raise FileNotFoundError(f"corpus {os.fspath(documents)} does not exist (expected a JSONL file)")
-    total = len(documents) if isinstance(documents, Sized) and not is_path else None
-    source = str(Path(documents).resolve()) if is_path else f"<{type(documents).__name__}>"
+    records, source, name, total = _indexer_input(documents)
     conn = connection or ElasticsearchConnection.from_env(url)
     client = conn.client().options(request_timeout=max(conn.request_timeout, _BULK_TIMEOUT), retry_on_timeout=True)
     try:
@@ -135,7 +128,7 @@ def build_elasticsearch_index(
             _set_loading(client, conn, index, loading=True)
             _set_meta(client, conn, index, complete=False, source=source)
         try:
-            desc = f"indexing {Path(source).name if is_path else source} into {index}"
+            desc = f"indexing {name} into {index}"
             bar = tqdm(total=total, desc=desc, unit=" passages", disable=not progress, dynamic_ncols=True)
             added, existing = _bulk(client, conn, index, records, title_field, text_field, batch_size, overwrite, bar)
         finally:
@@ -192,13 +185,13 @@ def _bulk(
             result = item.get(op, {})
             if ok:
                 added += 1
-            elif result.get("status") == 409 or _error_type(result) == "version_conflict_engine_exception":
+            elif result.get("status") == 409 or _error(result, "type") == "version_conflict_engine_exception":
                 existing += 1
             else:
                 raise ElasticsearchBackendError(
                     f"Elasticsearch index {index!r} at {conn.url} rejected passage {result.get('_id')!r} (HTTP "
-                    f"{result.get('status')} {_error_type(result)}: {conn.scrub(_error_reason(result))}); "
-                    f"{added + existing} passages were indexed before it; fix the cause and run "
+                    f"{result.get('status')} {_error(result, 'type')}: {conn.scrub(_error(result, 'reason')[:300])}"
+                    f"); {added + existing} passages were indexed before it; fix the cause and run "
                     f"{how_to_build(conn.url, index)} again to complete the index",
                     conn.url,
                 )
@@ -206,14 +199,10 @@ def _bulk(
     return added, existing
 
 
-def _error_type(result: Mapping[str, Any]) -> str:
+def _error(result: Mapping[str, Any], part: str) -> str:
+    """The ``type`` or ``reason`` of a rejected document's error (the whole error when it is not an object)."""
     error = result.get("error")
-    return str(error.get("type", "")) if isinstance(error, Mapping) else str(error or "")
-
-
-def _error_reason(result: Mapping[str, Any]) -> str:
-    error = result.get("error")
-    return str(error.get("reason", ""))[:300] if isinstance(error, Mapping) else str(error or "")[:300]
+    return str(error.get(part, "") if isinstance(error, Mapping) else error or "")
 
 
 def _set_loading(
