@@ -222,9 +222,10 @@ def shipped_profile(
 
 
 def _uncalibrated(model: str, layer: int | None, config: Any, delta: float) -> None:
+    readout = "logprobs only, no hidden states" if layer is None else f"layer {layer}, {config.source}"
     _warn_once(
         profile_key(model, layer, config.source, config.estimator, config.k),
-        f"delta={delta} is uncalibrated for {canonical_model_name(model)} ({_readout(layer, config.source)}, "
+        f"delta={delta} is uncalibrated for {canonical_model_name(model)} ({readout}, "
         f"{config.estimator}, k={config.k}): no profile exists for these settings, the uncertainty's scale depends on "
         f"all of them, and the paper's {PAPER_DELTA} was set for Llama-2-7B, so retrieval may happen always or never. "
         "Calibrate with `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` (the same settings); "
@@ -232,10 +233,6 @@ def _uncalibrated(model: str, layer: int | None, config: Any, delta: float) -> N
         UncalibratedDeltaWarning,
         5,
     )
-
-
-def _readout(layer: int | None, source: str) -> str:
-    return "logprobs only, no hidden states" if layer is None else f"layer {layer}, {source}"
 
 
 def resolve_delta(

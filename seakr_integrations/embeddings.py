@@ -82,11 +82,8 @@ class SentenceEmbedder:
         self.name = path.name if model_dir is not None else DEFAULT_EMBEDDER
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of ``texts``, ``(len(texts), dimension)`` float32, in order.
-
-        Raises:
-            TypeError: ``texts`` is a single string, or an item is not a string.
-        """
+        """Vectors of ``texts``, ``(len(texts), dimension)`` float32, in order (a ``TypeError`` for a single string
+        or an item that is not a string)."""
         import torch
 
         if isinstance(texts, str):

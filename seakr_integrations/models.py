@@ -94,9 +94,7 @@ seconds on a CPU.  It is too small to reason over several passages; the CLI runs
 
 REFERENCE_MODEL = PACKAGED_MODELS[1].name
 """The model the results are reported on (``docs/results.md``) and the one ``seakr ask``, ``eval`` and
-``calibrate`` run when none is named (``"qwen2.5-coder-0.5b-instruct"``): the smallest packaged model that answers
-the README's multi-hop question from the passages it finds (SmolLM2-135M keeps the first passage, then writes
-empty steps).  The trade-off: about 1 GB of weights instead of 0.1 GB and a vLLM engine to start."""
+``calibrate`` run when none is named (``"qwen2.5-coder-0.5b-instruct"``; why this one: docs/design/core.md)."""
 
 REFERENCE_BACKEND = "vllm"
 """The back-end the CLI runs ``REFERENCE_MODEL`` on: vLLM batches the k samples of every call."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Literal
 
 import numpy as np
@@ -98,9 +99,6 @@ def token_offsets(continuation: Continuation, decode: Callable[[list[int]], str]
     found by decoding growing prefixes (a multi-byte character split across tokens ends at its last token)."""
     if continuation.offsets is not None:
         return list(continuation.offsets)
-    text, ends, previous = continuation.text, [], 0
-    for i in range(len(continuation.token_ids)):
-        end = min(len(decode(list(continuation.token_ids[: i + 1]))), len(text))
-        previous = max(end, previous)
-        ends.append(previous)
-    return ends
+    text, ids = continuation.text, continuation.token_ids
+    ends = (min(len(decode(list(ids[:n]))), len(text)) for n in range(1, len(ids) + 1))
+    return list(accumulate(ends, max))  # a token never ends before the one it follows

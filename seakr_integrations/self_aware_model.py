@@ -160,9 +160,9 @@ class SelfAwareModel:
     def call_sampling(self, stop: Sequence[str] | None = None, **overrides: Any) -> SamplingConfig:
         """The sampling of one call: the model's, with ``stop`` and per-call ``overrides`` (any ``SamplingConfig``
         field)."""
-        unknown = set(overrides) - {f.name for f in fields(SamplingConfig)}
+        known = sorted(f.name for f in fields(SamplingConfig))
+        unknown = set(overrides) - set(known)
         if unknown:
-            known = sorted(f.name for f in fields(SamplingConfig))
             raise ValueError(f"unknown generation argument(s) {sorted(unknown)}: use any of {known}")
         changes: dict[str, Any] = dict(overrides)
         if stop is not None:

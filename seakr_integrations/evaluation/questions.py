@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,7 @@ class Question:
 
     def to_dict(self) -> dict[str, Any]:
         """The record in the file format (without ``context``)."""
-        return {
-            "id": self.id,
-            "question": self.question,
-            "answers": list(self.answers),
-            "type": self.type,
-            "supporting_titles": list(self.supporting_titles),
-        }
+        return {**asdict(self), "answers": list(self.answers), "supporting_titles": list(self.supporting_titles)}
 
 
 @dataclass(frozen=True)

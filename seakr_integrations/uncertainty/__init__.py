@@ -1,8 +1,6 @@
-"""Uncertainty estimators: "higher = more uncertain", numpy only, no model needed.
+"""Uncertainty estimators: "higher = more uncertain", numpy only, no model needed (docs/design/core.md).
 
-``REGISTRY`` lists them with what each needs; ``estimate(output, name)`` scores a back-end's output with one, and
-``probe_prompt`` / ``prompt_uncertainty`` are the prompt probe's two halves.  The formulas themselves
-(``eigenscore``, ``perplexity``...) are imported from their modules.
+The formulas themselves (``eigenscore``, ``perplexity``...) are imported from their modules.
 """
 
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
