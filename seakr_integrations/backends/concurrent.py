@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -17,22 +18,12 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig
 
 
-class _Request:
-    """One caller's ``generate`` call waiting in the queue."""
+class _Request(Future):
+    """One caller's ``generate`` call waiting in the queue; its result is the caller's outputs (or error)."""
 
     def __init__(self, prompts: Any, config: Any, overrides: dict[str, Any]) -> None:
+        super().__init__()
         self.prompts, self.config, self.overrides = prompts, config, overrides
-        self.done = False
-        self.outputs: list[SelfAwareOutput] | None = None
-        self.error: BaseException | None = None
-
-    def finish(self, outputs: list[SelfAwareOutput] | None = None, error: BaseException | None = None) -> None:
-        self.outputs, self.error, self.done = outputs, error, True
-
-    def result(self) -> list[SelfAwareOutput]:
-        if self.error is not None:
-            raise self.error
-        return self.outputs  # type: ignore[return-value]
 
 
 class ConcurrentBackend(ProxyBackend):
@@ -58,9 +49,9 @@ class ConcurrentBackend(ProxyBackend):
         with self._cond:
             self.calls_received += 1
             self._queue.append(request)
-            while not request.done and self._busy:
+            while not request.done() and self._busy:
                 self._cond.wait()
-            if request.done:
+            if request.done():
                 return request.result()
             batch, self._queue, self._busy = self._queue, [], True
         try:
@@ -77,30 +68,29 @@ class ConcurrentBackend(ProxyBackend):
             if len(batch) == 1:
                 self._serve_alone(batch[0])
                 return
-            merged: list[tuple[_Request, list[str], list[SamplingConfig]]] = []
-            for request in batch:
-                try:
-                    prompts, configs = self._normalise(request)
-                except Exception as exc:  # a bad request fails alone, as it would have without company
-                    request.finish(error=exc)
-                    continue
-                merged.append((request, prompts, configs))
             groups: dict[tuple[Any, str], list[tuple[_Request, list[str], list[SamplingConfig]]]] = {}
-            for item in merged:  # one back-end call reads one (layer, source)
-                groups.setdefault((item[2][0].layer, item[2][0].source), []).append(item)
+            for request in batch:
+                try:  # validated as generate would, so that it can join a merged call
+                    prompts = self._checked_prompts(request.prompts)
+                    configs = self._per_prompt_configs(request.config, len(prompts), request.overrides)
+                except Exception as exc:  # a bad request fails alone, as it would have without company
+                    request.set_exception(exc)
+                    continue
+                # One back-end call reads one (layer, source).
+                groups.setdefault((configs[0].layer, configs[0].source), []).append((request, prompts, configs))
             for group in groups.values():
                 self._serve_group(group)
         finally:
             for request in batch:
-                if not request.done:
-                    request.finish(error=RuntimeError("the shared back-end call ended without a result"))
+                if not request.done():
+                    request.set_exception(RuntimeError("the shared back-end call ended without a result"))
 
     def _serve_alone(self, request: _Request) -> None:
         self.batches_run += 1
         try:
-            request.finish(self.inner.generate(request.prompts, request.config, **request.overrides))
+            request.set_result(self.inner.generate(request.prompts, request.config, **request.overrides))
         except BaseException as exc:
-            request.finish(error=exc)
+            request.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
 
@@ -112,29 +102,21 @@ class ConcurrentBackend(ProxyBackend):
             outputs = self.inner.generate(prompts, configs)
         except Exception as exc:
             if len(group) == 1:
-                group[0][0].finish(error=exc)
+                group[0][0].set_exception(exc)
                 return
             # Someone's input was bad (e.g. a prompt too long): run each request alone so that only its owner
             # sees the error.
             for request, ps, cs in group:
                 self.batches_run += 1
                 try:
-                    request.finish(self.inner.generate(ps, cs))
+                    request.set_result(self.inner.generate(ps, cs))
                 except Exception as exc:
-                    request.finish(error=exc)
+                    request.set_exception(exc)
             return
         at = 0
         for request, ps, _ in group:
-            request.finish(outputs[at : at + len(ps)])
+            request.set_result(outputs[at : at + len(ps)])
             at += len(ps)
-
-    @staticmethod
-    def _normalise(request: _Request) -> tuple[list[str], list[SamplingConfig]]:
-        """The request's prompts with one ``SamplingConfig`` each (overrides applied), validated as ``generate``
-        would, so it can join a merged call."""
-        prompts = SelfAwareBackend._checked_prompts(request.prompts)
-        configs = SelfAwareBackend._per_prompt_configs(request.config, len(prompts), request.overrides)
-        return prompts, configs
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: HiddenSource) -> np.ndarray:
         with self._cond:
