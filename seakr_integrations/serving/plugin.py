@@ -1,7 +1,5 @@
-"""seakr's routes in vLLM's own OpenAI-compatible server (the ``vllm.endpoint_plugins`` entry point ``seakr``), loaded
-when ``VLLM_PLUGINS`` names ``seakr``.  The routes (under ``/v1/seakr``, so ``--api-key`` protects them) are listed in
-docs/serving.md; errors and the worker side: docs/design/backends.md.
-"""
+"""seakr's routes in vLLM's own OpenAI-compatible server (the ``vllm.endpoint_plugins`` entry point ``seakr``), listed
+in docs/serving.md; errors and the worker side: docs/design/backends.md."""
 
 import asyncio
 import logging
@@ -79,41 +77,31 @@ def _router() -> APIRouter:
             {"error": {"message": message, "type": kind, "code": status}}, status_code=status, headers=headers
         )
 
-    def engine_of(request: Request) -> Any:
-        engine = getattr(request.app.state, "seakr", None)
-        if engine is None:
-            raise _Unavailable(getattr(request.app.state, "seakr_error", "seakr is not initialised"))
-        return engine
-
-    async def body_of(request: Request) -> Any:
-        try:
-            return await request.json()
-        except Exception:
-            raise BadRequest("the request body is not valid JSON") from None
-
-    async def guarded(request: Request, handler: Any) -> Any:
-        try:
-            engine = engine_of(request)
-            body = await body_of(request) if request.method == "POST" else None
-            return await _unless_disconnected(request, handler(engine, body))
-        except BadRequest as exc:
-            return error(400, str(exc))
-        except _Unavailable as exc:
-            return error(503, str(exc))
-        except Overloaded as exc:
-            return error(503, str(exc), exc.retry_after)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the server goes on; the client learns why
-            log.exception("seakr request failed")
-            return error(500, f"{type(exc).__name__}: {exc}")
-
     def route(method: str, path: str) -> Callable[[Handler], Handler]:
-        """Register ``handle(request, engine, body)`` at ``path``, run through ``guarded``."""
+        """Register ``handle(request, engine, body)`` at ``path``; its failures are answered as JSON errors."""
 
         def register(handle: Handler) -> Handler:
-            async def endpoint(raw_request: Request) -> Any:
-                return await guarded(raw_request, lambda engine, body: handle(raw_request, engine, body))
+            async def endpoint(request: Request) -> Any:
+                engine = getattr(request.app.state, "seakr", None)
+                if engine is None:
+                    return error(503, getattr(request.app.state, "seakr_error", "seakr is not initialised"))
+                try:
+                    body = None
+                    if request.method == "POST":
+                        try:
+                            body = await request.json()
+                        except Exception:
+                            raise BadRequest("the request body is not valid JSON") from None
+                    return await _unless_disconnected(request, handle(request, engine, body))
+                except BadRequest as exc:
+                    return error(400, str(exc))
+                except Overloaded as exc:
+                    return error(503, str(exc), exc.retry_after)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the server goes on; the client learns why
+                    log.exception("seakr request failed")
+                    return error(500, f"{type(exc).__name__}: {exc}")
 
             router.add_api_route(path, endpoint, methods=[method], name=handle.__name__)
             return handle
@@ -151,6 +139,8 @@ def _router() -> APIRouter:
             outputs = await asyncio.gather(*(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True)))
         result = []
         for output in outputs:
+            scores = engine.scores(output, request.estimators, request.alpha)
+            with_vectors = request.return_vectors and output.samples
             item = {
                 "prompt": output.prompt,
                 "prompt_token_ids": output.prompt_token_ids,
@@ -158,14 +148,9 @@ def _router() -> APIRouter:
                 "samples": [continuation_to_json(s) for s in output.samples],
                 "layer": output.layer,
                 "source": output.source,
-                "uncertainty": {
-                    name: uncertainty_to_json(u)
-                    for name, u in engine.scores(output, request.estimators, request.alpha).items()
-                },
-                "eos_vectors": None,
+                "uncertainty": {name: uncertainty_to_json(u) for name, u in scores.items()},
+                "eos_vectors": encode_vectors(output.eos_vectors(), request.vector_dtype) if with_vectors else None,
             }
-            if request.return_vectors and output.samples:
-                item["eos_vectors"] = encode_vectors(output.eos_vectors(), request.vector_dtype)
             result.append(item)
         return {"model": engine.facts.model, "outputs": result}
 
@@ -205,14 +190,9 @@ def _router() -> APIRouter:
     return router
 
 
-class _Unavailable(RuntimeError):
-    pass
-
-
 async def _unless_disconnected(request: Request, work: Any) -> Any:
-    """Run ``work``, cancelling it when the client hangs up, so its engine requests are aborted rather than left to
-    finish for nobody (vLLM's own routes do the same).  The body has been read, so the only message left to
-    receive is the disconnect."""
+    """Run ``work``, cancelling it (and so its engine requests) when the client hangs up.  The body has been read, so
+    the only message left to receive is the disconnect."""
 
     async def disconnected() -> None:
         while (await request.receive())["type"] != "http.disconnect":
@@ -232,9 +212,7 @@ async def _unless_disconnected(request: Request, work: Any) -> Any:
     return task.result()
 
 
-def _chat_prompt(tokenizer: Any, messages: Any) -> str:
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty list of {'role': ..., 'content': ...} objects")
+def _chat_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> str:
     if not getattr(tokenizer, "chat_template", None):
         raise BadRequest("this model's tokenizer has no chat template: send 'prompts' instead of 'messages'")
     try:
