@@ -1,7 +1,5 @@
-"""The request bodies of seakr's routes as pydantic models (as vLLM's own protocol defines its requests), and the
-server's limits, which keep one request from asking a shared server for thousands of samples or tokens.  Anything
-wrong is a ``BadRequest`` (HTTP 400) that names the field and what to send (docs/design/backends.md).
-"""
+"""The request bodies of seakr's routes as pydantic models, and the server's limits; anything wrong is a
+``BadRequest`` (HTTP 400) that names the field and what to send (docs/design/backends.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     PrivateAttr,
     ValidationError,
     ValidationInfo,
@@ -40,7 +39,7 @@ class Limits:
         max_prompts: Prompts (or conversations, or sequences) per request.
         max_prompt_chars: Characters per prompt (the token limit is the model's context, checked after tokenising).
         max_samples_in_flight: Sequences (prompts x (k + 1)) of all ``/v1/seakr/generate`` requests running or queued at
-            once; past it a request waits for room (``queue_seconds``), then gets a 503 with ``Retry-After``.
+            once (``admission.SampleBudget``).
         queue_seconds: How long a request waits for room under ``max_samples_in_flight`` (0: refused at once).
     """
 
@@ -163,18 +162,13 @@ class GenerateRequest(_Body):
 
 
 def _conversation(i: int, conversation: Any, limits: Limits) -> list[dict[str, str]]:
-    turns = conversation if isinstance(conversation, list) else None
-    if not turns or not all(isinstance(m, dict) for m in turns):
-        turns = None
-    else:
-        try:
-            turns = [Message.model_validate(m).model_dump() for m in turns]
-        except ValidationError:
-            turns = None
-    if turns is None:
-        raise ValueError(
-            f"messages[{i}] must be a non-empty list of {{'role': ..., 'content': ...}} objects with strings"
-        )
+    message = f"messages[{i}] must be a non-empty list of {{'role': ..., 'content': ...}} objects with strings"
+    if not isinstance(conversation, list) or not conversation or not all(isinstance(m, dict) for m in conversation):
+        raise ValueError(message)
+    try:
+        turns = [Message.model_validate(m).model_dump() for m in conversation]
+    except ValidationError:
+        raise ValueError(message) from None
     if sum(len(m["content"]) for m in turns) > limits.max_prompt_chars:
         raise ValueError(f"messages[{i}] is longer than the limit (max_prompt_chars) {limits.max_prompt_chars}")
     return turns
@@ -183,15 +177,8 @@ def _conversation(i: int, conversation: Any, limits: Limits) -> list[dict[str, s
 class TokenizeRequest(_Body):
     """``POST /v1/seakr/tokenize``: texts to token ids."""
 
-    texts: list[str]
+    texts: list[str] = Field(min_length=1)  # an empty list gets _FIELD_HINTS' message
     add_special_tokens: bool = True
-
-    @field_validator("texts")
-    @classmethod
-    def _some(cls, texts: list[str]) -> list[str]:
-        if not texts:
-            raise ValueError("'texts' must be a non-empty list of strings")
-        return texts
 
 
 def _token_ids(rows: list[list[int]], info: ValidationInfo, what: str) -> list[list[int]]:
