@@ -37,24 +37,22 @@ class Baseline(Reasoner):
         state.docs.extend(p for p in found or [] if p.id not in seen)
         del state.docs[: max(0, len(state.docs) - self.config.max_docs)]
 
-    def _whole_chain(self, state: QuestionState, strategy: str, stop: str) -> Program:
-        return (yield from self._generated_answer(state, [], strategy, stop))
-
-    def _chain_answer(self, state: QuestionState, stop: str) -> Program:
+    def _chain_answer(self, state: QuestionState) -> Program:
         """The answer the step-by-step chain stated; when it stated none, one more call from the chain asks for it."""
-        last = state.trace[-1] if state.trace else None
-        if state.steps and has_answer(state.steps[-1]) and last is not None:
+        last = state.trace[-1]
+        stop = last.stop or "step limit"
+        if state.steps and has_answer(state.steps[-1]):
             text = " ".join(s for s in state.steps if s)
             final = FinalTrace(
                 "chain", extract_answer(state.steps[-1]), text, last.uncertainty, False, [d.id for d in state.docs]
             )
             return self._result(state, final, stop)
-        return (yield from self._generated_answer(state, state.steps, "chain", stop))
+        return (yield from self._generated_answer(state, state.steps, stop))
 
-    def _generated_answer(self, state: QuestionState, steps: list[str], strategy: str, stop: str) -> Program:
+    def _generated_answer(self, state: QuestionState, steps: list[str], stop: str) -> Program:
         call = self.calls.call(state, steps, state.docs, sentence=False, measured=False)
         (scored,) = yield from self.calls.run(state, [call])
-        items = [(call[0], scored, strategy, [d.id for d in state.docs])]
+        items = [(call[0], scored, "chain", [d.id for d in state.docs])]
         (final,) = yield from self.calls.final_answers(state, items, reading="none")
         return self._result(state, final, stop)
 
@@ -92,7 +90,7 @@ class ChainOfThought(Baseline):
     name: ClassVar[str] = "cot"
 
     def program(self, state: QuestionState) -> Program:
-        return (yield from self._whole_chain(state, "chain", "no retrieval"))
+        return (yield from self._generated_answer(state, [], "no retrieval"))
 
 
 class SingleRetrieval(Baseline):
@@ -102,7 +100,7 @@ class SingleRetrieval(Baseline):
 
     def program(self, state: QuestionState) -> Program:
         yield from self._question_search(state)
-        return (yield from self._whole_chain(state, "chain", "retrieved once"))
+        return (yield from self._generated_answer(state, [], "retrieved once"))
 
 
 class IRCoT(Baseline):
@@ -119,7 +117,7 @@ class IRCoT(Baseline):
             if self._accept(state, step, text):
                 break
             self._add(state, (yield from self.calls.search(state, step, text)))
-        return (yield from self._chain_answer(state, state.trace[-1].stop or "step limit"))
+        return (yield from self._chain_answer(state))
 
 
 class FLARE(Baseline):
@@ -146,7 +144,7 @@ class FLARE(Baseline):
                     text = out.greedy.text.strip()
             if self._accept(state, step, text):
                 break
-        return (yield from self._chain_answer(state, state.trace[-1].stop or "step limit"))
+        return (yield from self._chain_answer(state))
 
 
 BASELINES: dict[str, type[Baseline]] = {cls.name: cls for cls in (ChainOfThought, SingleRetrieval, IRCoT, FLARE)}

@@ -90,7 +90,6 @@ class Reasoner(ABC):
         """Answer many questions at once; the results in the order of ``questions``.
 
         Args:
-            questions: The questions.
             max_in_flight: Questions in progress at once (their calls share the engine's batches).
             return_exceptions: Put a failed (or empty, word-less) question's exception in its place, as LangChain's
                 ``batch`` does.  Otherwise such a question is refused before any work starts, and the first other
@@ -105,7 +104,7 @@ class Reasoner(ABC):
             failed = next((r for r in results if isinstance(r, Exception)), None)
             if failed is not None:
                 failed.results = results  # type: ignore[attr-defined]
-                _add_note(failed, "the other questions' results are in this exception's .results")
+                failed.add_note("the other questions' results are in this exception's .results")
                 raise failed
         return results
 
@@ -137,7 +136,6 @@ class Reasoner(ABC):
         ``QuestionAnswered`` with its result or a ``QuestionFailed`` with its error.
 
         Args:
-            questions: The questions.
             max_in_flight: How many questions run together (their LM calls share the engine's batches).
             observers: One ``Observer`` (or ``None``) per question: hooks for its model calls, searches and events.
             return_exceptions: Report failures only as ``QuestionFailed`` events; otherwise as in :meth:`answer_many`.
@@ -250,12 +248,7 @@ class SeaKR(Reasoner):
         _check_parts(backend, retriever)
         given = config.requested if isinstance(config, ResolvedConfig) else config or SeaKRConfig()
         check_estimators(
-            backend,
-            [
-                ("estimator", given.estimator),
-                ("cascade_estimator", given.cascade_estimator),
-                ("final_estimator", given.final_estimator),
-            ],
+            backend, [(n, getattr(given, n)) for n in ("estimator", "cascade_estimator", "final_estimator")]
         )
         if not isinstance(config, ResolvedConfig):
             config = resolve_config(backend, given)
@@ -275,13 +268,8 @@ class SeaKR(Reasoner):
 
     def assess(self, question: str, *, steps: Sequence[str] = (), passages: Sequence[Passage] = ()) -> Assessment:
         """SeaKR's uncertainty check alone: generate the next step (multi-hop) or the direct answer (single-hop)
-        for ``question`` and decide, by the same rule as the loop, whether the model needs to retrieve.
-
-        Args:
-            question: The question (or query) to assess.
-            steps: Reasoning steps already taken, if any.
-            passages: Passages already in the context, if any.
-        """
+        for ``question`` (or a query), after the reasoning ``steps`` and with the ``passages`` already in the
+        context, and decide, by the same rule as the loop, whether the model needs to retrieve."""
         return self.assess_many([question], steps=steps, passages=passages)[0]
 
     def assess_many(
@@ -354,8 +342,3 @@ class SeaKR(Reasoner):
         """The "prompt" estimator's uncertainty of finished calls: one batched probe asks the model, after each
         call's prompt and generation, whether it has sufficient knowledge (``1 - P(yes)`` of its greedy reply)."""
         return probe_scores(self.backend, prompts, outputs, self.config.call_sampling())
-
-
-def _add_note(error: BaseException, note: str) -> None:
-    if hasattr(error, "add_note"):  # Python >= 3.11
-        error.add_note(note)
