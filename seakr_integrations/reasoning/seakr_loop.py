@@ -87,7 +87,6 @@ class SeaKRLoop:
 
     def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:
         """One step of the loop; sets ``step.stop`` when the loop must end."""
-        cfg = self.config
         call = self.calls.call(state, state.steps, state.docs, sentence=True)
         reading = yield from self.gate.read(state, call, stop_at_answer=True)
         out = reading.output
@@ -100,33 +99,28 @@ class SeaKRLoop:
             step.decision, step.accepted, step.stop = "answer", text, StopReason.ANSWER_FOUND
             state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-            return step
-        if has_answer(text):  # cover_compared/bridge_entities: an entity the answer needs has no passage yet
+        elif has_answer(text):  # cover_compared/bridge_entities: an entity the answer needs has no passage yet
             step.decision, step.reason = "retrieve", GateReason.UNCOVERED_ENTITY
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             query = entity_query(missing[0], state.question)
             state.note(f"round {step.index + 1} stated an answer before {quoted(missing[0])} had a passage")
             yield from self.retrieve(state, step, searched, query, [], missing[:1])
-            if step.stop:
-                return step
         elif not reading.retrieve:
             if not self.repeated(state, step, text, state.steps):
                 step.accepted = text
                 state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-            if step.stop:
-                return step
         else:
             step.decision = "retrieve"
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             query = self.search_query(state, out)
             wanted = uncovered([*named_entities(text), *named_entities(state.question)], state.docs)
             yield from self.retrieve(state, step, searched, query.text, list(query.masked), wanted)
-            if step.stop:
-                return step
-        if len(state.steps) >= cfg.max_steps:
+        if step.stop:
+            return step
+        if len(state.steps) >= self.config.max_steps:
             step.stop = StopReason.STEP_LIMIT
-        elif len(state.docs) >= cfg.max_docs:
+        elif len(state.docs) >= self.config.max_docs:
             step.stop = StopReason.PASSAGE_LIMIT
         return step
 
@@ -137,7 +131,8 @@ class SeaKRLoop:
         query = self.calls.query(state, out, self.config.mask_threshold)
         if not self.config.anchor_queries:
             return query
-        return replace(query, text=anchor_query(query.text, state.question, self.missing_named(state)))
+        missing = uncovered(named_entities(state.question), state.docs)  # the question's entities without a passage
+        return replace(query, text=anchor_query(query.text, state.question, missing))
 
     def retrieve(
         self,
@@ -184,10 +179,6 @@ class SeaKRLoop:
         if self.config.cover_bridge_entities:
             missing += linked_entities(state.question, state.docs)
         return [e for e in missing if entity_query(e, state.question) not in searched]
-
-    def missing_named(self, state: QuestionState) -> list[str]:
-        """The entities the question names that no kept passage covers (what an anchored query reaches for)."""
-        return uncovered(named_entities(state.question), state.docs)
 
     def repeated(self, state: QuestionState, step: StepTrace, text: str, earlier: Sequence[str]) -> bool:
         """With ``stop_on_repeated_step``: whether ``text`` repeats one of the ``earlier`` steps; then the loop ends
@@ -318,8 +309,7 @@ class SeaKRLoop:
         (direct,) = yield from self.calls.final_answers(state, [(direct_call[0], (out, u), "direct", [])])
         step = StepTrace(0, out.greedy.text, direct.uncertainty, "accept")
         state.trace.append(step)
-        finals = {"direct": direct}
-        winner = direct
+        winner, finals = direct, {"direct": direct}
         stop_reason = StopReason.CERTAIN_WITHOUT_RETRIEVAL
         if self.gate.needs_retrieval(out.greedy.text, direct.uncertainty):
             step.decision, step.query = "retrieve", state.question
