@@ -112,7 +112,6 @@ class BM25Index:
             )
         self.path = path
         self.manifest = manifest
-        self._index = index
         self._searcher = searcher
         self._schema = index.schema
 
@@ -136,9 +135,7 @@ class BM25Index:
         """
         check_search(query, k)
         rare, common, bound = self._clauses(query)
-        hits = None
-        if rare and common:
-            hits = self._search_pruned(rare, common, bound, k)
+        hits = self._search_pruned(rare, common, bound, k) if rare and common else None
         if hits is None:
             hits = self._search_exhaustive(rare + common, k)
         passages = [

@@ -4,6 +4,7 @@ written last and the result swapped into place, so a directory with a manifest i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -87,7 +88,7 @@ def build_index(
             f"memory_budget_mb={memory_budget_mb}: tantivy needs at least 15 MB per writer thread "
             f"({15 * threads} MB for {threads}); give more memory or fewer threads"
         )
-    records, source, name, total = _indexer_input(documents)
+    records, source, corpus_name, total = _indexer_input(documents)
     _check_replaceable(out, overwrite)
     with build_lock(out):  # removes what interrupted builds of `out` left, if no build is running
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{BUILDING}-", dir=out.parent))
@@ -99,7 +100,7 @@ def build_index(
                 heap_bytes=memory_budget_mb * 1_000_000,
                 progress=progress,
                 total=total,
-                desc=f"indexing {name}",
+                desc=f"indexing {corpus_name}",
             )
             if num_docs == 0:
                 raise ValueError(f"{source}: the corpus has no passages; an index needs at least one")
@@ -164,11 +165,9 @@ def _write_index(
             writer.commit()
         writer.wait_merging_threads()  # merges must end before the directory is renamed
     except BaseException:
-        try:
+        with contextlib.suppress(Exception):  # already consumed or failed: the caller deletes the directory anyway
             writer.rollback()
             writer.wait_merging_threads()
-        except Exception:  # already consumed or failed: the caller deletes the directory anyway
-            pass
         raise
     return count
 

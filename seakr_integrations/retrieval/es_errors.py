@@ -64,10 +64,8 @@ def translate_client_error(
     every text from the server scrubbed of ``conn``'s credentials.
 
     Args:
-        exc: What the client raised.
-        conn: The connection it was raised on (its URL, timeouts, credentials' kind and source, ``scrub``).
+        conn: The connection ``exc`` was raised on (its URL, timeouts, credentials' kind and source, ``scrub``).
         action: What was being done (``"search"``, ``"create the index"``, ...).
-        index: The index concerned, if any.
         elapsed: Seconds the request ran, when known (said in timeouts and unreachable errors).
     """
     try:

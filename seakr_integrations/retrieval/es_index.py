@@ -1,11 +1,9 @@
-"""A resumable bulk build of the Elasticsearch index SeaKR searches (the layout and its checks: ``es_mapping.py``).
-
-The passage id is the ``_id`` and passages are sent as ``create``, so a rerun after an interruption adds exactly
-what is missing; ``_meta.seakr.complete`` is set once every passage is indexed, refreshed and counted.
-"""
+"""A resumable bulk build of the Elasticsearch index SeaKR searches (the layout and its checks: ``es_mapping.py``;
+the build's steps: docs/design/core.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -39,7 +37,6 @@ class IndexBuild:
     """The outcome of :func:`build_elasticsearch_index`.
 
     Attributes:
-        index: The index name.
         url: The cluster (no credentials).
         added: Passages written by this run (new, or replaced with ``overwrite``).
         already_indexed: Passages that were in the index already and were left as they were (a resumed build).
@@ -80,15 +77,13 @@ def build_elasticsearch_index(
 
     A passage the index already holds is left as it is (``already_indexed``), so rerunning after an interruption
     completes the index without duplicates; ``overwrite`` replaces same-id documents instead.  An existing index that
-    seakr did not create is only added to (the build's steps: docs/design/core.md).
+    seakr did not create is only added to.
 
     Args:
         documents: A corpus as :func:`~.corpus.read_corpus` takes it; ids must be unique.
         index: The index name (rules: :func:`check_index_name`).
         connection: Cluster settings; default ``ElasticsearchConnection.from_env(url)``.
         url: The cluster's URL when ``connection`` is not given.
-        title_field: Field for passage titles.
-        text_field: Field for passage texts.
         shards: Primary shards of a new index (see docs/scaling.md: one per ~10-50 GB).
         replicas: Replicas once the build is done (a new or seakr-built index).
         batch_size: Passages per bulk request.
@@ -108,32 +103,33 @@ def build_elasticsearch_index(
     if not title_field or not text_field or title_field == text_field:
         raise ValueError(f"title_field={title_field!r}, text_field={text_field!r}: give two different field names")
     check_index_name(index)
-    records, source, name, total = _indexer_input(documents)
+    records, source, corpus_name, total = _indexer_input(documents)
     conn = connection or ElasticsearchConnection.from_env(url)
     client = conn.client().options(request_timeout=max(conn.request_timeout, _BULK_TIMEOUT), retry_on_timeout=True)
     try:
         with conn.errors("check whether the index exists", index):
             exists = bool(client.indices.exists(index=index))
-        created = False
         if exists:
-            status = index_status(client, conn, index, title_field, text_field)
-            ours = status.seakr is not None
+            ours = index_status(client, conn, index, title_field, text_field).seakr is not None
         else:
             body = mapping_body(title_field, text_field, shards=shards)
             body["mappings"]["_meta"][META_KEY].update(source=source, created=_now())
             with conn.errors("create the index", index):
                 client.indices.create(index=index, **body)
-            created = ours = True
+            ours = True
         if ours:
             _set_loading(client, conn, index, loading=True)
             _set_meta(client, conn, index, complete=False, source=source)
         try:
-            desc = f"indexing {name} into {index}"
+            desc = f"indexing {corpus_name} into {index}"
             bar = tqdm(total=total, desc=desc, unit=" passages", disable=not progress, dynamic_ncols=True)
             added, existing = _bulk(client, conn, index, records, title_field, text_field, batch_size, overwrite, bar)
         finally:
-            if ours:  # also on failure: what was indexed becomes searchable (the index stays marked incomplete)
-                _set_loading(client, conn, index, loading=False, replicas=replicas, quiet=True)
+            # Also on failure: what was indexed becomes searchable (the index stays marked incomplete); a failure
+            # here must not hide the error that may be propagating.
+            if ours:
+                with contextlib.suppress(ElasticsearchBackendError):
+                    _set_loading(client, conn, index, loading=False, replicas=replicas)
         with conn.errors("refresh the index", index):
             client.indices.refresh(index=index)
         with conn.errors("count documents", index):
@@ -149,7 +145,7 @@ def build_elasticsearch_index(
             _set_meta(client, conn, index, complete=True, source=source, num_docs=num_docs, completed=_now())
     finally:
         client.close()
-    return IndexBuild(index, conn.url, added, existing, num_docs, time.perf_counter() - started, created)
+    return IndexBuild(index, conn.url, added, existing, num_docs, time.perf_counter() - started, not exists)
 
 
 def _bulk(
@@ -206,24 +202,13 @@ def _error(result: Mapping[str, Any], part: str) -> str:
 
 
 def _set_loading(
-    client: Elasticsearch,
-    conn: ElasticsearchConnection,
-    index: str,
-    *,
-    loading: bool,
-    replicas: int = 0,
-    quiet: bool = False,
+    client: Elasticsearch, conn: ElasticsearchConnection, index: str, *, loading: bool, replicas: int = 0
 ) -> None:
-    """Switch a seakr index between bulk loading (no refresh, no replicas) and serving (default refresh, replicas);
-    ``quiet`` swallows failures, for use while another error propagates."""
+    """Switch a seakr index between bulk loading (no refresh, no replicas) and serving (default refresh, replicas)."""
     # refresh_interval None: back to the cluster's default (1 s)
     settings = {"refresh_interval": "-1" if loading else None, "number_of_replicas": 0 if loading else replicas}
-    try:
-        with conn.errors("change the index settings", index):
-            client.indices.put_settings(index=index, settings={"index": settings})
-    except ElasticsearchBackendError:
-        if not quiet:
-            raise
+    with conn.errors("change the index settings", index):
+        client.indices.put_settings(index=index, settings={"index": settings})
 
 
 def _set_meta(client: Elasticsearch, conn: ElasticsearchConnection, index: str, **state: Any) -> None:

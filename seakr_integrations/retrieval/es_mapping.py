@@ -118,9 +118,7 @@ def _check_fields(index: str, mappings: Mapping[str, Any], fields: dict[str, str
     if not missing and not wrong:
         return
     has = ", ".join(sorted(t for t in types if types[t] != "object")) or "no fields"
-    problems = []
-    if missing:
-        problems.append(f"lacks the {' and the '.join(missing)}")
+    problems = [f"lacks the {' and the '.join(missing)}"] if missing else []
     if wrong:
         problems.append("; ".join(wrong) + " (SeaKR's BM25 search needs type 'text')")
     raise MappingError(
@@ -164,12 +162,11 @@ def index_status(
 
 def require_complete(status: IndexStatus, url: str) -> None:
     """Raise :class:`IncompleteIndexError` for a seakr build that has not finished."""
-    if status.complete:
-        return
-    raise IncompleteIndexError(
-        f"Elasticsearch index {status.name!r} at {url} is incomplete: a `seakr index` build into it was interrupted "
-        f"or is still running ({status.num_docs} passages so far); run {how_to_build(url, status.name)} again with "
-        "the same corpus to complete it (passages already indexed are skipped), or pass allow_incomplete=True to "
-        "search it as it is",
-        url,
-    )
+    if not status.complete:
+        raise IncompleteIndexError(
+            f"Elasticsearch index {status.name!r} at {url} is incomplete: a `seakr index` build into it was "
+            f"interrupted or is still running ({status.num_docs} passages so far); run "
+            f"{how_to_build(url, status.name)} again with the same corpus to complete it (passages already indexed "
+            "are skipped), or pass allow_incomplete=True to search it as it is",
+            url,
+        )
