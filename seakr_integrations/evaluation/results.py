@@ -116,7 +116,6 @@ class ResultsFile:
     """An append-only results file for one configuration: :meth:`open`, then :meth:`append` each finished question.
 
     Attributes:
-        path: The file.
         config: The configuration of the run that writes it.
         done: Ids of the questions answered (a failed one's id is in ``failed`` instead, so a rerun answers it again).
         failed: Ids of the questions whose row in the file is a failure (it has an ``error``).

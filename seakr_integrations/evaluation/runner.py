@@ -1,8 +1,5 @@
-"""Running a method over a question file: scored, timed, written question by question, resumable.
-
-A failed question is a failed row (scored 0) and the others go on; a kill loses at most the batch in flight, and
-rerunning the same command resumes.  Several questions in a row failing on an unavailable server stop the run
-(``EvaluationStopped``) rather than each waiting out the timeout (docs/design/core.md).
+"""Running a method over a question file: scored, timed, written question by question, resumable; a failed question
+is a failed row (scored 0), and a server unavailable for several in a row stops the run (docs/design/core.md).
 """
 
 from __future__ import annotations

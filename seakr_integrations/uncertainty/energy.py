@@ -14,11 +14,8 @@ from seakr_integrations.uncertainty.samples import kept_samples
 
 
 def energy(logit_lse: Sequence[float] | None) -> float:
-    """Energy: mean over generated positions of ``-logsumexp(raw logits)``.
-
-    Raises:
-        ValueError: If the back-end gave no logits (``None``; see ``SelfAwareBackend.supports_logits``).
-    """
+    """Energy: mean over generated positions of ``-logsumexp(raw logits)``; a ``ValueError`` for ``None`` (the
+    back-end gave no logits: ``SelfAwareBackend.supports_logits``)."""
     if logit_lse is None:
         raise ValueError(
             "energy needs the raw logits' logsumexp per token, which this back-end does not expose for this "
