@@ -8,6 +8,7 @@ For servers that cannot add seakr's plugin: SeaKR's call maps onto ``/v1/complet
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from types import SimpleNamespace
@@ -221,11 +222,7 @@ def _offsets(text: str, pieces: Sequence[str] | None) -> list[int] | None:
     """Where each token ends in ``text`` when the token strings joined start with it (else ``None``: decode)."""
     if not pieces or not "".join(pieces).startswith(text):
         return None
-    ends, end = [], 0
-    for piece in pieces:
-        end += len(piece)
-        ends.append(min(end, len(text)))
-    return ends
+    return [min(end, len(text)) for end in itertools.accumulate(map(len, pieces))]
 
 
 def plain_outputs(
@@ -240,13 +237,12 @@ def plain_outputs(
     """The outputs of ``prompts`` from the replies to :func:`completion_bodies` (greedy first, then the samples),
     each cut at the stop strings the requests could not carry (``decode``: see :func:`apply_stops`).  A
     ``ValueError`` when a reply has the wrong number of choices, or a choice is malformed."""
-    per_prompt = [1, config.k]
     grouped: list[list[list[Continuation]]] = []
-    for reply, n in zip(replies, per_prompt, strict=False):
+    stops = config.stop[MAX_STOP:]
+    for reply, n in zip(replies, [1, config.k], strict=False):
         choices = sorted(reply.get("choices") or [], key=lambda c: int(c.get("index", 0)))
         if len(choices) != n * len(prompts):
             raise ValueError(f"{where}/v1/completions returned {len(choices)} choices for {len(prompts)} x {n}")
-        stops = config.stop[MAX_STOP:]
         continuations = [
             continuation_from_choice(c, where, offsets=n == 1, stops=stops, decode=decode) for c in choices
         ]

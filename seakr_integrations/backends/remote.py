@@ -1,14 +1,12 @@
 """A self-aware back-end over HTTP: the model runs in ``seakr serve`` (vLLM's server with seakr's plugin), or in any
-OpenAI-compatible server that returns logprobs (``openai_plain``; no EigenScore there).
-
-Real RAG apps call a model server shared by many app instances; with this back-end everything SeaKR offers works
-against one exactly as in-process, without torch, transformers or vLLM.  Retries, timeouts and errors:
-docs/design/backends.md.
+OpenAI-compatible server that returns logprobs (``openai_plain``; no EigenScore there).  Why, and its retries,
+timeouts and errors: docs/design/backends.md.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import time
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -160,9 +158,7 @@ class RemoteBackend(SelfAwareBackend):
         self._watch.check(self._client, f"{method} {url}")
         started = time.monotonic()
         patience = self.timeout if self._answered else min(self.timeout, FIRST_CONTACT)
-        attempt = 0
-        while True:
-            attempt += 1
+        for attempt in itertools.count(1):
             wait = min(0.5 * 2 ** (attempt - 1), 8.0)
             try:
                 response = self._client.request(method, url, json=body)
@@ -215,20 +211,19 @@ class RemoteBackend(SelfAwareBackend):
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
-        outputs: list[SelfAwareOutput | None] = [None] * len(prompts)
         groups: dict[SamplingConfig, list[int]] = {}
         for i, config in enumerate(configs):
             groups.setdefault(config, []).append(i)
-        jobs = [(indices, config) for config, indices in groups.items()]
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(jobs), self.max_connections))) as pool:
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(groups), self.max_connections))) as pool:
             done = pool.map(
-                lambda job: self._call([prompts[i] for i in job[0]], [prompt_ids[i] for i in job[0]], job[1], layer),
-                jobs,
+                lambda config, ids: self._call([prompts[i] for i in ids], [prompt_ids[i] for i in ids], config, layer),
+                groups,
+                groups.values(),
             )
-            for (indices, _), group in zip(jobs, done, strict=True):
-                for i, output in zip(indices, group, strict=True):
-                    outputs[i] = output
-        return outputs  # type: ignore[return-value]
+            outputs: dict[int, SelfAwareOutput] = {}
+            for ids, group in zip(groups.values(), done, strict=True):
+                outputs.update(zip(ids, group, strict=True))
+        return [outputs[i] for i in range(len(prompts))]
 
     def _call(
         self, prompts: list[str], prompt_ids: list[list[int]], config: SamplingConfig, layer: int

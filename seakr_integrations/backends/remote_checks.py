@@ -19,6 +19,11 @@ DEFAULT_TIMEOUT = 600.0
 take minutes).  ``RemoteBackend(timeout=)``, ``ChatSeaKR`` / ``SeaKRLLM(timeout=)`` and ``seakr ... --timeout``."""
 
 _SCHEME_TYPO = re.compile(r"^(h?t?t?p?s?)(:/{0,3}|/{1,3})", re.IGNORECASE)
+_TYPE_NAMES = {"str": "string", "int": "integer", "float": "number", "list": "list", "dict": "object"}
+_NOT_SEAKR = (
+    ": is base_url a `seakr serve` server (or an OpenAI-compatible one) of this version, not a proxy or another "
+    "service?"
+)
 
 
 def check_timeout(value: object) -> float:
@@ -94,27 +99,16 @@ def _key_problem(key: str) -> str | None:
 def reply_field(reply: Any, key: str, where: str, expected: type | tuple[type, ...] | None = None) -> Any:
     """``reply[key]``, or a ``ValueError`` naming ``where`` (method and URL) and the missing or wrong-typed field."""
     if not isinstance(reply, Mapping):
-        raise ValueError(f"{where} answered {type(reply).__name__}, not a JSON object{_not_seakr()}")
+        raise ValueError(f"{where} answered {type(reply).__name__}, not a JSON object{_NOT_SEAKR}")
     if key not in reply:
         shown = ", ".join(sorted(map(str, reply))[:8]) or "none"
-        raise ValueError(f"{where} answered without the field {key!r} (fields: {shown}){_not_seakr()}")
+        raise ValueError(f"{where} answered without the field {key!r} (fields: {shown}){_NOT_SEAKR}")
     value = reply[key]
     kinds = () if expected is None else expected if isinstance(expected, tuple) else (expected,)
     if kinds and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
-        raise ValueError(f"{where} answered {key}={value!r:.60}, not a {_type_names(kinds)}{_not_seakr()}")
+        names = " or ".join(_TYPE_NAMES.get(t.__name__, t.__name__) for t in kinds)
+        raise ValueError(f"{where} answered {key}={value!r:.60}, not a {names}{_NOT_SEAKR}")
     return value
-
-
-def _type_names(kinds: tuple[type, ...]) -> str:
-    names = {"str": "string", "int": "integer", "float": "number", "list": "list", "dict": "object"}
-    return " or ".join(names.get(t.__name__, t.__name__) for t in kinds)
-
-
-def _not_seakr() -> str:
-    return (
-        ": is base_url a `seakr serve` server (or an OpenAI-compatible one) of this version, not a proxy or another "
-        "service?"
-    )
 
 
 def server_message(response: Any) -> str:
