@@ -1,7 +1,5 @@
-"""The JSON form of self-aware outputs between ``seakr serve`` and ``RemoteBackend``; both sides use these functions.
-Plain JSON only: vectors (sent only when asked for) as base64 of little-endian float16/float32 rows with their shape,
-non-finite numbers as ``"inf"``, ``"-inf"``, ``"nan"`` (``reasoning.jsonform``, the codec traces use).
-"""
+"""The JSON form of self-aware outputs between ``seakr serve`` and ``RemoteBackend``; both sides use these functions
+(docs/design/backends.md)."""
 
 from __future__ import annotations
 
@@ -30,8 +28,7 @@ def decode_vectors(encoded: dict[str, Any]) -> np.ndarray:
     dtype = encoded.get("dtype")
     if dtype not in VECTOR_DTYPES:
         raise ValueError(f"vector dtype {dtype!r} is not one of {', '.join(VECTOR_DTYPES)}")
-    raw = base64.b64decode(encoded["data"])
-    array = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+    array = np.frombuffer(base64.b64decode(encoded["data"]), dtype=np.dtype(dtype).newbyteorder("<"))
     return array.reshape([int(n) for n in encoded["shape"]]).astype(np.float32)
 
 

@@ -1,7 +1,5 @@
 """Fetching what the read-out hook kept, for many concurrent requests in one ``collective_rpc``; each handler still
-gets exactly its own values (docs/design/backends.md).  vLLM's ``/metrics`` shows how well it batches:
-``seakr_worker_round_trips_total`` against ``seakr_read_outs_total``.
-"""
+gets exactly its own values (docs/design/backends.md)."""
 
 from __future__ import annotations
 
@@ -21,11 +19,8 @@ _JOIN_ROUNDS = 2
 
 
 class WorkerFetch:
-    """Pops read-out vectors and greedy logsumexps from vLLM's workers, batched across concurrent handlers.
-
-    Args:
-        engine: vLLM's ``EngineClient``; its workers carry ``SeaKRWorkerExtension``.
-    """
+    """Pops read-out vectors and greedy logsumexps from the workers (``SeaKRWorkerExtension``) of vLLM's
+    ``EngineClient``, batched across concurrent handlers."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
