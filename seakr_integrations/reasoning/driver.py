@@ -112,14 +112,19 @@ class Driver:
                     deadlines[future] = (time.monotonic() + request.timeout, state, program, request)
                 future.add_done_callback(lambda f: searches.put((state, program, f)))
             elif isinstance(request, Generate) and request.calls:
-                self._submit(
-                    stream,
-                    _Waiting(state, program, [None] * len(request.calls), len(request.calls)),
-                    request.calls,
-                    listeners,
-                    tickets,
-                    ready,
-                )
+                w = _Waiting(state, program, [None] * len(request.calls), len(request.calls))
+                for slot, call in enumerate(request.calls):  # sent at once; an identical call in flight is shared
+                    if call in listeners:
+                        listeners[call].append((w, slot))
+                        continue
+                    try:
+                        ticket = stream.submit(*call)
+                    except Exception as refused:  # a bad prompt fails its own question only
+                        if w.put(slot, refused):
+                            ready.append((state, program, w.outputs, w.error))
+                        continue
+                    listeners[call] = [(w, slot)]
+                    tickets[ticket] = call
             else:
                 ready.append((state, program, None, TypeError(f"a program yielded {request!r}: not a request")))
             return out
@@ -148,8 +153,9 @@ class Driver:
                             if w.put(slot, result):
                                 ready.append((w.state, w.program, w.outputs, w.error))
                 elif searching:
+                    first = min((d for d, *_ in deadlines.values()), default=None)
                     try:  # nothing to generate: wait for a search, or for the first search's time limit
-                        done.append(searches.get(timeout=_until_first(deadlines)))
+                        done.append(searches.get(timeout=None if first is None else max(0.0, first - time.monotonic())))
                     except queue.Empty:
                         pass
                 else:  # pragma: no cover - every live program waits on a call or a search
@@ -178,36 +184,6 @@ class Driver:
             pool.shutdown(wait=False, cancel_futures=True)
             for program in alive.values():
                 program.close()
-
-    @staticmethod
-    def _submit(
-        stream: Any,
-        waiting: _Waiting,
-        calls: tuple[Call, ...],
-        listeners: dict[Call, list[tuple[_Waiting, int]]],
-        tickets: dict[int, Call],
-        ready: deque,
-    ) -> None:
-        """Send each call to the stream at once (an identical call already in flight is shared)."""
-        for slot, call in enumerate(calls):
-            if call in listeners:
-                listeners[call].append((waiting, slot))
-                continue
-            try:
-                ticket = stream.submit(*call)
-            except Exception as error:  # a bad prompt fails its own question only
-                if waiting.put(slot, error):
-                    ready.append((waiting.state, waiting.program, waiting.outputs, waiting.error))
-                continue
-            listeners[call] = [(waiting, slot)]
-            tickets[ticket] = call
-
-
-def _until_first(deadlines: dict[Future, tuple[float, QuestionState, Program, Search]]) -> float | None:
-    """Seconds until the earliest search time limit (``None``: no search has one)."""
-    if not deadlines:
-        return None
-    return max(0.0, min(d for d, *_ in deadlines.values()) - time.monotonic())
 
 
 def _timed_out(request: Search) -> TimeoutError:
