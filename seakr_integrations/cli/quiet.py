@@ -35,15 +35,9 @@ def engine_log_path() -> Path:
 def log_tail(path: Path, lines: int = TAIL_LINES) -> list[str]:
     """The last ``lines`` lines of ``path`` (none when it cannot be read)."""
     try:
-        text = path.read_text(errors="replace")
+        return path.read_text(errors="replace").splitlines()[-lines:]
     except OSError:
         return []
-    return text.splitlines()[-lines:]
-
-
-class _Own(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.name.split(".", 1)[0] in OWN_LOGGERS
 
 
 @contextlib.contextmanager
@@ -61,15 +55,24 @@ def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> I
     saved = os.dup(2)
     console = open(saved, "w", buffering=1, closefd=False, encoding=sys.stderr.encoding, errors="backslashreplace")
     handler = logging.StreamHandler(console)
-    handler.addFilter(_Own())
+    handler.addFilter(lambda record: record.name.split(".", 1)[0] in OWN_LOGGERS)
     handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
     root = logging.getLogger()
     shown = warnings.showwarning
+
+    def showwarning(
+        message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        if file is None and category.__module__.split(".", 1)[0] in OWN_LOGGERS:
+            console.write(warnings.formatwarning(message, category, filename, lineno, line))
+        else:
+            shown(message, category, filename, lineno, file, line)
+
     try:
         with open(path, "wb") as log_file:
             os.dup2(log_file.fileno(), 2)
         root.addHandler(handler)
-        warnings.showwarning = _show_own_warnings_on(console, shown)
+        warnings.showwarning = showwarning
         yield console
     except BaseException:
         _restore(saved)
@@ -84,20 +87,6 @@ def engine_output_to_log(path: Path | None = None, *, enabled: bool = True) -> I
         console.close()
         _restore(saved)
         os.close(saved)
-
-
-def _show_own_warnings_on(console: TextIO, show: Any) -> Any:
-    """``warnings.showwarning`` for our own categories on ``console``; others go to ``show`` (the log)."""
-
-    def showwarning(
-        message: Any, category: type[Warning], filename: str, lineno: int, file: Any = None, line: Any = None
-    ) -> None:
-        if file is None and category.__module__.split(".", 1)[0] in OWN_LOGGERS:
-            console.write(warnings.formatwarning(message, category, filename, lineno, line))
-        else:
-            show(message, category, filename, lineno, file, line)
-
-    return showwarning
 
 
 def _restore(saved: int) -> None:
