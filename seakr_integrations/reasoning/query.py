@@ -89,11 +89,6 @@ def _confident_words(step: Continuation, decode: Callable[[list[int]], str], thr
     return confident
 
 
-def _last_sentence_start(text: str) -> int:
-    starts = [0] + [m.end() for m in _SENTENCE_END.finditer(text.rstrip())]
-    return starts[-1]
-
-
 def build_query(
     step: Continuation,
     question: str,
@@ -109,18 +104,13 @@ def build_query(
 
     Args:
         step: The greedy continuation (text, token ids, per-token logprobs).
-        question: The question being answered.
-        previous_step: The last accepted reasoning step, if any.
+        previous_step: The last accepted reasoning step, if any (its words, like the question's, are never masked).
         decode: Token ids -> text (the back-end's tokenizer), to map tokens onto words.
         tokenize: Text -> token ids, to cut the query to its last ``max_tokens`` tokens.
-        threshold: A word is kept if every one of its tokens has probability >= this...
-        max_tokens: ...and the query is cut to this many tokens from its end.
-        content_filter: ``"stopwords"`` or ``"spacy"``.
+        threshold: A word is kept if every one of its tokens has probability >= this.
     """
-    known = {w.lower() for w, _, _ in _words(question)}
-    if previous_step:
-        known |= {w.lower() for w, _, _ in _words(previous_step)}
-    start = _last_sentence_start(step.text)
+    known = {w.lower() for w, _, _ in _words(f"{question} {previous_step or ''}")}
+    start = max([0, *(m.end() for m in _SENTENCE_END.finditer(step.text.rstrip()))])  # only the last sentence counts
     confident = _confident_words(step, decode, threshold) if step.text.strip() else set()
     kept, masked = [], []
     for word, s, e in _words(step.text):
@@ -130,9 +120,8 @@ def build_query(
     words = content_words(kept, content_filter)
     fallback = not words
     if fallback:
-        words = content_words([w for w, _, _ in _words(question)], content_filter) or [
-            w for w, _, _ in _words(question)
-        ]
+        asked = [w for w, _, _ in _words(question)]
+        words = content_words(asked, content_filter) or asked
     text = " ".join(words)
     ids = tokenize(text)
     if len(ids) > max_tokens:
