@@ -6,7 +6,7 @@ retriever are sub-programs, used with ``yield from`` (``docs/design/reasoning.md
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -26,7 +26,6 @@ from seakr_integrations.reasoning.rules import choice_needs_samples
 from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Scored, Search
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
-from seakr_integrations.uncertainty.prompt import PROBE_TOKENS
 from seakr_integrations.uncertainty.registry import REGISTRY
 
 FinalReading = Literal["sampled", "greedy", "deciding", "none"]
@@ -49,19 +48,12 @@ class ModelCalls:
             that leaves no room for a prompt in the model's context.
     """
 
-    PROBE_TOKENS = PROBE_TOKENS
-
     def __init__(self, backend: SelfAwareBackend, config: SeaKRConfig) -> None:
         self.backend = backend
         self.config = config
-        tokenizer = backend.tokenizer
         use_chat = backend.uses_chat_template(config.chat_template)
         self.builder = PromptBuilder(
             exemplars(config.style, config.num_exemplars), backend.chat_prompt if use_chat else None
-        )
-        self._decode: Callable[[list[int]], str] = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)
-        self._tokenize_text: Callable[[str], list[int]] = lambda text: list(
-            tokenizer(text, add_special_tokens=False).input_ids
         )
         self._budget = backend.max_context - config.max_tokens - 1
         if self._budget < 1:
@@ -216,12 +208,13 @@ class ModelCalls:
 
     def query(self, state: QuestionState, out: SelfAwareOutput, threshold: float) -> BuiltQuery:
         """The search query from a step's greedy text: words with a token below ``threshold`` masked (SPEC 6)."""
+        tokenizer = self.backend.tokenizer
         return build_query(
             out.greedy,
             state.question,
             state.steps[-1] if state.steps else None,
-            self._decode,
-            self._tokenize_text,
+            lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
+            lambda text: list(tokenizer(text, add_special_tokens=False).input_ids),
             threshold=threshold,
             max_tokens=self.config.query_max_tokens,
             content_filter=self.config.content_filter,

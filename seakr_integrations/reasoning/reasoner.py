@@ -28,6 +28,7 @@ from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
+from seakr_integrations.uncertainty.prompt import PROBE_TOKENS
 
 
 def question_error(index: int, question: object) -> ValueError | None:
@@ -237,7 +238,7 @@ class SeaKR(Reasoner):
         >>> print(result.answer, result.strategy)  # doctest: +SKIP
     """
 
-    PROBE_TOKENS: ClassVar[int] = ModelCalls.PROBE_TOKENS
+    PROBE_TOKENS: ClassVar[int] = PROBE_TOKENS
 
     def __init__(
         self,
