@@ -18,11 +18,8 @@ from seakr_integrations.params import HiddenSource, SamplingConfig, max_tokens_t
 
 
 def chat_template_prompt(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
-    """``messages`` in ``tokenizer``'s chat template with the assistant turn opened, as text.
-
-    Raises:
-        ValueError: The tokenizer has no chat template.
-    """
+    """``messages`` in ``tokenizer``'s chat template with the assistant turn opened, as text; a ``ValueError`` when
+    the tokenizer has no chat template."""
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError("this model's tokenizer has no chat template: send a plain prompt instead")
     return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
@@ -64,11 +61,8 @@ class SelfAwareBackend(ABC):
         return bool(getattr(self.tokenizer, "chat_template", None))
 
     def uses_chat_template(self, requested: bool | None) -> bool:
-        """A ``chat_template`` setting resolved for this model: ``None`` follows the tokenizer.
-
-        Raises:
-            ValueError: ``requested`` is ``True`` and the tokenizer has no chat template.
-        """
+        """A ``chat_template`` setting resolved for this model: ``None`` follows the tokenizer; a ``ValueError`` for
+        ``True`` when the tokenizer has no chat template."""
         if requested is None:
             return self.has_chat_template
         if requested and not self.has_chat_template:
@@ -268,10 +262,7 @@ class BatchingStream(GenerationStream):
         groups: dict[tuple[int | None, str], list[int]] = {}
         for ticket, (_, config) in batch.items():
             groups.setdefault((config.layer, config.source), []).append(ticket)
-        finished: list[Finished] = []
-        for tickets in groups.values():
-            finished.extend(self._run(tickets, batch))
-        return finished
+        return [item for tickets in groups.values() for item in self._run(tickets, batch)]
 
     def _run(self, tickets: list[int], batch: dict[int, tuple[str, SamplingConfig]]) -> list[Finished]:
         try:
@@ -283,8 +274,5 @@ class BatchingStream(GenerationStream):
         return list(zip(tickets, outputs, strict=True))
 
     def cancel(self, tickets: Iterable[int] | None = None) -> None:
-        if tickets is None:
-            self._pending.clear()
-            return
-        for ticket in tickets:
+        for ticket in list(self._pending) if tickets is None else tickets:
             self._pending.pop(ticket, None)

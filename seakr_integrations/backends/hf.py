@@ -36,15 +36,9 @@ class _LayerCapture:
     """Forward hook on one decoder layer (``residual``) or its MLP (``mlp``) that keeps the last output."""
 
     def __init__(self, layer: nn.Module, source: HiddenSource) -> None:
-        if source == "mlp":
-            module = find_mlp(layer)
-            if module is None:
-                raise ValueError(
-                    f"decoder layer {type(layer).__name__} has no MLP sub-module to read source='mlp' from"
-                )
-        else:
-            module = layer
-        self.module = module
+        self.module = find_mlp(layer) if source == "mlp" else layer
+        if self.module is None:
+            raise ValueError(f"decoder layer {type(layer).__name__} has no MLP sub-module to read source='mlp' from")
         self.value: torch.Tensor | None = None
         self.stop_after = False
         self._handle: Any = None

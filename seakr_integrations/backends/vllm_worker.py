@@ -125,9 +125,7 @@ class SeaKRWorkerExtension:
             "data": stacked.tobytes(),
             "shape": list(stacked.shape),
             "fired": self._seakr_fired,
-            "lse": {
-                rid: [[position, value] for position, value in by_position.items()] for rid, by_position in lse.items()
-            },
+            "lse": {rid: [list(item) for item in by_position.items()] for rid, by_position in lse.items()},
         }
 
     def _seakr_batch(self) -> tuple[list[str], np.ndarray, np.ndarray]:
