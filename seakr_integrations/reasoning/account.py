@@ -17,8 +17,7 @@ from seakr_integrations.uncertainty.record import Uncertainty
 
 
 def _unread(u: Uncertainty) -> bool:
-    """Whether no reading was taken (a call without samples, a step decided before its samples, a passage kept
-    without re-ranking)."""
+    """No reading taken (a call without samples, a step decided before them, a passage kept without re-ranking)."""
     return u.value is None or math.isnan(u.value)
 
 

@@ -261,9 +261,7 @@ class SeaKRConfig:
     @property
     def style(self) -> str:
         """The exemplar style in effect."""
-        if self.exemplar_style is not None:
-            return self.exemplar_style
-        return "simple" if self.mode == "single_hop" else "hotpotqa"
+        return self.exemplar_style or ("simple" if self.mode == "single_hop" else "hotpotqa")
 
     def call_sampling(self, stop: tuple[str, ...] = ()) -> SamplingConfig:
         """The back-end parameters of one SeaKR call with the given stop strings (default: ``base_stops``)."""
@@ -271,12 +269,8 @@ class SeaKRConfig:
 
     def stops(self, has_steps: bool, one_sentence: bool) -> tuple[str, ...]:
         """SPEC section 4: base stops, ``"\\n"`` once a step exists, ``". "`` for a reasoning-step call."""
-        stops = list(self.base_stops)
-        if has_steps and self.step_stop:
-            stops.append(self.step_stop)
-        if one_sentence and self.sentence_stop:
-            stops.append(self.sentence_stop)
-        return tuple(dict.fromkeys(stops))
+        added = (self.step_stop if has_steps else "", self.sentence_stop if one_sentence else "")
+        return tuple(dict.fromkeys([*self.base_stops, *filter(None, added)]))
 
     @classmethod
     def paper(cls, **changes: Any) -> SeaKRConfig:

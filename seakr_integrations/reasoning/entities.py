@@ -74,8 +74,7 @@ def _spans(text: str) -> list[tuple[int, int, str]]:
 
 def named_entities(text: str) -> list[str]:
     """The names ``text`` mentions (capitalised runs and quoted titles), in order, without repeats."""
-    spans = _with_quoted(text)
-    return list(dict.fromkeys(name for _, _, name in spans if _content(name)))
+    return list(dict.fromkeys(name for _, _, name in _with_quoted(text) if _content(name)))
 
 
 def _with_quoted(text: str) -> list[tuple[int, int, str]]:
@@ -167,7 +166,7 @@ def anchor_query(query: str, question: str, missing: Sequence[str]) -> str:
 def entity_query(entity: str, question: str) -> str:
     """A search for ``entity`` in the sense the question asks about: the entity and the question's content words
     that name no entity ("Cast Up By The Sea film director died earlier")."""
-    names = set().union(*(_content(n) for n in named_entities(question))) if named_entities(question) else set()
+    names = set().union(*map(_content, named_entities(question)))
     relation = [w for w in _WORD.findall(question) if w.lower() not in STOP_WORDS and w.lower() not in names]
     return " ".join([entity, *relation]).strip()
 
@@ -203,8 +202,7 @@ _NOT_ROLES = frozenset(
 
 
 def _triggers(question: str) -> set[str]:
-    """The question's role words (agent nouns such as "director", "composer", "founder", and family relations)
-    and the words a passage uses for them: what a link to a bridge entity follows."""
+    """The question's role words ("director", "founder", "father") and the words a passage uses for them."""
     words = {w.lower() for w in _WORD.findall(question)}
     roles = {w for w in words if len(w) >= 6 and w.endswith(("er", "or", "ist")) and w not in _NOT_ROLES}
     kin = {w for w in words if w in _KIN}
@@ -212,8 +210,8 @@ def _triggers(question: str) -> set[str]:
 
 
 def _same_stem(a: str, b: str) -> bool:
-    """ "director"/"directed", "composer"/"composed", "writer"/"written": the same word, or a shared prefix of at
-    least four letters that leaves at most three letters of the shorter word."""
+    """ "director"/"directed", "writer"/"written": the same word, or a shared prefix of 4+ letters that leaves at
+    most three letters of the shorter word."""
     common = len(os.path.commonprefix([a, b]))
     return a == b or (common >= 4 and common >= min(len(a), len(b)) - 3)
 

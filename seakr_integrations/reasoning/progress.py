@@ -50,8 +50,5 @@ def describe(event: Any) -> str | None:
 
 def log_progress(question_index: int, event: Any) -> None:
     """Log ``event`` of question ``question_index`` at INFO, when INFO is enabled for the ``seakr`` logger."""
-    if not log.isEnabledFor(logging.INFO):
-        return
-    line = describe(event)
-    if line is not None:
+    if log.isEnabledFor(logging.INFO) and (line := describe(event)) is not None:
         log.info("question %d: %s", question_index, line)

@@ -19,10 +19,6 @@ def strip_periods(text: str) -> str:
     return text.replace(".", "")
 
 
-def _sentence(step: str) -> str:
-    return strip_periods(step).strip() + "."
-
-
 class PromptBuilder:
     """Renders ``exemplars + context + question + steps`` and, when asked, wraps it in a chat template: the
     exemplars, context and question form the user turn; ``Answer:`` and the steps so far start the assistant turn,
@@ -33,18 +29,13 @@ class PromptBuilder:
         self.chat = chat
 
     def __call__(self, question: str, steps: Sequence[str] = (), passages: Sequence[str] = ()) -> str:
-        """The prompt of one call.
-
-        Args:
-            question: The question (periods are removed here).
-            steps: Reasoning steps so far (periods removed here); the model continues after them.
-            passages: Texts shown as ``Context: [1] ...``, oldest first.
-        """
+        """The prompt of one call: the model continues after the ``steps``; ``passages`` are shown as
+        ``Context: [1] ...``, oldest first."""
         head = self.demos + "\n\n" if self.demos else ""
         if passages:
             head += "Context: " + "".join(f"[{i}] {p.strip()}\n" for i, p in enumerate(passages, 1))
         head += _INSTRUCTION + strip_periods(question.strip()) + "\n"
-        continuation = " ".join(_sentence(s) for s in steps if strip_periods(s).strip())
+        continuation = " ".join(strip_periods(s).strip() + "." for s in steps if strip_periods(s).strip())
         if self.chat is None:
             return head + _ANSWER + " " + continuation
         return self.chat(head.rstrip("\n")) + _ANSWER + (" " + continuation if continuation else "")
