@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from seakr_integrations.backends.openai_plain import HIDDEN_NEEDS
     from seakr_integrations.calibration import save_profile
     from seakr_integrations.evaluation.calibrate import calibrate_delta
-    from seakr_integrations.uncertainty.registry import REGISTRY
+    from seakr_integrations.uncertainty.registry import REGISTRY, estimator_names
 
     if args.objective == "rate" and args.target_rate is None:
         raise ValueError("--objective rate needs --target-rate R (the fraction of steps that should retrieve)")
@@ -54,8 +54,6 @@ def run(args: argparse.Namespace) -> int:
     retriever, _ = common.checked_retriever(args, questions)
     estimators = [config.estimator]
     if args.all_estimators:
-        from seakr_integrations.uncertainty.registry import estimator_names
-
         estimators += [e for e in estimator_names() if e != config.estimator]
     saved = []
     with common.model_backend(args) as backend:

@@ -40,11 +40,10 @@ def resolve_dataset(dataset: str, dirs: Sequence[Path] | None = None) -> Dataset
     """
     if Path(dataset).is_file():
         return DatasetFiles(Path(dataset), None)
-    names = ", ".join(DATASET_NAMES)
     if dataset not in DATASET_NAMES:
         raise FileNotFoundError(
             f"--dataset {dataset}: not a file. Pass a question file (JSONL, one question per line; see the README) "
-            f"or one of the short names {names} (the question files in data/ of a seakr clone)"
+            f"or one of the short names {', '.join(DATASET_NAMES)} (the question files in data/ of a seakr clone)"
         )
     dirs = data_dirs() if dirs is None else list(dirs)
     found = next((d for d in dirs if (d / f"{dataset}_dev.jsonl").is_file()), None)
@@ -150,9 +149,8 @@ def open_retriever(args: argparse.Namespace, progress: bool):  # noqa: ANN202 - 
 
 
 def load_questions(args: argparse.Namespace):  # noqa: ANN202 - returns list[Question]
-    """The questions ``--dataset``, ``--start``, ``--limit`` and ``--skip-bad`` select (skipped lines reported).
-
-    A short ``--dataset`` name is resolved first (:func:`use_dataset_files`), so ``args`` then names the files."""
+    """The questions ``--dataset``, ``--start``, ``--limit`` and ``--skip-bad`` select (skipped lines reported); a short
+    ``--dataset`` name is resolved first (:func:`use_dataset_files`), so ``args`` then names the files."""
     from seakr_integrations.evaluation import read_questions
 
     if not args.dataset:
@@ -183,12 +181,10 @@ def use_dataset_files(args: argparse.Namespace) -> None:
     if files.questions == Path(name):
         return
     args.dataset = str(files.questions)
-    told = [getattr(args, option, None) for option in ("corpus", "index", "es")]
-    if files.corpus is not None and all(value is None for value in told):
+    searching = ""
+    if files.corpus is not None and all(getattr(args, option, None) is None for option in ("corpus", "index", "es")):
         args.corpus = str(files.corpus)
         searching = f", searching {args.corpus}"
-    else:
-        searching = ""
     if not getattr(args, "quiet", False):
         print(f"seakr: --dataset {name}: {args.dataset}{searching}", file=sys.stderr)
 

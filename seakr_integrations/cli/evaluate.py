@@ -127,12 +127,9 @@ def run(args: argparse.Namespace) -> int:
                     f"{name}: EM {summary.em:.3f}  F1 {summary.f1:.3f}  ({summary.questions} questions; per question "
                     f"{summary.retrievals:.2f} retrievals, {summary.lm_calls:.1f} LM calls, "
                     f"{summary.generated_tokens:.0f} tokens, {summary.seconds:.1f} s) -> {out}"
-                    + (
-                        f"\n  {summary.failed} question(s) failed and scored 0; their rows say why (rerun to retry)"
-                        if summary.failed
-                        else ""
-                    )
                 )
+                if summary.failed:
+                    print(f"  {summary.failed} question(s) failed and scored 0; their rows say why (rerun to retry)")
     if args.json:
         print(json.dumps(summaries, indent=2))
     return 0
