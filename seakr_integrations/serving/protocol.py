@@ -30,18 +30,10 @@ class BadRequest(ValueError):
 
 @dataclass(frozen=True)
 class Limits:
-    """The server's limits, per request and in all; each can be set with an environment variable
-    ``SEAKR_SERVE_<NAME>`` (e.g. ``SEAKR_SERVE_MAX_K=32``) before the server starts.
-
-    Attributes:
-        max_k: Samples per prompt.
-        max_tokens: Tokens generated per continuation.
-        max_prompts: Prompts (or conversations, or sequences) per request.
-        max_prompt_chars: Characters per prompt (the token limit is the model's context, checked after tokenising).
-        max_samples_in_flight: Sequences (prompts x (k + 1)) of all ``/v1/seakr/generate`` requests running or queued at
-            once (``admission.SampleBudget``).
-        queue_seconds: How long a request waits for room under ``max_samples_in_flight`` (0: refused at once).
-    """
+    """The server's limits, per request and in all (docs/serving.md); each can be set with an environment variable
+    ``SEAKR_SERVE_<NAME>`` (e.g. ``SEAKR_SERVE_MAX_K=32``) before the server starts.  ``max_prompts`` counts prompts,
+    conversations or token sequences; beyond ``max_prompt_chars``, a prompt's tokens must fit the model's context.
+    ``max_samples_in_flight`` and ``queue_seconds`` are ``admission.SampleBudget``'s ``cap`` and ``queue_seconds``."""
 
     max_k: int = 64
     max_tokens: int = 1024
