@@ -3,6 +3,8 @@ same two places, and vLLM's re-implementations keep Hugging Face's ``model.layer
 
 from __future__ import annotations
 
+import functools
+
 from torch import nn
 
 # Known locations first (cheap and unambiguous); a generic search over ModuleLists follows.
@@ -16,20 +18,6 @@ _LAYER_PATHS = (
 _MLP_NAMES = ("mlp", "feed_forward", "ffn")
 
 
-def _architecture(model: nn.Module) -> str:
-    config = getattr(model, "config", None)
-    archs = getattr(config, "architectures", None)
-    return f"{type(model).__name__} (config architectures: {archs})" if archs else type(model).__name__
-
-
-def _get_path(obj: object, path: str) -> object | None:
-    for part in path.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
-
-
 def find_mlp(layer: nn.Module) -> nn.Module | None:
     """The MLP sub-block of a decoder layer, or ``None`` if it has none under a known name."""
     for name in _MLP_NAMES:
@@ -40,24 +28,19 @@ def find_mlp(layer: nn.Module) -> nn.Module | None:
 
 
 def find_decoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The decoder layer stack of ``model``.
-
-    Raises:
-        ValueError: Naming the architecture, when no stack of layers with an MLP sub-block is found.
-    """
+    """The decoder layer stack of ``model``; a ``ValueError`` naming the architecture when no stack of layers with an
+    MLP sub-block is found."""
     for path in _LAYER_PATHS:
-        layers = _get_path(model, path)
+        layers = functools.reduce(lambda obj, part: getattr(obj, part, None), path.split("."), model)
         if isinstance(layers, nn.ModuleList) and len(layers) > 0 and find_mlp(layers[0]) is not None:
             return layers
-    stacks = [
-        (name, mod)
-        for name, mod in model.named_modules()
-        if isinstance(mod, nn.ModuleList) and len(mod) > 1 and find_mlp(mod[0]) is not None
-    ]
+    stacks = [m for m in model.modules() if isinstance(m, nn.ModuleList) and len(m) > 1 and find_mlp(m[0]) is not None]
     if stacks:
-        return max(stacks, key=lambda nm: len(nm[1]))[1]
+        return max(stacks, key=len)
+    archs = getattr(getattr(model, "config", None), "architectures", None)
+    architecture = f"{type(model).__name__} (config architectures: {archs})" if archs else type(model).__name__
     raise ValueError(
-        f"cannot find the decoder layers of {_architecture(model)}: seakr reads hidden states from Llama-style "
+        f"cannot find the decoder layers of {architecture}: seakr reads hidden states from Llama-style "
         "stacks (Llama, Qwen2, Gemma 3, Mistral), i.e. a ModuleList of decoder layers that each hold an "
         f"MLP sub-module named one of {_MLP_NAMES}"
     )
