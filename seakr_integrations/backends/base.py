@@ -1,7 +1,5 @@
-"""The one interface every self-aware LM back-end implements: ``generate`` (a batch of prompts in, a greedy continuation
-plus k samples with their EOS hidden states out) and ``stream()`` (the same per prompt, without waiting for a batch).
-Input checks live here once, so every back-end fails the same way on the same bad input.
-"""
+"""The one interface every self-aware LM back-end implements, ``generate`` and ``stream()``, with the input checks that
+make every back-end fail the same way on the same bad input (docs/design/backends.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Self-aware generation with Hugging Face transformers (CPU or CUDA).
-
-``generate(num_return_sequences=k, output_hidden_states=True)`` is 3-8x slower than needed (SPEC section 10), so the
-prompt is encoded once and ``1 + k`` rows decode in lockstep on its KV cache, each finished sample's EOS vector read
-by a hook in a step the batch runs anyway (docs/design/backends.md).
-"""
+"""Self-aware generation with Hugging Face transformers (CPU or CUDA): the prompt is encoded once and ``1 + k`` rows
+decode in lockstep on its KV cache, each finished sample's EOS vector read by a hook (docs/design/backends.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Build a back-end from a name, once per process.
-
-Framework objects are built far more often than models should be loaded, and name one model in several spellings, so
-``shared_backend`` keys its cache on the model's resolved directory (docs/design/backends.md).
-"""
+"""Build a back-end from a name, once per process: ``shared_backend`` keys its cache on the model's resolved directory
+(why: docs/design/backends.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """A plain OpenAI-compatible server (stock ``vllm serve``) behind ``RemoteBackend``: logprobs, no hidden states.
-
-For servers that cannot add seakr's plugin: SeaKR's call maps onto ``/v1/completions`` and its tokenizer onto
-``/tokenize`` and ``/detokenize``; estimators that need hidden states or raw logits are refused before any call
-(:func:`check_estimators`).  Design: docs/design/backends.md.
-"""
+SeaKR's call maps onto ``/v1/completions`` and its tokenizer onto ``/tokenize`` and ``/detokenize``; estimators that
+need hidden states or raw logits are refused before any call (:func:`check_estimators`; docs/design/backends.md)."""
 
 from __future__ import annotations
 

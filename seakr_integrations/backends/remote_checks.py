@@ -1,6 +1,5 @@
-"""What ``RemoteBackend`` checks before and after each request: the URL, the API key, the timeout, and the shape of
-the server's answer.  Apart from the HTTP code, so every entry point validates the same way, once, and a mistake
-fails with what to fix rather than a ``KeyError`` from deep inside (docs/design/backends.md).
+"""What ``RemoteBackend`` checks before and after each request (the URL, the API key, the timeout, the shape of the
+server's answer), apart from the HTTP code so that every entry point validates the same way (docs/design/backends.md).
 """
 
 from __future__ import annotations

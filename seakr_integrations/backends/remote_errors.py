@@ -1,8 +1,5 @@
 """What ``RemoteBackend`` raises, and how a caller tells the server's failure (``ServerUnavailableError``: every
-question fails alike until it is back, so a long run stops) from a request's own (that question fails alone).
-After a failure, ``ServerWatch`` checks ``/health`` before a request instead of waiting a whole ``timeout`` again
-(docs/design/backends.md).
-"""
+question fails alike until it is back, so a long run stops) from a request's own (docs/design/backends.md)."""
 
 from __future__ import annotations
 

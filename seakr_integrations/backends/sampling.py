@@ -1,8 +1,5 @@
-"""Top-k then top-p filtering with vLLM's exact rule, without sorting the whole vocabulary.
-
-Shared by ``HFBackend`` and vLLM's logits processor (``vllm_sampling``), so both back-ends sample from the same
-distribution; the rule is spelled out in docs/design/backends.md.
-"""
+"""Top-k then top-p filtering with vLLM's exact rule, without sorting the whole vocabulary: shared by ``HFBackend`` and
+vLLM's logits processor (``vllm_sampling``), so both back-ends sample alike (the rule: docs/design/backends.md)."""
 
 from __future__ import annotations
 

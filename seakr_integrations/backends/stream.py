@@ -1,7 +1,5 @@
 """The non-blocking path of a self-aware back-end: ``submit`` each prompt when it is issued, ``collect`` each output
-when it is finished, so a question goes on the moment its own outputs are back, not when a whole batch is.
-Implementations: ``base.BatchingStream`` (the default) and ``vllm_stream.VLLMStream`` (joins vLLM's running batch).
-"""
+when it is finished (docs/design/backends.md).  Implementations: ``base.BatchingStream``, ``vllm_stream.VLLMStream``."""
 
 from __future__ import annotations
 

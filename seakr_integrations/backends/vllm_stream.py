@@ -1,7 +1,5 @@
-"""Prompts in flight on a ``VLLMBackend``'s running engine: the back-end's non-blocking path.  Each ``collect`` runs
-one engine step, and a sample's read-out joins the batch the step it finishes, so a question waits for its own slowest
-sample, never for another question's (docs/design/backends.md).
-"""
+"""Prompts in flight on a ``VLLMBackend``'s running engine, the back-end's non-blocking path: each ``collect`` runs one
+engine step, and a sample's read-out joins the batch the step it finishes (docs/design/backends.md)."""
 
 from __future__ import annotations
 

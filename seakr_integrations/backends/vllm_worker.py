@@ -1,9 +1,6 @@
-"""The part of the vLLM back-end that runs inside vLLM's worker processes: vLLM has no option to return hidden states.
-
-Mixed into every worker as ``worker_extension_cls`` and driven by name through ``collective_rpc("seakr_...")``, so no
-pickled callable crosses a process boundary; how the hooks work: docs/design/backends.md.  Workers import this module:
-it must stay light (torch and our layer lookup only).
-"""
+"""The part of the vLLM back-end that runs inside vLLM's worker processes (``worker_extension_cls``, driven by name
+through ``collective_rpc("seakr_...")``): vLLM has no option to return hidden states (docs/design/backends.md).
+Workers import this module: it must stay light (torch and our layer lookup only)."""
 
 from __future__ import annotations
 
