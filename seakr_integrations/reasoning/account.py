@@ -22,10 +22,9 @@ def _unread(u: Uncertainty) -> bool:
 
 
 def _u(u: Uncertainty) -> str:
-    value = u.value
     if _unread(u):
         return "U n/a"
-    return "U inf (it wrote nothing)" if math.isinf(value) else f"U {value:.2f}"
+    return "U inf (it wrote nothing)" if math.isinf(u.value) else f"U {u.value:.2f}"
 
 
 _BEFORE_SAMPLES = {

@@ -26,9 +26,7 @@ def has_answer(text: str) -> bool:
 
 def _cut(rest: str) -> str:
     for match in _END.finditer(rest):
-        if match.group() == "," and _DAY_BEFORE_COMMA.search(rest[: match.start()]) is None:
-            return rest[: match.start()]
-        if match.group() != ",":
+        if match.group() != "," or _DAY_BEFORE_COMMA.search(rest[: match.start()]) is None:
             return rest[: match.start()]
     return rest
 

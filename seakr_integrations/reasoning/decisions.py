@@ -29,10 +29,6 @@ def _metadata_number(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _shown(value: float) -> str:
-    return f"{value:.4g}" if math.isfinite(value) else "inf"
-
-
 class GateReason(StrEnum):
     """Why the gate retrieved or not (one meaning in the core and both adapters)."""
 
@@ -134,7 +130,8 @@ class GateDecision:
     @property
     def explanation(self) -> str:
         """The reason in words, with the numbers compared."""
-        u, delta = _shown(self.uncertainty), f"{self.delta:g}"
+        u = f"{self.uncertainty:.4g}" if math.isfinite(self.uncertainty) else "inf"
+        delta = f"{self.delta:g}"
         above, below = (">=", "<") if self.single_hop else (">", "<=")
         return {
             GateReason.UNCERTAIN: f"uncertainty {u} {above} delta {delta}: the model is unsure, so it retrieves",

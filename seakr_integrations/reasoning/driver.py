@@ -6,6 +6,7 @@ no question waits for another's slowest sample or search.  A program's failure e
 from __future__ import annotations
 
 import contextvars
+import itertools
 import queue
 import time
 from collections import deque
@@ -80,7 +81,6 @@ class Driver:
     def run(self, programs: Iterable[tuple[QuestionState, Program]]) -> Iterator[SeaKREvent | Answered | Failed]:
         """Run ``programs``; yields each program's events as they happen and its ``Answered`` or ``Failed`` end."""
         waiting = iter(programs)
-        exhausted = False
         alive: dict[int, Program] = {}  # id(program) -> program, started and not finished
         ready: deque[tuple[QuestionState, Program, Any, Exception | None]] = deque()
         listeners: dict[Call, list[tuple[_Waiting, int]]] = {}  # identical calls in flight are generated once
@@ -131,13 +131,9 @@ class Driver:
 
         try:
             while True:
-                while not exhausted and len(alive) < self.max_in_flight:
-                    nxt = next(waiting, None)
-                    if nxt is None:
-                        exhausted = True
-                        break
-                    alive[id(nxt[1])] = nxt[1]
-                    ready.append((nxt[0], nxt[1], None, None))
+                for state, program in itertools.islice(waiting, self.max_in_flight - len(alive)):
+                    alive[id(program)] = program
+                    ready.append((state, program, None, None))
                 if ready:
                     for item in send(*ready.popleft()):
                         if isinstance(item, SeaKREvent):

@@ -46,10 +46,6 @@ def snapshot(step: StepTrace) -> StepTrace:
     return copied
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
 @dataclass(frozen=True)
 class SeaKREvent:
     """Base of every event: which question (its position in the batch, and its text) it belongs to.
@@ -63,7 +59,7 @@ class SeaKREvent:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.kind = _snake(cls.__name__)
+        cls.kind = re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON form with the event's ``kind``."""
