@@ -16,8 +16,7 @@ from seakr_integrations.cli.common import build_backend as _build_backend  # noq
 __all__ = ["build_parser", "main", "quiet_transports"]
 
 TRANSPORT_LOGGERS = ("elastic_transport", "elasticsearch", "urllib3", "httpx", "httpcore")
-"""Client libraries that log each failed attempt as a warning with its traceback (Elasticsearch's transport logs
-about 40 lines per retry).  The command reports the failure itself, once, in one line."""
+"""Client libraries that log each failed attempt as a warning with its traceback (Elasticsearch's: 40 lines a retry)."""
 
 _COMMANDS = (score, ask, evaluate, calibrate, report, index, models, serve)
 """In the order ``seakr --help`` lists them."""

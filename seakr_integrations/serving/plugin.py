@@ -24,6 +24,7 @@ from seakr_integrations.serving.protocol import (
     parse,
     parse_generate,
 )
+from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
 
 log = logging.getLogger("seakr.serve")
 
@@ -116,8 +117,6 @@ def _router() -> APIRouter:
 
     @route("POST", "/generate")
     async def generate(raw_request: Request, engine: Any, body: Any) -> Any:
-        from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
-
         request = parse_generate(body, raw_request.app.state.seakr_limits)
         config = request.config
         if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
@@ -173,8 +172,6 @@ def _router() -> APIRouter:
 
     @route("POST", "/vectors")
     async def vectors(raw_request: Request, engine: Any, body: Any) -> Any:
-        from seakr_integrations.serving.wire import encode_vectors
-
         request = parse(
             VectorsRequest,
             body,
@@ -207,9 +204,7 @@ async def _unless_disconnected(request: Request, work: Any) -> Any:
         if not task.done():
             task.cancel()
             log.info("client disconnected; its engine requests are aborted")
-    if task.cancelled():
-        return None
-    return task.result()
+    return None if task.cancelled() else task.result()
 
 
 def _chat_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> str:
