@@ -40,7 +40,6 @@ def load_backend(kind: str = "hf", model: str = DEFAULT_MODEL, **options: Any) -
     """A new back-end: ``"hf"`` (Hugging Face transformers, float32 on CPU by default) or ``"vllm"``.
 
     Args:
-        kind: ``"hf"`` or ``"vllm"``.
         model: A short name from ``seakr models`` or a local model directory.
         **options: Passed to the back-end's constructor (``dtype``, ``device``, ``max_model_len``...).
 
@@ -62,11 +61,8 @@ def load_backend(kind: str = "hf", model: str = DEFAULT_MODEL, **options: Any) -
 
 def shared_backend(kind: str = "hf", model: str = DEFAULT_MODEL, **options: Any) -> SelfAwareBackend:
     """``load_backend``, but one instance per (kind, resolved model directory, options) within this process
-    (thread-safe): ``"smollm2"`` and ``"smollm2-135m-instruct"`` share one loaded model.
-
-    Raises:
-        ValueError: Unknown ``kind`` or model (the message lists the choices).
-    """
+    (thread-safe): ``"smollm2"`` and ``"smollm2-135m-instruct"`` share one loaded model.  A ``ValueError`` for an
+    unknown ``kind`` or model (the message lists the choices)."""
     kind = _check_kind(kind)
     with _lock:  # resolving may convert a packaged model: once, not once per thread
         path = Path(resolve_model(model)).resolve()

@@ -6,6 +6,7 @@ timeouts and errors: docs/design/backends.md.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import itertools
 import time
 from collections.abc import Iterable
@@ -251,22 +252,10 @@ class RemoteBackend(SelfAwareBackend):
             raise RemoteBackendError(f"{where} returned a malformed output ({type(error).__name__}: {error})") from None
 
     def _body(self, prompts: list[str], config: SamplingConfig, layer: int) -> dict[str, Any]:
-        """The ``/v1/seakr/generate`` request of prompts that share one sampling config."""
-        return {
-            "prompts": prompts,
-            "k": config.k,
-            "temperature": config.temperature,
-            "top_k": config.top_k,
-            "top_p": config.top_p,
-            "max_tokens": config.max_tokens,
-            "min_tokens": config.min_tokens,
-            "stop": list(config.stop),
-            "seed": config.seed,
-            "layer": layer,
-            "source": config.source,
-            "estimators": list(self.estimators),
-            "return_vectors": self.return_vectors,
-        }
+        """The ``/v1/seakr/generate`` request of prompts that share one sampling config: every ``SamplingConfig``
+        field (the server reads each one), with the resolved ``layer``."""
+        body = {"prompts": prompts, **dataclasses.asdict(config), "stop": list(config.stop), "layer": layer}
+        return {**body, "estimators": list(self.estimators), "return_vectors": self.return_vectors}
 
     def stream(self) -> GenerationStream:
         """Each submitted prompt is one HTTP request at once (the server batches concurrent requests in its

@@ -22,13 +22,8 @@ class RemoteBackendError(RuntimeError):
 
 class ServerUnavailableError(RemoteBackendError):
     """The server could not be reached, or did not answer within the client's ``timeout`` (retries included), or
-    answered 502/503/504 all that time: the server's fault, not the request's.
-
-    Attributes:
-        base_url: The server.
-        timeout: The client's ``timeout`` (seconds one request may take).
-        status: The last HTTP status (502, 503, 504), or ``None`` when nothing answered.
-    """
+    answered 502/503/504 all that time: the server's fault, not the request's.  ``status`` is the last HTTP status
+    (502, 503, 504), or ``None`` when nothing answered; ``base_url`` and ``timeout`` are the client's."""
 
     def __init__(self, message: str, status: int | None = None, *, base_url: str, timeout: float) -> None:
         super().__init__(message, status)

@@ -55,12 +55,9 @@ def probe_scores(
 def scored_generate(
     backend: SelfAwareBackend, prompts: Sequence[str], config: SamplingConfig, estimator: str, alpha: float
 ) -> list[tuple[SelfAwareOutput, Uncertainty]]:
-    """Generate ``prompts`` and score each output with ``estimator`` (one more greedy call for ``"prompt"``).
-
-    Raises:
-        ValueError: Unknown estimator (the message lists them), one the back-end cannot feed (EigenScore on a plain
-            OpenAI-compatible server), or what the back-end raises for the call.
-    """
+    """Generate ``prompts`` and score each output with ``estimator`` (one more greedy call for ``"prompt"``).  A
+    ``ValueError`` for an unknown estimator (the message lists them), one the back-end cannot feed (EigenScore on a
+    plain OpenAI-compatible server), or what the back-end raises for the call."""
     estimator = check_estimator(estimator)
     check_estimators(backend, [("estimator", estimator)])
     outputs = backend.generate(list(prompts), config)

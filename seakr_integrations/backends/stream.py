@@ -28,10 +28,8 @@ class GenerationStream(ABC):
 
     @abstractmethod
     def collect(self) -> list[Finished]:
-        """Make one unit of progress and return the tickets finished since the last call (maybe none).
-
-        Blocks for at most that unit (one engine step, or one batch); returns at once when nothing is pending.
-        """
+        """Make one unit of progress (blocking for at most one engine step, or one batch) and return the tickets
+        finished since the last call (maybe none); returns at once when nothing is pending."""
 
     @property
     @abstractmethod

@@ -62,8 +62,7 @@ def kv_bytes_per_token(model_dir: str | os.PathLike[str], dtype: str = "auto") -
 def kv_cache_blocks(context: int, *, prompts: int, k: int, max_tokens: int, block_size: int) -> int:
     """KV blocks that ``prompts`` SeaKR calls need at once (prompts of up to ``context`` tokens, ``k`` samples of up to
     ``max_tokens``, prefix caching on); the formula: docs/design/backends.md."""
-    per_sample = 1 + math.ceil(max_tokens / block_size)
-    return prompts * (math.ceil(context / block_size) + k * per_sample + k)
+    return prompts * (math.ceil(context / block_size) + k * (1 + math.ceil(max_tokens / block_size)) + k)
 
 
 def kv_cache_bytes(

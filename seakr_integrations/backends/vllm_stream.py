@@ -46,11 +46,8 @@ class _Readout:
 
 
 class VLLMStream(GenerationStream):
-    """The non-blocking path of ``VLLMBackend`` (get it with ``backend.stream()``; one open stream per back-end).
-
-    Raises:
-        RuntimeError: The back-end already has an open stream (a ``VLLMBackend`` serves one driver at a time).
-    """
+    """The non-blocking path of ``VLLMBackend`` (get it with ``backend.stream()``); a ``RuntimeError`` when the back-end
+    already has an open stream (a ``VLLMBackend`` serves one driver at a time)."""
 
     def __init__(self, backend: VLLMBackend) -> None:
         if backend._stream is not None:

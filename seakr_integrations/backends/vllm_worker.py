@@ -183,5 +183,4 @@ class SeaKRWorkerExtension:
             return
         rows = torch.as_tensor([r for r, _ in wanted], device=value.device)
         picked = value.index_select(0, rows).float().cpu().numpy()
-        for j, (_, key) in enumerate(wanted):
-            self._seakr_captured[key] = picked[j]
+        self._seakr_captured.update(zip([key for _, key in wanted], picked, strict=True))
