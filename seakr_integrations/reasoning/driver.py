@@ -63,13 +63,8 @@ class _Waiting:
 
 
 class Driver:
-    """Runs question programs over one back-end and one retriever.
-
-    Args:
-        backend: Serves the LM calls (through its ``stream()``).
-        retriever: Serves the searches (through each question's ``Observer.search``).
-        max_in_flight: Questions in progress at once (their calls share the engine's batches).
-    """
+    """Runs question programs over one back-end's ``stream()`` and one retriever (searched through each question's
+    ``Observer.search``), ``max_in_flight`` questions at once (their calls share the engine's batches)."""
 
     def __init__(self, backend: SelfAwareBackend, retriever: Retriever | None, max_in_flight: int) -> None:
         if not isinstance(max_in_flight, int) or isinstance(max_in_flight, bool) or max_in_flight < 1:

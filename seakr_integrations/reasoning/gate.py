@@ -57,12 +57,12 @@ class Gate:
         )
 
     def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
-        """The paper's rule: an empty step, or an uncertainty above delta (single-hop: not below it), retrieves;
-        ``config.retrieve`` can replace the gate by always or never."""
+        """Whether :meth:`reason` retrieves."""
         return self.reason(text, u) in (GateReason.UNCERTAIN, GateReason.EMPTY_GENERATION, GateReason.ALWAYS_RETRIEVE)
 
     def reason(self, text: str, u: Uncertainty) -> GateReason:
-        """The paper's gate on a measured step, as a ``GateReason``."""
+        """The paper's gate on a measured step, as a ``GateReason``: an empty step, or an uncertainty above delta
+        (single-hop: not below it), retrieves; ``config.retrieve`` can replace the gate by always or never."""
         cfg = self.config
         if cfg.retrieve == "always":
             return GateReason.ALWAYS_RETRIEVE

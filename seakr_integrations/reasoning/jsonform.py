@@ -1,8 +1,5 @@
-"""The strict-JSON form of a SeaKR trace's values, both ways, and the version of that form.
-
-Strict JSON has no ``Infinity`` or ``NaN``, so they are written as ``"inf"``, ``"-inf"``, ``"nan"`` and read back as the
-same floats (version 1's ``null`` as ``inf``): a saved trace reads back as the trace that was saved.
-"""
+"""The strict-JSON form of a SeaKR trace's values, both ways (non-finite numbers as ``"inf"``, ``"-inf"``,
+``"nan"``; version 1's ``null`` as ``inf``), and the version of that form (``docs/design/reasoning.md``)."""
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ class Reasoner(ABC):
                 failure (in question order) is raised once all have finished, every result in its ``results``.
         """
         if not return_exceptions:
-            self._checked(questions, refuse=True)
+            self._states(questions, None)  # refuses an unanswerable question before any work starts
         results: list[Any] = [None] * len(questions)
         for i, result in self.iter_answers(questions, max_in_flight=max_in_flight):
             results[i] = result
@@ -170,21 +170,16 @@ class Reasoner(ABC):
             raise first
 
     @staticmethod
-    def _checked(questions: Iterable[str], refuse: bool) -> tuple[list[Any], dict[int, ValueError]]:
-        """The questions as a list, and the error of each that cannot be answered (``refuse``: the first raised)."""
+    def _states(
+        questions: Iterable[str], observers: Sequence[Observer | None] | None, refuse: bool = True
+    ) -> tuple[list[QuestionState], list[tuple[QuestionState, ValueError]]]:
+        """The states to answer, and those refused with their errors (``refuse``: raise the first instead)."""
         if isinstance(questions, str):
             raise ValueError("questions must be a list of strings; pass [question] for a single one")
         questions = list(questions)
         errors = {i: e for i, q in enumerate(questions) if (e := question_error(i, q)) is not None}
         if errors and refuse:
             raise errors[min(errors)]
-        return questions, errors
-
-    def _states(
-        self, questions: Iterable[str], observers: Sequence[Observer | None] | None, refuse: bool = True
-    ) -> tuple[list[QuestionState], list[tuple[QuestionState, ValueError]]]:
-        """The states to answer, and those refused with their errors (``refuse``: raise the first instead)."""
-        questions, errors = self._checked(questions, refuse)
         if observers is None:
             observers = [None] * len(questions)
         elif len(observers) != len(questions):

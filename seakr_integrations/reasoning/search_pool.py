@@ -1,8 +1,5 @@
-"""The threads the driver runs searches on: a small pool of daemon threads.
-
-Unlike ``ThreadPoolExecutor``'s, they do not keep the interpreter alive at exit, so a hung search abandoned after
-``search_timeout`` (a thread cannot be killed) never holds up the process (``docs/design/reasoning.md``).
-"""
+"""The threads the driver runs searches on: daemon threads, unlike ``ThreadPoolExecutor``'s, so a hung search
+abandoned after ``search_timeout`` never holds up the process at exit (``docs/design/reasoning.md``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""One question in flight, and what its program asks of the driver.
-
-A program is a generator that yields a ``Generate`` or a ``Search`` and gets back the outputs or passages (or the
-failure, thrown in), so it reads as a plain sequential algorithm and the driver can run many at once.
-"""
+"""One question in flight, and what its program (a generator) asks of the driver: it yields a ``Generate`` or a
+``Search`` and gets back the outputs or passages, or the failure thrown in (``docs/design/reasoning.md``)."""
 
 from __future__ import annotations
 
@@ -47,13 +44,8 @@ Program = Generator[Request, Any, Any]
 
 
 class QuestionState:
-    """What one question has gathered so far: its steps, passages, trace, notes and costs.
-
-    Args:
-        question: The question text.
-        index: Its position in the batch (events carry it).
-        observer: Its hooks (framework callbacks); a do-nothing ``Observer`` when ``None``.
-    """
+    """What one question (at ``index`` in its batch, as events say) has gathered so far: its steps, passages,
+    trace, notes and costs; ``observer`` holds its hooks (framework callbacks; ``None``: a do-nothing one)."""
 
     def __init__(self, question: str, index: int = 0, observer: Observer | None = None) -> None:
         self.question = question
@@ -75,11 +67,10 @@ class QuestionState:
         if text not in self.notes:
             self.notes.append(text)
 
-    def emit(self, event: SeaKREvent) -> SeaKREvent:
+    def emit(self, event: SeaKREvent) -> None:
         """Hand ``event`` to the observer and queue it for the driver to yield."""
         self.observer.on_event(event)
         self.outbox.append(event)
-        return event
 
     def result(
         self, winner: FinalTrace, finals: dict[str, FinalTrace], stop: str, config: dict[str, Any]
