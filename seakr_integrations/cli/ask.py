@@ -17,7 +17,6 @@ log = logging.getLogger("seakr")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr ask`` and its options to ``sub``."""
     ask = sub.add_parser("ask", help="answer a question with SeaKR (self-aware retrieval, re-ranking, reasoning)")
     ask.add_argument("question")
     common.add_seakr_arguments(ask)
@@ -37,7 +36,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr ask``; the exit status."""
     from seakr_integrations.reasoning import SeaKR
     from seakr_integrations.reasoning.account import decision_account
     from seakr_integrations.reasoning.query import has_words

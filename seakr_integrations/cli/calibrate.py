@@ -12,7 +12,6 @@ from seakr_integrations.cli import common
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr calibrate`` and its options to ``sub``."""
     cal = sub.add_parser(
         "calibrate",
         help="choose delta for a model on labelled questions (max F1 over a sweep, or a target retrieval rate) and "
@@ -40,7 +39,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr calibrate``; the exit status."""
     from seakr_integrations.backends.cached import CachedBackend
     from seakr_integrations.backends.openai_plain import HIDDEN_NEEDS
     from seakr_integrations.calibration import save_profile

@@ -17,7 +17,6 @@ STOPPED = 3
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr eval`` and its options to ``sub``."""
     ev = sub.add_parser(
         "eval",
         help="evaluate SeaKR, its ablations or baselines on a question file: EM/F1 and costs, one JSONL record per "
@@ -64,7 +63,6 @@ def run_setup(args: argparse.Namespace, described: dict[str, Any], model: Any, w
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr eval``; the exit status."""
     from seakr_integrations.backends.cached import CachedBackend
     from seakr_integrations.evaluation import EvaluationStopped, ResultsFile, evaluate, make_method
     from seakr_integrations.evaluation.methods import METHODS, check_method, method_settings

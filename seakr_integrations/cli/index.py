@@ -19,7 +19,6 @@ _ES_INDEX_OPTIONS = (
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr index`` and its options to ``sub``."""
     index = sub.add_parser(
         "index",
         help="build a BM25 index from a JSONL corpus ({id, title, text} per line): a directory, or an Elasticsearch "
@@ -51,7 +50,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr index``; the exit status."""
     if args.es is not None:
         return _run_es(args)
     given = [option for option, _, _ in _ES_INDEX_OPTIONS if getattr(args, option) is not None]

@@ -6,13 +6,11 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr models`` and its options to ``sub``."""
     models = sub.add_parser("models", help="list the models that install from PyPI")
     models.set_defaults(func=run)
 
 
 def run(_args: argparse.Namespace) -> int:
-    """Run ``seakr models``; the exit status."""
     from seakr_integrations.models import PACKAGED_MODELS, cache_dir
 
     for m in PACKAGED_MODELS:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr report`` and its options to ``sub``."""
     rep = sub.add_parser(
         "report", help="summarise seakr eval results files: scores and costs per run, paired F1 differences"
     )
@@ -27,7 +26,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr report``; the exit status."""
     from seakr_integrations.evaluation.summary import read_runs, summary_markdown
 
     runs = read_runs(args.results)

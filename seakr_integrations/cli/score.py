@@ -14,7 +14,6 @@ SCORE_MAX_TOKENS = 64
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr score`` and its options to ``sub``."""
     from seakr_integrations.params import HiddenSource, SamplingConfig, choices
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.uncertainty.registry import estimator_names
@@ -42,7 +41,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr score``; the exit status."""
     from seakr_integrations.backends.scored import probe_scores
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.uncertainty import REGISTRY, estimate

@@ -6,7 +6,6 @@ import argparse
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``seakr serve`` and its options to ``sub``."""
     serve = sub.add_parser(
         "serve",
         help="serve a model with vLLM's OpenAI-compatible server plus seakr's self-aware routes (/v1/seakr/...)",
@@ -20,7 +19,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``seakr serve``; the exit status."""
     from seakr_integrations.serving.launch import serve
 
     return serve(args.model, args.vllm_args, dry_run=args.dry_run)
