@@ -1,8 +1,5 @@
-"""The embedded BM25 retriever: a tantivy index on disk, built once from a corpus and memory-mapped for search.
-
-SeaKR's BM25 scoring family in-process with no server (0.6 ms a query at 200k passages: docs/benchmarks.md); a
-directory is an index only once its manifest ``seakr-index.json``, the build's last step, exists.
-"""
+"""The embedded BM25 retriever: a tantivy index on disk, built once from a corpus and memory-mapped for search
+(SeaKR's BM25 scoring family in-process with no server, 0.6 ms a query at 200k passages: docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -52,7 +49,6 @@ class BM25Index:
     docs/design/core.md).  A built index never changes, so one searcher is kept: to see a rebuilt index, open it again.
 
     Attributes:
-        path: The index directory.
         manifest: The parsed ``seakr-index.json`` (format version, number of passages, tantivy version, source
             corpus, creation time).
 
@@ -190,15 +186,8 @@ class BM25Index:
     def _search_pruned(
         self, rare: list[tantivy.Query], common: list[tantivy.Query], bound: float, k: int
     ) -> list[tuple[float, tantivy.Document]] | None:
-        """The exact top ``k`` (with ties) while scoring common clauses only on a few candidates; ``None`` if unproven.
-
-        1. Search the rare clauses alone for the top ``4k + 38``: only passages whose rare score is at least the k-th
-           rare score minus ``bound`` can be in the top k.
-        2. Score exactly those candidates: a query requiring their ids, each clause nested as an optional part
-           (tantivy then skips straight to the candidates; faster than a flat OR: docs/design/core.md).
-        3. Give up (the caller searches exhaustively) if the k-th exact score is not above ``bound`` (passages with no
-           rare clause score below it) or the candidates filled the whole first search.
-        """
+        """The exact top ``k`` (with ties) while scoring common clauses only on a few candidates; ``None`` if unproven
+        (the steps: docs/design/retrieval.md)."""
         searcher, schema = self._searcher, self._schema
         should, must = tantivy.Occur.Should, tantivy.Occur.Must
         boolean_query, term_query = tantivy.Query.boolean_query, tantivy.Query.term_query
