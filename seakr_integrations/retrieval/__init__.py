@@ -1,9 +1,8 @@
 """Retrieval: the passage record, the :class:`Retriever` protocol, corpus reading, the embedded BM25 index and the
 Elasticsearch back-end.
 
-The loop depends only on :class:`Retriever`; :class:`BM25Index` is the default, :class:`ElasticsearchRetriever`
-serves large corpora and imports its client only when used.  Exported: what a user builds or searches with, and the
-errors a search or build can raise.
+The loop depends only on :class:`Retriever` (the back-ends: docs/design/core.md).  Exported: what a user builds or
+searches with, and the errors a search or build can raise.
 """
 
 from typing import Any

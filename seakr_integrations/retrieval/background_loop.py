@@ -1,8 +1,5 @@
-"""An asyncio event loop on a daemon thread, so synchronous code can run coroutines concurrently.
-
-An async client's HTTP session belongs to the loop that created it, and the caller may already run a loop (a
-notebook), so one long-lived loop on its own thread owns the client (docs/design/core.md).
-"""
+"""An asyncio event loop on a daemon thread, so synchronous code can run coroutines concurrently (why one long-lived
+loop owns the async client: docs/design/core.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Reading and validating passage corpora: JSONL (optionally gzip-compressed) files and in-memory iterables.
-
-A corpus is one ``{"id": ..., "title": ..., "text": ...}`` object per line.  Corpora are large and hand-made, so they
-are streamed and every problem names the file, the 1-based line and what to change.
-"""
+"""Reading and validating passage corpora: JSONL files (optionally gzip-compressed) of one ``{"id": ..., "title": ...,
+"text": ...}`` object per line, and in-memory iterables; every problem names the file, the 1-based line and what to
+change."""
 
 from __future__ import annotations
 
@@ -39,9 +37,7 @@ def validate_passage(obj: object, where: str) -> Passage:
         ValueError: The record is not a mapping, or a field is missing, empty or of the wrong type.
     """
     pid, title, text = _record(obj, where)
-    if isinstance(obj, Passage) and pid == obj.id:
-        return obj
-    return Passage(id=pid, title=title, text=text)
+    return obj if isinstance(obj, Passage) and pid == obj.id else Passage(pid, title, text)
 
 
 def _record(obj: object, where: str) -> tuple[str, str, str]:

@@ -1,7 +1,5 @@
-"""SeaKR's retriever over an Elasticsearch cluster: the authors' BM25 query on the ``wiki`` index, at any scale
-(the paper's 21M passages, a corpus shared by many workers, an existing cluster), where the embedded tantivy index
-suits up to a few million passages on one machine.
-"""
+"""SeaKR's retriever over an Elasticsearch cluster: the authors' BM25 query on the ``wiki`` index, at any scale (when
+to prefer it to the embedded tantivy index: docs/design/core.md)."""
 
 from __future__ import annotations
 
@@ -263,15 +261,12 @@ class _AsyncSide:
         if self._client is not None:
             await self._client.close()
 
-    def close(self) -> None:
-        self.loop.close(self.aclose)
-
 
 def _release(client: Elasticsearch, side: _AsyncSide) -> None:
     try:
         client.close()
     finally:
-        side.close()
+        side.loop.close(side.aclose)
 
 
 def _query_list(queries: Sequence[str]) -> list[str]:

@@ -1,8 +1,5 @@
-"""Where an Elasticsearch cluster is and how to log in: settings, secrets that never print, and clear errors.
-
-Messages, reprs and logs end up in CI logs and bug reports, so credentials are :class:`Secret` objects from the
-moment they are read and every text from the server is scrubbed of them (errors: ``es_errors.py``).
-"""
+"""Where an Elasticsearch cluster is and how to log in: settings, secrets that never print (why: docs/design/core.md),
+and clear errors (``es_errors.py``)."""
 
 from __future__ import annotations
 
@@ -78,7 +75,6 @@ class ElasticsearchConnection:
         url: The cluster's URL without user info, e.g. ``https://es.example.org:9200`` (safe to print).
         api_key: An API key (the encoded ``id:key`` form Kibana shows, or ``id:key`` itself).
         username: User name for basic auth (not secret; printed in messages).
-        password: Password for basic auth.
         auth_source: Where the credentials came from, for authentication errors; ``""`` without credentials.
         ca_certs: Path of a CA bundle for a cluster with a private certificate authority.
         verify_certs: Check the server's TLS certificate (leave on outside throw-away test clusters).
@@ -234,12 +230,8 @@ class ElasticsearchConnection:
 
     @contextmanager
     def errors(self, action: str, index: str | None = None) -> Iterator[None]:
-        """Translate the client's exceptions raised inside the block into this module's errors.
-
-        Args:
-            action: What was being done, for the message (``"search"``, ``"create the index"``, ...).
-            index: The index concerned, if any (named in not-found and permission errors).
-        """
+        """Translate the client's exceptions raised inside the block into this package's errors, whose messages name
+        ``action`` (``"search"``, ``"create the index"``, ...) and ``index``."""
         started = time.monotonic()
         try:
             yield

@@ -1,8 +1,5 @@
-"""The Elasticsearch index SeaKR searches: its BM25 mapping, index names, and the check that an index fits.
-
-SeaKR's and DRAGIN's layout (index ``wiki``, ``title`` and ``txt`` text fields); an index seakr builds is marked
-complete in ``_meta.seakr`` only at the end, so a half-built one is refused (docs/design/core.md).
-"""
+"""The Elasticsearch index SeaKR searches (SeaKR's and DRAGIN's layout: index ``wiki``, ``title`` and ``txt`` text
+fields): its BM25 mapping, index names, and the check that an index fits (its build state: docs/design/core.md)."""
 
 from __future__ import annotations
 
@@ -73,12 +70,7 @@ def mapping_body(
 
 
 def check_index_name(name: str) -> str:
-    """Check ``name`` against Elasticsearch's rules for a new index (lower case, no ``/ * ? " < > | , # :`` or
-    spaces, not starting with ``-``, ``_`` or ``+``, not ``.``/``..``, at most 255 bytes); return it.
-
-    Raises:
-        ValueError: The name breaks a rule (the message says which).
-    """
+    """Return ``name`` if Elasticsearch allows it for a new index; a ``ValueError`` says which rule it breaks."""
     if not isinstance(name, str) or not name:
         raise ValueError("the index name is empty: pass --index NAME (SeaKR's default is 'wiki')")
     bad = sorted(_INVALID_NAME_CHARS.intersection(name))
