@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import tantivy
 from tqdm import tqdm
@@ -114,7 +113,11 @@ def build_index(
                 "source": source,
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             }
-            _write_manifest(tmp / MANIFEST_NAME, manifest)
+            with open(tmp / MANIFEST_NAME, "w", encoding="utf-8") as fh:  # synced: its presence promises a whole index
+                json.dump(manifest, fh, indent=2)
+                fh.write("\n")
+                fh.flush()
+                os.fsync(fh.fileno())
             _swap_into_place(tmp, out, overwrite)
         except BaseException:
             _remove_dir(tmp)
@@ -170,15 +173,6 @@ def _write_index(
             writer.wait_merging_threads()
         raise
     return count
-
-
-def _write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    """Write the manifest and flush it to disk: its presence is the promise that the index is complete."""
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(manifest, fh, indent=2)
-        fh.write("\n")
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 def _swap_into_place(new: Path, out: Path, overwrite: bool) -> None:

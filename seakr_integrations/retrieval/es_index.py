@@ -42,7 +42,6 @@ class IndexBuild:
         already_indexed: Passages that were in the index already and were left as they were (a resumed build).
         num_docs: Documents in the index at the end (all corpora it holds).
         seconds: Wall-clock time of the run.
-        created: Whether this run created the index.
     """
 
     index: str
@@ -87,7 +86,6 @@ def build_elasticsearch_index(
         shards: Primary shards of a new index (see docs/scaling.md: one per ~10-50 GB).
         replicas: Replicas once the build is done (a new or seakr-built index).
         batch_size: Passages per bulk request.
-        overwrite: Replace passages already in the index instead of skipping them.
         progress: Show a tqdm progress bar on stderr.
 
     Raises:
@@ -215,8 +213,7 @@ def _set_meta(client: Elasticsearch, conn: ElasticsearchConnection, index: str, 
     """Merge ``state`` into the index's ``_meta.seakr`` (the mapping's ``_meta`` is replaced as a whole)."""
     with conn.errors("read the mapping", index):
         (body,) = client.indices.get_mapping(index=index).body.values()  # ``index`` is one concrete index
-    mapping = body["mappings"]
-    meta = dict(mapping.get("_meta") or {})
+    meta = dict(body["mappings"].get("_meta") or {})
     meta[META_KEY] = {**(meta.get(META_KEY) or {}), **state}
     with conn.errors("update the index metadata", index):
         client.indices.put_mapping(index=index, meta=meta)
