@@ -107,12 +107,11 @@ def offered_options(question: str) -> list[str]:
 
 
 def option_answer(question: str, answer: str, passages: Sequence[Passage], alternatives: Sequence[str] = ()) -> str:
-    """``answer`` as one of the options the question offers, when it names neither.
+    """``answer`` as one of the options the question offers, when it names neither (``docs/design/reasoning.md``).
 
-    An answer that names neither option usually names what the comparison went through: the director of one of two
-    films ("Lew Ayres" for "Which film has the director who died earlier, X or Y?").  The option whose kept passage
-    names the answer is given; else the first of ``alternatives`` (the other final answer) that names one option;
-    else ``answer`` as it is.  A yes/no answer, or a question that offers no options, is left alone."""
+    The option whose kept passage names the answer is given; else the first of ``alternatives`` (the other final
+    answer) that names one option; else ``answer`` as it is.  A yes/no answer, or a question that offers no options,
+    is left alone."""
     options = offered_options(question)
     if not options or not _content(answer) or answer.strip().lower() in {"yes", "no"}:
         return answer

@@ -48,11 +48,8 @@ EXEMPLAR_SETS: dict[str, tuple[Exemplar, ...]] = _load()
 
 
 def exemplars(style: str, n: int | None = None) -> tuple[Exemplar, ...]:
-    """The exemplars for one question style.
-
-    Args:
-        style: One of the keys of ``EXEMPLAR_SETS`` (``"2wiki"``, ``"hotpotqa"``, ``"simple"``).
-        n: How many to return, from the start of the set (in its fixed order); ``None`` for all of them.
+    """The first ``n`` exemplars (``None``: all), in their fixed order, of one question style: a key of
+    ``EXEMPLAR_SETS`` (``"2wiki"``, ``"hotpotqa"``, ``"simple"``).
 
     Raises:
         ValueError: An unknown style (the message lists the known ones), or ``n`` below 0 or above the set size.

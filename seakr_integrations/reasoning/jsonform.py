@@ -22,11 +22,8 @@ def number_to_json(value: float) -> float | str:
 
 
 def number_from_json(value: float | int | str | None) -> float:
-    """The float that :func:`number_to_json` wrote (``None``, version 1's non-finite number, reads as ``inf``).
-
-    Raises:
-        ValueError: Not a number nor one of ``"inf"``, ``"-inf"``, ``"nan"``.
-    """
+    """The float that :func:`number_to_json` wrote (``None``, version 1's non-finite number, reads as ``inf``); a
+    ``ValueError`` for anything else."""
     if value is None:
         return math.inf
     if isinstance(value, str) and value not in ("inf", "-inf", "nan"):

@@ -53,11 +53,7 @@ class StopReason(StrEnum):
 
     @classmethod
     def parse(cls, value: StopReason | str) -> StopReason:
-        """``value`` as a ``StopReason``.
-
-        Raises:
-            ValueError: It is none of them (the message lists the known ones).
-        """
+        """``value`` as a ``StopReason``; a ``ValueError`` (listing the known ones) when it is none of them."""
         try:
             return cls(value)
         except ValueError:

@@ -128,11 +128,8 @@ class SeaKRResult:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> SeaKRResult:
-        """The trace that :meth:`to_json` wrote (see :meth:`from_dict`).
-
-        Raises:
-            ValueError: Not JSON, or not a trace this release can read.
-        """
+        """The trace that :meth:`to_json` wrote; a ``ValueError`` when ``text`` is not JSON, or not a trace this
+        release can read (see :meth:`from_dict`)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
