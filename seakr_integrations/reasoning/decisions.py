@@ -1,8 +1,5 @@
 """SeaKR's three decisions as records, defined once: the gate, a candidate passage's score, the final choice.
-
-Both adapters put these records' :meth:`to_metadata` on their documents and nodes, so LangChain and LlamaIndex
-report a decision with the same keys, types and values.  A non-finite number is ``None`` in metadata and ``"inf"``
-in :meth:`GateDecision.to_dict` (conventions: ``docs/design/reasoning.md``).
+Both adapters put their :meth:`to_metadata` on documents and nodes (conventions: ``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
 """SeaKR's decision rules as pure functions of the numbers they compare, so the loop and the offline analysis of
-stored traces (``bench/offline_rules.py``) run the same code.  Each rule has a ``SeaKRConfig`` setting whose paper
-value reproduces the authors' decision; margins are in the estimator's units, like ``delta``.
-"""
+stored traces (``bench/offline_rules.py``) run the same code (``docs/design/reasoning.md``)."""
 
 from __future__ import annotations
 
