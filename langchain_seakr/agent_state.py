@@ -8,12 +8,11 @@ anything from seakr.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentState
 from langchain.agents.middleware.types import PrivateStateAttr, ResponseT
 from langchain_core.documents import Document
-from typing_extensions import NotRequired
 
 __all__ = ["SeaKRAgentState", "document_from_state", "document_to_state"]
 

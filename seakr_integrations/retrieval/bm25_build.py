@@ -14,7 +14,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
@@ -111,7 +111,7 @@ def build_index(
                 "search_fields": list(SEARCH_FIELDS),
                 "tantivy": version("tantivy"),
                 "source": source,
-                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
             }
             with open(tmp / MANIFEST_NAME, "w", encoding="utf-8") as fh:  # synced: its presence promises a whole index
                 json.dump(manifest, fh, indent=2)

@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
@@ -220,4 +220,4 @@ def _set_meta(client: Elasticsearch, conn: ElasticsearchConnection, index: str, 
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
