@@ -15,8 +15,14 @@ a greedy one-token call through ``RemoteBackend`` against the same call in-proce
 is the request shape of ``bench/engine_roof.py`` (k=10, 64 tokens, the ten HotpotQA exemplars, the shipped delta).
 ``--roof`` first runs ``bench/engine_roof.py`` in a process of its own (the roof with SeaKR's requests at 16
 questions per call, then ``answer_many`` on 16 questions, on the same model), before the server starts, and puts
-each client count's tokens per second next to that roof.  Results go to docs/benchmarks.md with the command and the
-machine.
+each client count's tokens per second next to that roof.  ``--replay-roof`` instead runs it with ``--replay``:
+``answer_many`` on the questions of the most clients (``max_in_flight`` = that many clients), then the engine alone on
+the requests it sent; the client count that asks those same questions is put next to that replay (seconds and tokens
+per second), so served SeaKR is compared with the engine doing the same work.  ``--no-overhead`` skips the parity
+and per-call measurements.  Results go to docs/benchmarks.md with the command and the machine.
+
+    python bench/serve_clients.py --model qwen --settings evaluation --replay-roof --clients 8 --per-client 2 \
+        --no-overhead
 """
 
 from __future__ import annotations
@@ -74,6 +80,10 @@ def main() -> None:
     parser.add_argument("--settings", choices=sorted(SETTINGS), default="light", help="the clients' SeaKRConfig")
     parser.add_argument("--roof", action="store_true", help="first measure the engine's roof (bench/engine_roof.py)")
     parser.add_argument(
+        "--replay-roof", action="store_true", help="first answer_many and the engine alone on its requests"
+    )
+    parser.add_argument("--no-overhead", action="store_true", help="skip the parity and per-call measurements")
+    parser.add_argument(
         "--dtype", default="float32", help="engine dtype of server and in-process engine (float32: CPUs without bf16)"
     )
     args = parser.parse_args()
@@ -86,6 +96,10 @@ def main() -> None:
     settings = SETTINGS[args.settings]
     with tempfile.TemporaryDirectory() as tmp:
         roof = _roof(args.model, args.dtype, Path(tmp) / "roof.json") if args.roof else None
+        replayed = None
+        if args.replay_roof and args.clients:
+            most = max(args.clients)
+            replayed = _replay(args.model, args.dtype, most * args.per_client, most, Path(tmp) / "replay.json")
         index = BM25Index.build(DATA / "corpus_hotpotqa.jsonl", Path(tmp) / "index", progress=False)
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
@@ -132,18 +146,25 @@ def main() -> None:
                 }
                 if roof:
                     record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
+                if replayed and replayed["questions"] == n * args.per_client:
+                    record["replay_s"] = replayed["seconds"]
+                    record["replay_tokens_per_s"] = replayed["tokens_per_s"]
+                    record["replay_over_clients_speed"] = round(replayed["seconds"] / wall, 3)
+                    record["tokens_per_s_over_replay"] = round(tokens / wall / replayed["tokens_per_s"], 3)
                 print(json.dumps({**record, "settings": settings, "machine": machine}), flush=True)
             if 1 in rates and max(rates) > 1:
                 print(
                     json.dumps({"ratio": f"{max(rates)} clients / 1", "value": round(rates[max(rates)] / rates[1], 2)})
                 )
-            far, remote_s = _measure(lambda: _remote(url))
+            if not args.no_overhead:
+                far, remote_s = _measure(lambda: _remote(url))
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             server.wait(60)
             log.close()
-        near, local_s = _measure(lambda: _in_process(args.model, args.dtype))  # with the server gone
-        print(json.dumps(_compare(far, remote_s, near, local_s)))
+        if not args.no_overhead:
+            near, local_s = _measure(lambda: _in_process(args.model, args.dtype))  # with the server gone
+            print(json.dumps(_compare(far, remote_s, near, local_s)))
 
 
 PARITY_CONFIG = {"k": 10, "max_tokens": 32, "stop": ("\n",), "seed": 7}
@@ -170,6 +191,16 @@ def _roof(model: str, dtype: str, out: Path) -> dict[str, object]:
     command += ["--params", "seakr", "--batch-sizes", "16", "--prefill-probe", "0", "--out", str(out)]
     subprocess.run(command, check=True)
     return json.loads(out.read_text())
+
+
+def _replay(model: str, dtype: str, questions: int, in_flight: int, out: Path) -> dict[str, object]:
+    """``bench/engine_roof.py --replay`` in a process of its own (a token roof of batch 1 only, as it needs one): the
+    replay's record, with the question count."""
+    command = [sys.executable, str(ROOT / "bench" / "engine_roof.py"), "--model", model, "--dtype", dtype, "--replay"]
+    command += ["--questions", str(questions), "--in-flight", str(in_flight), "--batch-sizes", "1", "--repeats", "1"]
+    subprocess.run([*command, "--prefill-probe", "0", "--out", str(out)], check=True)
+    measured = json.loads(out.read_text())["measurements"]
+    return {**next(m for m in measured if m["kind"] == "replay"), "questions": questions}
 
 
 def _remote(url: str) -> object:
