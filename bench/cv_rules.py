@@ -64,7 +64,7 @@ def fold0_lines(ds: str, rule: str) -> list[str]:
         'Both runs sampled every final call (`final_samples="always"`), so their costs compare with each other; the '
         "default's own final step costs less."
         if both_sampled
-        else f"The run {other_label} has the default's own final step (`final_samples=\"deciding\"`: final answers "
+        else f'The run {other_label} has the default\'s own final step (`final_samples="deciding"`: final answers '
         "sampled only where they differ), so its costs do not compare with the development run's (its final step draws "
         "fewer samples); the F1 compares as it is."
     )
