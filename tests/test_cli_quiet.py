@@ -77,12 +77,15 @@ def test_seakr_ask_keeps_the_engines_output_in_its_log_and_prints_the_same_answe
     from test_reasoner_components import eiffel
 
     import seakr_integrations.cli as cli
+    from seakr_integrations import calibration
     from seakr_integrations.retrieval.bm25 import BM25Index
 
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": p, "title": p, "text": f"text of {p}"}) + "\n" for p in ("p1", "p2")))
     BM25Index.build(str(corpus), str(tmp_path / "index"))
     monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+    # the delta warning comes once per settings and process: an earlier test may have had it already
+    monkeypatch.setattr(calibration, "_warned", set())
 
     def noisy_engine(args):
         os.write(2, b"INFO 05-01 [cpu_worker.py] NUMA MEMBIND warning\n")
