@@ -16,8 +16,9 @@ prefix caching, the CPU block size, whole prefills, the KV cache sized by ``kv_c
 2. ``SeaKR.answer_many`` on the same questions (BM25 index of ``data/corpus_hotpotqa.jsonl``,
    ``SeaKRConfig(k, max_tokens, exemplar_style="hotpotqa")``): generated tokens from the results
    (``SeaKRResult.generated_tokens``: greedy continuations and samples, read-outs not counted) over wall seconds, and
-   its ratio to the roof; with the LM calls, searches and their summed seconds, and the backend's prefill counters
-   (prompt tokens sent and found cached, per request kind).  ``--one-at-a-time`` adds ``SeaKR.answer`` per question.
+   its ratio to the roof; with the LM calls, searches and their summed seconds, the backend's prefill counters
+   (prompt tokens sent and found cached, per request kind) and the CPU seconds of this process and of the engine's
+   processes while it ran (``cpu_s``).  ``--one-at-a-time`` adds ``SeaKR.answer`` per question.
    Last, a prefill probe (``--prefill-probe N``): N later questions' prompts with three passages each, not seen
    before, one token each: prompt tokens the engine computes per second.
 3. ``--replay``: the roof for SeaKR's own mix of requests.  Every request ``answer_many`` sent to the engine is
@@ -162,6 +163,22 @@ def replay(backend: Any, requests: list[tuple[str, list[int], Any]], seakr_secon
     return {**record, "seakr_over_replay": round(seakr_seconds / total, 2)}
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user + system) so far of this process (SeaKR's loop, the driver, searches, estimators, and vLLM's
+    front end: requests in, outputs detokenised) and of its child processes (vLLM's engine core and worker)."""
+    import psutil
+
+    me = psutil.Process()
+    caller = sum(me.cpu_times()[:2])
+    engine = 0.0
+    for child in me.children(recursive=True):
+        try:
+            engine += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return {"caller": caller, "engine": engine}
+
+
 def seakr_run(
     seakr: Any, retriever: TimedRetriever, questions: list[str], kind: str, roof: float, in_flight: int = 0
 ) -> dict[str, Any]:
@@ -169,12 +186,14 @@ def seakr_run(
     backend = seakr.backend
     before = backend.prefill.to_dict()
     retriever.seconds, retriever.calls = 0.0, 0
+    cpu_before = cpu_seconds()
     started = time.perf_counter()
     if kind == "seakr_answer_many":
         results = seakr.answer_many(questions, max_in_flight=in_flight or len(questions))
     else:
         results = [seakr.answer(q) for q in questions]
     seconds = time.perf_counter() - started
+    cpu = {name: round(value - cpu_before[name], 1) for name, value in cpu_seconds().items()}
     tokens = sum(r.generated_tokens for r in results)
     return {
         "kind": kind,
@@ -188,6 +207,7 @@ def seakr_run(
         "searches": retriever.calls,
         "search_s": round(retriever.seconds, 2),
         "prefill": prefill_delta(before, backend.prefill.to_dict()),
+        "cpu_s": cpu,
         "answers": [r.answer for r in results],
     }
 
