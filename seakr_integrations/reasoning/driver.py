@@ -87,6 +87,21 @@ class Driver:
         pool = DaemonPool(min(self.max_in_flight, SEARCH_THREADS))  # an abandoned search never blocks exit
         stream = self.backend.stream()
 
+        def submit(w: _Waiting, calls: tuple[Call, ...]) -> None:
+            """Send each call to the engine at once; an identical call already in flight is shared."""
+            for slot, call in enumerate(calls):
+                if call in listeners:
+                    listeners[call].append((w, slot))
+                    continue
+                try:
+                    ticket = stream.submit(*call)
+                except Exception as refused:  # a bad prompt fails its own question only
+                    if w.put(slot, refused):
+                        ready.append((w.state, w.program, w.outputs, w.error))
+                    continue
+                listeners[call] = [(w, slot)]
+                tickets[ticket] = call
+
         def send(state: QuestionState, program: Program, value: Any, error: Exception | None) -> list[Any]:
             """Advance one program to its next request and dispatch it; returns what it emitted."""
             nonlocal searching
@@ -107,19 +122,7 @@ class Driver:
                     deadlines[future] = (time.monotonic() + request.timeout, state, program, request)
                 future.add_done_callback(lambda f: searches.put((state, program, f)))
             elif isinstance(request, Generate) and request.calls:
-                w = _Waiting(state, program, [None] * len(request.calls), len(request.calls))
-                for slot, call in enumerate(request.calls):  # sent at once; an identical call in flight is shared
-                    if call in listeners:
-                        listeners[call].append((w, slot))
-                        continue
-                    try:
-                        ticket = stream.submit(*call)
-                    except Exception as refused:  # a bad prompt fails its own question only
-                        if w.put(slot, refused):
-                            ready.append((state, program, w.outputs, w.error))
-                        continue
-                    listeners[call] = [(w, slot)]
-                    tickets[ticket] = call
+                submit(_Waiting(state, program, [None] * len(request.calls), len(request.calls)), request.calls)
             else:
                 ready.append((state, program, None, TypeError(f"a program yielded {request!r}: not a request")))
             return out

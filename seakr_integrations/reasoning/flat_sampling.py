@@ -23,7 +23,8 @@ own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""
 
 
 class _FromSampling:
-    """``config.k`` reads ``config.sampling.k``, read-only; on the class, SeaKR's default."""
+    """``config.k`` reads ``config.sampling.k``, read-only, as users write it (``SeaKRConfig(k=10)``) and the loop,
+    traces and adapters read it; on the class, SeaKR's default."""
 
     def __init__(self, name: str) -> None:
         self.name = name

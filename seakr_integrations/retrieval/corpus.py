@@ -146,7 +146,13 @@ def _iter_records(documents: CorpusSource) -> Iterator[tuple[str, str, str]]:
             f"documents must be a corpus path or an iterable of passages, got {type(documents).__name__}; "
             "pass the path of a JSONL corpus, or wrap a single passage in a list"
         )
-    return _unique_records(((n, f"item {n}", obj) for n, obj in enumerate(documents, 1)), "by item")
+    return _unique_records(_numbered_items(documents), "by item")
+
+
+def _numbered_items(documents: Iterable[object]) -> Iterator[tuple[int, str, object]]:
+    """The records of an iterable, numbered; a generator, so that the iterable is opened on the first ``next``."""
+    for n, obj in enumerate(documents, 1):
+        yield n, f"item {n}", obj
 
 
 def _indexer_input(documents: CorpusSource) -> tuple[Iterator[tuple[str, str, str]], str, str, int | None]:

@@ -37,11 +37,13 @@ class IndexBuild:
     """The outcome of :func:`build_elasticsearch_index`.
 
     Attributes:
+        index: The index name.
         url: The cluster (no credentials).
         added: Passages written by this run (new, or replaced with ``overwrite``).
         already_indexed: Passages that were in the index already and were left as they were (a resumed build).
         num_docs: Documents in the index at the end (all corpora it holds).
         seconds: Wall-clock time of the run.
+        created: Whether this run created the index.
     """
 
     index: str
