@@ -234,6 +234,19 @@ def test_missing_corpus_and_wrong_argument_types(tmp_path: Path):
     assert not (tmp_path / "index").exists()
 
 
+def test_an_iterable_corpus_is_opened_when_the_passages_are_read_not_before():
+    opened = []
+
+    class Cursor:
+        def __iter__(self):
+            opened.append(True)
+            return iter(CORPUS)
+
+    passages = iter_passages(Cursor())
+    assert opened == []  # a cursor or a file-backed iterable is not opened by the call itself
+    assert [p.id for p in passages] == [r["id"] for r in CORPUS] and opened == [True]
+
+
 def test_read_corpus_skips_blank_lines_and_a_bom(tmp_path: Path):
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes(b"\xef\xbb\xbf" + json.dumps(CORPUS[0]).encode() + b"\n\n  \n" + json.dumps(CORPUS[1]).encode())
