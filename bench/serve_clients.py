@@ -184,23 +184,26 @@ def _fetch_counts(url: str) -> dict[str, float]:
     return counts
 
 
-def _roof(model: str, dtype: str, out: Path) -> dict[str, object]:
-    """``bench/engine_roof.py`` in a process of its own: the roof with SeaKR's requests at 16 questions per call,
-    then ``answer_many`` on 16 questions; its measurements are printed as they come."""
-    command = [sys.executable, str(ROOT / "bench" / "engine_roof.py"), "--model", model, "--dtype", dtype]
-    command += ["--params", "seakr", "--batch-sizes", "16", "--prefill-probe", "0", "--out", str(out)]
-    subprocess.run(command, check=True)
+def _engine_roof(model: str, dtype: str, out: Path, *options: str) -> dict[str, object]:
+    """``bench/engine_roof.py`` with ``options`` in a process of its own (its measurements are printed as they come;
+    no prefill probe); its summary."""
+    command = [sys.executable, str(ROOT / "bench" / "engine_roof.py"), "--model", model, "--dtype", dtype, *options]
+    subprocess.run([*command, "--prefill-probe", "0", "--out", str(out)], check=True)
     return json.loads(out.read_text())
 
 
+def _roof(model: str, dtype: str, out: Path) -> dict[str, object]:
+    """The roof with SeaKR's requests at 16 questions per call, then ``answer_many`` on 16 questions."""
+    return _engine_roof(model, dtype, out, "--params", "seakr", "--batch-sizes", "16")
+
+
 def _replay(model: str, dtype: str, questions: int, in_flight: int, out: Path) -> dict[str, object]:
-    """``bench/engine_roof.py --replay`` in a process of its own (a token roof of batch 1 only, as it needs one): the
-    replay's record, with the question count."""
-    command = [sys.executable, str(ROOT / "bench" / "engine_roof.py"), "--model", model, "--dtype", dtype, "--replay"]
-    command += ["--questions", str(questions), "--in-flight", str(in_flight), "--batch-sizes", "1", "--repeats", "1"]
-    subprocess.run([*command, "--prefill-probe", "0", "--out", str(out)], check=True)
-    measured = json.loads(out.read_text())["measurements"]
-    return {**next(m for m in measured if m["kind"] == "replay"), "questions": questions}
+    """``answer_many`` and the engine alone on its requests (a token roof of batch 1 only, as the script needs one):
+    the replay's record, with the question count."""
+    options = ["--replay", "--questions", str(questions), "--in-flight", str(in_flight)]
+    summary = _engine_roof(model, dtype, out, *options, "--batch-sizes", "1", "--repeats", "1")
+    replayed = next(m for m in summary["measurements"] if m["kind"] == "replay")  # type: ignore[union-attr]
+    return {**replayed, "questions": questions}
 
 
 def _remote(url: str) -> object:
