@@ -133,11 +133,13 @@ class ModelCalls:
             return scores
         prompts, measured_outputs = [calls[i][0] for i in measured], [outputs[i] for i in measured]
         probes = probe_calls(self.backend, prompts, measured_outputs, self.config.call_sampling())
-        sent = tuple(p for p in probes if p is not None)
-        replies = iter((yield Generate(sent)) if sent else [])
+        sent = [(i, probe) for i, probe in zip(measured, probes, strict=True) if probe is not None]
+        replies = (yield Generate(tuple(p for _, p in sent))) if sent else []
         state.lm_calls += len(sent)
-        for i, probe in zip(measured, probes, strict=True):
-            scores[i] = probe_uncertainty(self.backend, None if probe is None else next(replies))
+        for i in measured:  # a probe that does not fit the context counts as uncertain
+            scores[i] = probe_uncertainty(self.backend, None)
+        for (i, _), reply in zip(sent, replies, strict=True):
+            scores[i] = probe_uncertainty(self.backend, reply)
         return scores
 
     def final_answers(
