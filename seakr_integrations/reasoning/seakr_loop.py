@@ -75,6 +75,11 @@ class SeaKRLoop:
             state.emit(StepFinished(state.index, state.question, snapshot(step)))
             if step.stop:
                 break
+        return (yield from self.finish(state, state.trace[-1].stop or StopReason.STEP_LIMIT))
+
+    def finish(self, state: QuestionState, stop: StopReason) -> Program:
+        """How to answer, once the loop has ended (``stop`` says why): the stated answer (``answer_when_stated``),
+        else the chosen one of the final answers."""
         stated = self.stated_answer(state)
         if stated is not None:
             return self._result(state, stated, {"stated": stated}, StopReason.ANSWER_FOUND)
@@ -83,7 +88,7 @@ class SeaKRLoop:
             winner = choose(finals["rationales"], finals["knowledge"], self.config.final_margin)
         else:  # one strategy asked for, or no passage to reason from (knowledge_needs_passages)
             winner = finals[self.config.final_strategy if self.config.final_strategy in finals else "rationales"]
-        return self._result(state, winner, finals, state.trace[-1].stop or StopReason.STEP_LIMIT)
+        return self._result(state, winner, finals, stop)
 
     def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:
         """One step of the loop; sets ``step.stop`` when the loop must end."""

@@ -1,0 +1,258 @@
+"""The step limit chosen by cross-validation (docs/cv_protocol.md, "Amendment: the step limit under the cost target").
+
+A run with a lower ``max_steps`` makes exactly the calls of the run as made until the round where its number of
+accepted steps reaches the limit; only its final answers differ. So each candidate limit is evaluated by generating
+the final stage anew (``SeaKRLoop.finish``, the library's own) on the steps and passages the held-out runs' traces
+(``runs/cv/DATASET_dev/foldJ/seakr-both-finals.jsonl``) had at that round; a question the limit does not cut keeps
+its answer as made.  The control generates the final stage on fold 1's own last states.
+
+    python bench/step_limits.py                 # the replays (resumable), then the report
+    python bench/step_limits.py --report        # the report alone: the nested choice and the held-out estimate
+
+Replays go to ``runs/cv/step_limits.jsonl``, the report to ``runs/cv/step_limits.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ("hotpotqa", "2wiki")
+LIMITS = (3, 4, 5, 6, 7)
+FOLDS = 5
+CONTROL_FOLD = 1
+LEFT_OUT = {"hotpotqa": set(range(8))}  # the smoke-test lines (docs/cv_protocol.md)
+TOLERANCE = 0.01  # 1.0 F1 point
+REPLAYS = ROOT / "runs" / "cv" / "step_limits.jsonl"
+
+
+def runs(ds: str) -> dict[int, list[dict]]:
+    """The held-out runs' rows by fold, without the left-out lines."""
+    lines = {json.loads(x)["id"]: i for i, x in enumerate((ROOT / "data" / f"{ds}_dev.jsonl").read_text().splitlines())}
+    out = {}
+    for j in range(FOLDS):
+        path = ROOT / "runs" / "cv" / f"{ds}_dev" / f"fold{j}" / "seakr-both-finals.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+        out[j] = [r for r in rows if lines[r["id"]] not in LEFT_OUT.get(ds, set())]
+    return out
+
+
+def cut_round(trace: dict, limit: int) -> int | None:
+    """The round after which a run with ``max_steps=limit`` ends, when it ends before the run as made did."""
+    accepted = 0
+    steps = trace["steps"]
+    for i, step in enumerate(steps):
+        accepted += bool(step.get("accepted"))
+        if accepted >= limit:
+            return i if i < len(steps) - 1 else None
+    return None
+
+
+def state_at(trace: dict, last_round: int) -> tuple[list[str], list[dict]]:
+    """The steps and the kept passages after round ``last_round``."""
+    rounds = trace["steps"][: last_round + 1]
+    steps = [s["accepted"] for s in rounds if s.get("accepted")]
+    chosen = {s["chosen_passage_id"] for s in rounds if s.get("chosen_passage_id")}
+    return steps, [p for p in trace["passages"] if p["id"] in chosen]
+
+
+def jobs(ds: str, fold: int, rows: list[dict], done: set[tuple]) -> list[tuple[str | int, dict, int]]:
+    """(limit, row, last round) for every cut question of the fold not yet replayed; ``"own"``: the control."""
+    out = []
+    for row in rows:
+        for limit in LIMITS:
+            i = cut_round(row["trace"], limit)
+            if i is not None and (ds, fold, row["id"], limit) not in done:
+                out.append((limit, row, i))
+        if fold == CONTROL_FOLD and (ds, fold, row["id"], "own") not in done:
+            out.append(("own", row, len(row["trace"]["steps"]) - 1))
+    return out
+
+
+def replay(in_flight: int) -> None:
+    from seakr_integrations.backends.loading import load_backend
+    from seakr_integrations.cli.common import quiet_vllm_start
+    from seakr_integrations.demo import cached_index
+    from seakr_integrations.evaluation.scoring import exact_match, f1
+    from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+    from seakr_integrations.reasoning.driver import Answered, Driver, Failed
+    from seakr_integrations.reasoning.records import StopReason
+    from seakr_integrations.reasoning.state import QuestionState
+    from seakr_integrations.retrieval.passage import Passage
+
+    done = set()
+    if REPLAYS.exists():
+        for line in REPLAYS.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["dataset"], r["fold"], r["id"], r["limit"]))
+    quiet_vllm_start()
+    with load_backend("vllm", "qwen", dtype="float32") as backend, REPLAYS.open("a") as out:
+        for ds in DATASETS:
+            retriever = cached_index(ROOT / "data" / f"corpus_{ds}.jsonl", progress=False)
+            folds = runs(ds)
+            for fold in (CONTROL_FOLD, *sorted(set(folds) - {CONTROL_FOLD})):
+                rows = folds[fold]
+                todo = jobs(ds, fold, rows, done)
+                if not todo:
+                    continue
+                made = rows[0]["trace"]["config"]
+                config = SeaKRConfig(
+                    k=10,
+                    max_tokens=64,
+                    exemplar_style=ds,
+                    delta=made["delta"],
+                    cascade_estimator=made["cascade_estimator"],
+                    cascade_band=tuple(made["cascade_band"]),
+                )
+                seakr = SeaKR(backend, retriever, config)
+                states = []
+                for index, (_, row, last) in enumerate(todo):
+                    steps, passages = state_at(row["trace"], last)
+                    state = QuestionState(row["question"].strip(), index)
+                    state.steps = list(steps)
+                    state.docs = [Passage(p["id"], p["title"], p["text"], p.get("score", 0.0)) for p in passages]
+                    states.append(state)
+                programs = ((s, seakr.loop.finish(s, StopReason.STEP_LIMIT)) for s in states)
+                for item in Driver(backend, retriever, in_flight).run(programs):
+                    limit, row, last = todo[item.state.index]
+                    if isinstance(item, Failed):
+                        print(f"{ds} fold {fold} {row['id']} max_steps={limit}: {item.error!r}", flush=True)
+                        continue
+                    if not isinstance(item, Answered):
+                        continue
+                    result = item.value
+                    record = {
+                        "dataset": ds,
+                        "fold": fold,
+                        "id": row["id"],
+                        "limit": limit,
+                        "last_round": last,
+                        "prediction": result.answer,
+                        "f1": f1(result.answer, row["golds"]),
+                        "em": exact_match(result.answer, row["golds"]),
+                        "final_lm_calls": result.lm_calls,
+                        "final_generated_tokens": result.generated_tokens,
+                    }
+                    out.write(json.dumps(record) + "\n")
+                    out.flush()
+                print(f"{ds} fold {fold}: {len(todo)} final stages replayed", flush=True)
+
+
+def bootstrap(diffs: list[float], seed: int = 0) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    values = np.asarray(diffs)
+    means = values[rng.integers(0, len(values), (10_000, len(values)))].mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def as_made_f1(row: dict) -> float:
+    """The default's F1 on a run as made.  Fold 0's run (the development run) chose its final answer with margin 0;
+    the default's answer is its replay with ``final_margin`` 0.5 and ``answer_with_option`` (the held-out folds'
+    files already hold that replay)."""
+    trace = row["trace"]
+    if trace["config"].get("final_margin") == 0.5:
+        return row["f1"]
+    from final_rules import _pick
+
+    from seakr_integrations.evaluation.scoring import f1
+    from seakr_integrations.reasoning.entities import option_answer
+    from seakr_integrations.retrieval.passage import Passage
+
+    answer = _pick(trace, "uncertainty", 0.5)
+    if answer:
+        others = [f["answer"] for f in trace["finals"].values() if f["answer"] and f["answer"] != answer]
+        docs = [Passage(p["id"], p["title"], p["text"]) for p in trace["passages"]]
+        answer = option_answer(row["question"].strip(), answer, docs, others)
+    return f1(answer or "", row["golds"])
+
+
+def report() -> dict:
+    replays = defaultdict(dict)
+    for line in REPLAYS.read_text().splitlines():
+        r = json.loads(line)
+        replays[(r["dataset"], r["id"])][r["limit"]] = r
+    table = {ds: runs(ds) for ds in DATASETS}
+
+    def f1_at(ds: str, row: dict, limit: int) -> float | None:
+        if limit == 7 or cut_round(row["trace"], limit) is None:
+            return as_made_f1(row)
+        hit = replays[(ds, row["id"])].get(limit)
+        return None if hit is None else hit["f1"]
+
+    def mean_f1(folds: list[int], limit: int) -> float:
+        per_ds = []
+        for ds in DATASETS:
+            values = [f1_at(ds, r, limit) for j in folds for r in table[ds][j]]
+            if any(v is None for v in values):
+                raise SystemExit(f"{ds}: replays missing for max_steps={limit}: run without --report first")
+            per_ds.append(statistics.mean(values))
+        return statistics.mean(per_ds)
+
+    def choose(folds: list[int]) -> tuple[int, dict[int, float]]:
+        scores = {limit: mean_f1(folds, limit) for limit in LIMITS}
+        best = max(scores.values())
+        return min(limit for limit, s in scores.items() if s >= best - TOLERANCE), scores
+
+    chosen = {}
+    for j in range(1, FOLDS):
+        limit, scores = choose([k for k in range(FOLDS) if k != j])
+        chosen[j] = {"max_steps": limit, "training_f1": scores}
+    shipped, all_scores = choose(list(range(FOLDS)))
+    held_out = {}
+    for ds in DATASETS:
+        rows = [(j, r) for j in range(1, FOLDS) for r in table[ds][j]]
+        as_made = [as_made_f1(r) for _, r in rows]
+        nested = [f1_at(ds, r, chosen[j]["max_steps"]) for j, r in rows]
+        rounds = []
+        for j, r in rows:
+            cut = cut_round(r["trace"], chosen[j]["max_steps"])
+            rounds.append(len(r["trace"]["steps"]) if cut is None else cut + 1)
+        held_out[ds] = {
+            "questions": len(rows),
+            "f1_as_made": statistics.mean(as_made),
+            "f1_nested": statistics.mean(nested),
+            "difference": statistics.mean(nested) - statistics.mean(as_made),
+            "difference_ci": bootstrap([b - a for a, b in zip(as_made, nested, strict=True)]),
+            "rounds_as_made": statistics.mean(len(r["trace"]["steps"]) for _, r in rows),
+            "rounds_nested": statistics.mean(rounds),
+            "per_limit_held_out_f1": {limit: statistics.mean(f1_at(ds, r, limit) for _, r in rows) for limit in LIMITS},
+        }
+    control = {}
+    for ds in DATASETS:
+        own = [(r, replays[(ds, r["id"])].get("own")) for r in table[ds][CONTROL_FOLD]]
+        own = [(r, o) for r, o in own if o is not None]
+        control[ds] = {
+            "questions": len(own),
+            "same_answer": sum(r["prediction"] == o["prediction"] for r, o in own),
+            "f1_as_made": statistics.mean(r["f1"] for r, _ in own) if own else None,
+            "f1_replayed": statistics.mean(o["f1"] for _, o in own) if own else None,
+        }
+    summary = {
+        "nested_choice": chosen,
+        "shipped": shipped,
+        "all_folds_f1": all_scores,
+        "held_out": held_out,
+        "control": control,
+    }
+    (ROOT / "runs" / "cv" / "step_limits.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--report", action="store_true", help="only the report, from the replays made")
+    parser.add_argument("--in-flight", type=int, default=16, help="final stages in progress at once (default 16)")
+    args = parser.parse_args()
+    if not args.report:
+        replay(args.in_flight)
+    print(json.dumps(report(), indent=2))
+
+
+if __name__ == "__main__":
+    main()
