@@ -120,11 +120,11 @@ def replay(in_flight: int) -> None:
                     states.append(state)
                 programs = ((s, seakr.loop.finish(s, StopReason.STEP_LIMIT)) for s in states)
                 for item in Driver(backend, retriever, in_flight).run(programs):
+                    if not isinstance(item, Answered | Failed):
+                        continue  # an event
                     limit, row, last = todo[item.state.index]
                     if isinstance(item, Failed):
                         print(f"{ds} fold {fold} {row['id']} max_steps={limit}: {item.error!r}", flush=True)
-                        continue
-                    if not isinstance(item, Answered):
                         continue
                     result = item.value
                     record = {
