@@ -19,6 +19,7 @@ import numpy as np
 from cv_rules import fold0_lines, option_lines
 from cv_timing import cost_lines
 from cv_traces import trace_lines
+from step_limits import markdown_lines as step_limit_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("hotpotqa", "2wiki")
@@ -337,6 +338,13 @@ def main() -> None:
         out += ["", "**Calibration on held-out folds.**", "", *calibration_lines(ds), ""]
         out += ["**The cascade** (fold 0, the development fold):", "", *fold0_lines(ds, "cascade"), ""]
         out += ["**Bridge entities** (fold 0, the development fold):", "", *fold0_lines(ds, "bridges"), ""]
+        out += [
+            "**The step limit** (`max_steps`; nested in folds 0-4, each candidate's final stage replayed on the state "
+            "the traces had at its limit; `bench/step_limits.py`, [`cv_protocol.md`](cv_protocol.md)):",
+            "",
+            *step_limit_lines(ds, single["f1"], sums[best]["f1"]),
+            "",
+        ]
         out += ["**Answers among the offered options** (`answer_with_option`):", "", *option_lines(ds, ids), ""]
         out += [
             "**What the traces show** (SeaKR's held-out questions by type):",

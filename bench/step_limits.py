@@ -244,6 +244,46 @@ def report() -> dict:
     return summary
 
 
+def markdown_lines(ds: str, single_f1: float, best_baseline_f1: float) -> list[str]:
+    """The step limit's part of ``docs/results.md`` for ``ds`` (``bench/cv_report.py``), from the report on disk,
+    with the protocol's shipping test against single retrieval's and the best baseline's F1 on the same questions."""
+    path = ROOT / "runs" / "cv" / "step_limits.json"
+    if not path.exists():
+        return ["No replay of the step limits yet (`python bench/step_limits.py`)."]
+    summary = json.loads(path.read_text())
+    held, control = summary["held_out"][ds], summary["control"][ds]
+    chosen = ", ".join(f"fold {j}: {c['max_steps']}" for j, c in summary["nested_choice"].items())
+    low, high = held["difference_ci"]
+    per_limit = held["per_limit_held_out_f1"]
+    nested = held["f1_nested"]
+    meets = nested >= single_f1 + 0.03 and nested >= best_baseline_f1
+    return [
+        f"Chosen on the other folds (the smallest limit within 1.0 F1 of the best, both datasets averaged): {chosen}; "
+        f"on all five folds: {summary['shipped']}. Held-out F1 with each fold's choice **{100 * nested:.1f}** "
+        f"against {100 * held['f1_as_made']:.1f} with seven steps (paired {100 * held['difference']:+.1f}, 95% "
+        f"{100 * low:+.1f} to {100 * high:+.1f}, {held['questions']} questions), rounds per question "
+        f"{held['rounds_nested']:.2f} against {held['rounds_as_made']:.2f}; against single retrieval's "
+        f"{100 * single_f1:.1f}: {100 * (nested - single_f1):+.1f}. "
+        + (
+            "The protocol's test (at least 3 above single retrieval, no lower than any baseline) is met on this "
+            "dataset; a limit ships only when it is met on both."
+            if meets
+            else "The protocol's test (at least 3 above single retrieval, no lower than any baseline) is **not met** "
+            "on this dataset, and a limit ships only when it is met on both: the default keeps seven steps."
+        ),
+        "",
+        "Each limit's F1 on folds 1-4, for information only (picking a limit from this row would be choosing on the "
+        "held-out folds, which the protocol forbids):",
+        "",
+        "| `max_steps` | " + " | ".join(str(limit) for limit in LIMITS) + " |",
+        "| --- | " + " | ".join("---:" for _ in LIMITS) + " |",
+        "| F1, folds 1-4 | " + " | ".join(f"{100 * per_limit[str(limit)]:.1f}" for limit in LIMITS) + " |",
+        "",
+        f"Control (fold {CONTROL_FOLD}, the final stage generated anew on each question's own last state): "
+        f"{control['same_answer']} of {control['questions']} answers equal to the run's.",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report", action="store_true", help="only the report, from the replays made")
