@@ -4,7 +4,6 @@ generated tokens against the earlier default's.  Read by ``bench/cv_report.py``,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -21,27 +20,17 @@ def dtype(root: Path) -> str:
     return path.read_text().strip() if path.is_file() else "float32"
 
 
-def max_steps(path: Path) -> int:
-    """The step limit SeaKR ran with in a results file (its header's configuration)."""
-    with path.open() as handle:
-        return int(json.loads(handle.readline())["config"]["seakr"]["max_steps"])
-
-
-def timing_runs(ds: str, steps: int | None = None) -> dict[int, list[dict[str, float]]]:
+def timing_runs(ds: str) -> dict[int, list[dict[str, float]]]:
     """Each timing run on an idle machine (``bench/timing.sh``: ``runs/timing``, ``runs/timing-2``...; the same 60
-    questions of fold 1, streamed) of SeaKR with the step limit ``steps`` (``None``: the default's), by how many
-    questions were in progress at once: SeaKR's and single retrieval's seconds per question (the run's wall time over
-    its questions) and SeaKR's generated tokens per question.  Only float32 runs, the precision of the
-    cross-validation (a bfloat16 run is in docs/benchmarks.md)."""
+    questions of fold 1, streamed), by how many questions were in progress at once: SeaKR's and single retrieval's
+    seconds per question (the run's wall time over its questions) and SeaKR's generated tokens per question.  Only
+    float32 runs, the precision of the cross-validation (a bfloat16 run is in docs/benchmarks.md)."""
     from cv_report import ROOT, read
 
-    from seakr_integrations.reasoning import SeaKRConfig
-
-    steps = SeaKRConfig().max_steps if steps is None else steps
     runs: dict[int, list[dict[str, float]]] = {}
     for root in sorted(p for p in (ROOT / "runs").glob("timing*") if p.is_dir() and dtype(p) == "float32"):
         got = {m: read(root / f"{ds}_dev" / "fold1" / f"{m}.jsonl") for m in ("seakr", "single-retrieval")}
-        if all(got.values()) and max_steps(root / f"{ds}_dev" / "fold1" / "seakr.jsonl") == steps:
+        if all(got.values()):
             runs.setdefault(in_flight(root), []).append(
                 {
                     "seakr": float(np.mean([r["seconds"] for r in got["seakr"].values()])),
