@@ -3,8 +3,10 @@
 Starts ``seakr serve MODEL`` on a free 127.0.0.1 port, then for each client count runs that many processes at once,
 each answering its own questions (``--per-client``, consecutive slices of data/hotpotqa_dev.jsonl) with
 ``SeaKRChain`` (a LangChain retriever over a BM25 index of the HotpotQA corpus, ``ChatSeaKR(base_url=...)``), one
-after another.  Prints one JSON line per client count: questions per minute, wall time, and generated tokens per
-second (greedy continuations and samples, as ``SeaKRResult.generated_tokens`` counts them, summed over the clients'
+after another; every client of a count starts asking at the same moment, once all have started (their imports and
+index are not the server's time: ``start_up_s``), and reports its own CPU seconds while asking (``clients_cpu_s``,
+summed: the two cores they share with the server).  Prints one JSON line per client count: questions per minute,
+wall time, and generated tokens per second (greedy continuations and samples, as ``SeaKRResult.generated_tokens`` counts them, summed over the clients'
 traces); then the ratio of the most clients to one; then the per-call overhead of the HTTP path: the median time of
 a greedy one-token call through ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
 
@@ -48,7 +50,7 @@ SETTINGS = {
 }
 
 CLIENT = """
-import json, sys
+import json, sys, time
 from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRChain
 from seakr_integrations.reasoning import SeaKRConfig
 url, index, settings, questions = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
@@ -56,11 +58,14 @@ retriever = PassageIndexRetriever.from_path(index)
 chain = SeaKRChain(
     retriever=retriever, llm=ChatSeaKR(base_url=url), config=SeaKRConfig(**settings), return_trace=True
 )
+print("ready", flush=True)
+sys.stdin.readline()  # every client asks from the same moment, its start-up done
+cpu = time.process_time()
 tokens = lm_calls = 0
 for q in questions:
     trace = chain.invoke(q)["trace"]
     tokens, lm_calls = tokens + trace["generated_tokens"], lm_calls + trace["lm_calls"]
-print(json.dumps({"tokens": tokens, "lm_calls": lm_calls}))
+print(json.dumps({"tokens": tokens, "lm_calls": lm_calls, "cpu_s": time.process_time() - cpu}))
 """
 
 
@@ -118,13 +123,24 @@ def main() -> None:
                     time.sleep(1)
             rates = {}
             for n in args.clients:
-                fetched = _fetch_counts(url)
-                started = time.perf_counter()
+                launched = time.perf_counter()
                 procs = []
                 for i in range(n):
                     mine = questions[i * args.per_client : (i + 1) * args.per_client]
                     argv = [sys.executable, "-c", CLIENT, url, str(index.path), json.dumps(settings), json.dumps(mine)]
-                    procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                    procs.append(
+                        subprocess.Popen(
+                            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                        )
+                    )
+                for p in procs:  # the clients' start-up (imports, the index) is not the server's time
+                    if p.stdout.readline().strip() != "ready":
+                        raise SystemExit(p.communicate()[1][-2000:])
+                fetched = _fetch_counts(url)
+                started = time.perf_counter()
+                for p in procs:
+                    p.stdin.write("go\n")
+                    p.stdin.flush()
                 done = [p.communicate() for p in procs]
                 wall = time.perf_counter() - started
                 failed = [err[-2000:] for p, (_, err) in zip(procs, done, strict=True) if p.returncode != 0]
@@ -137,6 +153,8 @@ def main() -> None:
                     "clients": n,
                     "questions": n * args.per_client,
                     "wall_s": round(wall, 1),
+                    "start_up_s": round(started - launched, 1),
+                    "clients_cpu_s": round(sum(c["cpu_s"] for c in counts), 1),
                     "questions_per_minute": round(rates[n], 2),
                     "tokens": tokens,
                     "lm_calls": sum(c["lm_calls"] for c in counts),
