@@ -4,11 +4,12 @@ Starts ``seakr serve MODEL`` on a free 127.0.0.1 port, then for each client coun
 each answering its own questions (``--per-client``, consecutive slices of data/hotpotqa_dev.jsonl) with
 ``SeaKRChain`` (a LangChain retriever over a BM25 index of the HotpotQA corpus, ``ChatSeaKR(base_url=...)``), one
 after another; every client of a count starts asking at the same moment, once all have started (their imports and
-index are not the server's time: ``start_up_s``), and reports its own CPU seconds while asking (``clients_cpu_s``,
-summed: the two cores they share with the server).  Prints one JSON line per client count: questions per minute,
-wall time, and generated tokens per second (greedy continuations and samples, as ``SeaKRResult.generated_tokens`` counts them, summed over the clients'
-traces); then the ratio of the most clients to one; then the per-call overhead of the HTTP path: the median time of
-a greedy one-token call through ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
+index are not the server's time: ``start_up_s``).  Prints one JSON line per client count: questions per minute, wall
+time, generated tokens per second (greedy continuations and samples, as ``SeaKRResult.generated_tokens`` counts
+them, summed over the clients' traces), and the CPU seconds the clients used while asking (``clients_cpu_s``: they
+share the two cores with the server) and the server's processes used (``server_cpu_s``); then the ratio of the most
+clients to one; then the per-call overhead of the HTTP path: the median time of a greedy one-token call through
+``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
 
     python bench/serve_clients.py --clients 1 4 8 --per-client 5                        # light settings, SmolLM2
     python bench/serve_clients.py --model qwen --settings evaluation --roof --clients 1 4 8 --per-client 4
@@ -67,6 +68,21 @@ for q in questions:
     tokens, lm_calls = tokens + trace["generated_tokens"], lm_calls + trace["lm_calls"]
 print(json.dumps({"tokens": tokens, "lm_calls": lm_calls, "cpu_s": time.process_time() - cpu}))
 """
+
+
+def _server_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds so far of the server's processes (the API server, vLLM's engine core and worker), by name."""
+    import psutil
+
+    root = psutil.Process(pid)
+    out: dict[str, float] = {}
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            times, name = proc.cpu_times(), proc.name()
+        except psutil.NoSuchProcess:
+            continue
+        out[name] = out.get(name, 0.0) + times.user + times.system
+    return out
 
 
 def _free_port() -> int:
@@ -136,13 +152,14 @@ def main() -> None:
                 for p in procs:  # the clients' start-up (imports, the index) is not the server's time
                     if p.stdout.readline().strip() != "ready":
                         raise SystemExit(p.communicate()[1][-2000:])
-                fetched = _fetch_counts(url)
+                fetched, cpu = _fetch_counts(url), _server_cpu(server.pid)
                 started = time.perf_counter()
                 for p in procs:
                     p.stdin.write("go\n")
                     p.stdin.flush()
                 done = [p.communicate() for p in procs]
                 wall = time.perf_counter() - started
+                server_cpu = {k: round(v - cpu.get(k, 0.0), 1) for k, v in _server_cpu(server.pid).items()}
                 failed = [err[-2000:] for p, (_, err) in zip(procs, done, strict=True) if p.returncode != 0]
                 if failed:
                     raise SystemExit(failed[0])
@@ -155,6 +172,7 @@ def main() -> None:
                     "wall_s": round(wall, 1),
                     "start_up_s": round(started - launched, 1),
                     "clients_cpu_s": round(sum(c["cpu_s"] for c in counts), 1),
+                    "server_cpu_s": server_cpu,
                     "questions_per_minute": round(rates[n], 2),
                     "tokens": tokens,
                     "lm_calls": sum(c["lm_calls"] for c in counts),
