@@ -20,27 +20,22 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("hotpotqa", "2wiki")
 LIMITS = (3, 4, 5, 6, 7)
 FOLDS = 5
 CONTROL_FOLD = 1
-LEFT_OUT = {"hotpotqa": set(range(8))}  # the smoke-test lines (docs/cv_protocol.md)
 TOLERANCE = 0.01  # 1.0 F1 point
 REPLAYS = ROOT / "runs" / "cv" / "step_limits.jsonl"
 
 
 def runs(ds: str) -> dict[int, list[dict]]:
-    """The held-out runs' rows by fold, without the left-out lines."""
-    lines = {json.loads(x)["id"]: i for i, x in enumerate((ROOT / "data" / f"{ds}_dev.jsonl").read_text().splitlines())}
-    out = {}
-    for j in range(FOLDS):
-        path = ROOT / "runs" / "cv" / f"{ds}_dev" / f"fold{j}" / "seakr-both-finals.jsonl"
-        rows = [json.loads(x) for x in path.read_text().splitlines()[1:]]
-        out[j] = [r for r in rows if lines[r["id"]] not in LEFT_OUT.get(ds, set())]
-    return out
+    """The held-out runs' rows by fold, without the left-out lines (``cv_report``'s loaders)."""
+    from cv_report import LEFT_OUT, all_lines, read
+
+    lines = all_lines(ds)
+    folds = {j: read(ROOT / "runs" / "cv" / f"{ds}_dev" / f"fold{j}" / "seakr-both-finals.jsonl") for j in range(FOLDS)}
+    return {j: [r for r in rows.values() if lines[r["id"]] not in LEFT_OUT.get(ds, set())] for j, rows in folds.items()}
 
 
 def cut_round(trace: dict, limit: int) -> int | None:
@@ -144,35 +139,22 @@ def replay(in_flight: int) -> None:
                 print(f"{ds} fold {fold}: {len(todo)} final stages replayed", flush=True)
 
 
-def bootstrap(diffs: list[float], seed: int = 0) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    values = np.asarray(diffs)
-    means = values[rng.integers(0, len(values), (10_000, len(values)))].mean(axis=1)
-    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
-
-
 def as_made_f1(row: dict) -> float:
     """The default's F1 on a run as made.  Fold 0's run (the development run) chose its final answer with margin 0;
     the default's answer is its replay with ``final_margin`` 0.5 and ``answer_with_option`` (the held-out folds'
     files already hold that replay)."""
-    trace = row["trace"]
-    if trace["config"].get("final_margin") == 0.5:
+    if row["trace"]["config"].get("final_margin") == 0.5:
         return row["f1"]
-    from final_rules import _pick
+    from option_answers import replayed_answer
 
     from seakr_integrations.evaluation.scoring import f1
-    from seakr_integrations.reasoning.entities import option_answer
-    from seakr_integrations.retrieval.passage import Passage
 
-    answer = _pick(trace, "uncertainty", 0.5)
-    if answer:
-        others = [f["answer"] for f in trace["finals"].values() if f["answer"] and f["answer"] != answer]
-        docs = [Passage(p["id"], p["title"], p["text"]) for p in trace["passages"]]
-        answer = option_answer(row["question"].strip(), answer, docs, others)
-    return f1(answer or "", row["golds"])
+    return f1(replayed_answer(row, 0.5)[1], row["golds"])
 
 
 def report() -> dict:
+    from cv_report import interval
+
     replays = defaultdict(dict)
     for line in REPLAYS.read_text().splitlines():
         r = json.loads(line)
@@ -218,7 +200,7 @@ def report() -> dict:
             "f1_as_made": statistics.mean(as_made),
             "f1_nested": statistics.mean(nested),
             "difference": statistics.mean(nested) - statistics.mean(as_made),
-            "difference_ci": bootstrap([b - a for a, b in zip(as_made, nested, strict=True)]),
+            "difference_ci": interval([b - a for a, b in zip(as_made, nested, strict=True)]),
             "rounds_as_made": statistics.mean(len(r["trace"]["steps"]) for _, r in rows),
             "rounds_nested": statistics.mean(rounds),
             "per_limit_held_out_f1": {limit: statistics.mean(f1_at(ds, r, limit) for _, r in rows) for limit in LIMITS},
