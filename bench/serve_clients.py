@@ -177,8 +177,9 @@ def main() -> None:
                     "tokens": tokens,
                     "lm_calls": sum(c["lm_calls"] for c in counts),
                     "tokens_per_s": round(tokens / wall, 2),
-                    # the server's fetches of read-out vectors from vLLM's workers (serving/worker_fetch.py)
-                    **{k: v - fetched[k] for k, v in _fetch_counts(url).items()},
+                    # the server's fetches of read-out vectors from vLLM's workers (serving/worker_fetch.py), and
+                    # the clients' requests per route (tokenizer round trips beside the generate calls)
+                    **{k: v - fetched.get(k, 0.0) for k, v in _fetch_counts(url).items()},
                 }
                 if roof:
                     record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
@@ -209,14 +210,18 @@ CALLS = 20
 
 
 def _fetch_counts(url: str) -> dict[str, float]:
-    """The server's read-outs and worker round trips so far, from vLLM's /metrics."""
+    """The server's read-outs and worker round trips so far, and its HTTP requests per seakr route
+    (``requests_generate``, ``requests_detokenize``...), from vLLM's /metrics."""
     import httpx
 
     counts = {"seakr_read_outs_total": 0.0, "seakr_worker_round_trips_total": 0.0}
     for line in httpx.get(url + "/metrics", timeout=30).text.splitlines():
-        name, _, value = line.partition(" ")
+        name, _, value = line.rpartition(" ")
         if name in counts:
             counts[name] = float(value)
+        elif name.startswith("http_requests_total{") and 'handler="/v1/seakr/' in name:
+            route = name.split('handler="/v1/seakr/', 1)[1].split('"', 1)[0]
+            counts[f"requests_{route}"] = counts.get(f"requests_{route}", 0.0) + float(value)
     return counts
 
 

@@ -155,3 +155,36 @@ def test_text_pieces_replay_a_generation_token_by_token_and_join_to_its_text():
     assert text_pieces(Continuation("", [], [], "stop"), decode) == [""]
     split = Continuation("Pa\u00e9", [1, 5, 5], [-0.1] * 3, "stop")  # one character over two tokens
     assert text_pieces(split, decode) == ["Pa", "\u00e9"]
+
+
+def test_text_pieces_cut_at_the_offsets_a_server_sent_without_decoding():
+    from seakr_integrations.backends.openai_plain import ServerTokenizer
+    from seakr_integrations.outputs import Continuation, text_pieces, token_offsets
+
+    vocab = {1: "Pa", 2: "ris", 4: " is", 5: "\u00e9"}
+
+    def decode(ids):
+        text = "".join(vocab[i] for i in ids)
+        return text[:-1] if ids.count(5) % 2 else text.replace("\u00e9\u00e9", "\u00e9")
+
+    def unreachable(ids):
+        raise AssertionError(f"decode({ids}) called: the offsets were there")
+
+    for text, ids in [("Paris is", [1, 2, 4]), ("Par", [1, 2]), ("Pa\u00e9", [1, 5, 5]), ("", [])]:
+        local = Continuation(text, ids, [-0.1] * len(ids), "stop")
+        served = Continuation(text, ids, [-0.1] * len(ids), "stop", offsets=token_offsets(local, decode))
+        assert text_pieces(served, unreachable) == text_pieces(local, decode)
+
+    class CountingTokenizer(ServerTokenizer):  # a server's tokenizer: each new prefix is one /detokenize request
+        asked = 0
+
+        def _ask_text(self, ids, skip_special_tokens):
+            CountingTokenizer.asked += 1
+            return decode(list(ids))
+
+    tokenizer = CountingTokenizer()
+    served = Continuation("Paris is", [1, 2, 4], [-0.1] * 3, "stop", offsets=[2, 5, 8])
+    assert text_pieces(served, lambda ids: tokenizer.decode(ids)) == ["Pa", "ris", " is"]
+    assert CountingTokenizer.asked == 0
+    text_pieces(Continuation("Paris is", [1, 2, 4], [-0.1] * 3, "stop"), lambda ids: tokenizer.decode(ids))
+    assert CountingTokenizer.asked == 3
