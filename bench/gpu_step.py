@@ -84,11 +84,9 @@ def build(shape: str, device: str, dtype: Any) -> Any:
 def read_out_hook(model: Any) -> Any:
     """SeaKR's read-out on the middle layer (L/2 - 1, its MLP): every sequence's last position copied to the host."""
     layers = model.model.layers
-    kept: list[Any] = []
 
     def hook(_module: Any, _inputs: Any, output: Any) -> None:
-        kept.append(output[:, -1, :].float().cpu())  # .cpu() waits for the GPU: the sync the hook costs
-        kept.clear()
+        output[:, -1, :].float().cpu()  # .cpu() waits for the GPU: the sync the hook costs
 
     return layers[max(len(layers) // 2 - 1, 0)].mlp.register_forward_hook(hook)
 

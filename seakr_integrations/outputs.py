@@ -5,7 +5,7 @@ native objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Literal
@@ -80,18 +80,12 @@ class SelfAwareOutput:
 
 
 def text_pieces(continuation: Continuation, decode: Callable[[list[int]], str]) -> list[str]:
-    """``continuation.text`` cut into one piece per token, for replaying a finished generation as a stream; the pieces
-    join to exactly the text (``[""]`` when empty), and a multi-byte character split across tokens is never cut.
-    Cut at the tokens' ``offsets`` when the back-end sent them (a server: no tokenizer round trip per token), else
-    where growing prefixes decode (``decode``: ``tok.decode(ids, skip_special_tokens=True)``)."""
-    text, ids = continuation.text, continuation.token_ids
-    if continuation.offsets is not None:
-        ends: Iterable[int] = continuation.offsets
-    else:
-        prefixes = (decode(ids[:n]) for n in range(1, len(ids) + 1))
-        ends = (len(prefix) for prefix in prefixes if text.startswith(prefix))
-    pieces, shown = [], 0
-    for end in ends:
+    """``continuation.text`` cut into one piece per token at :func:`token_offsets` (the offsets a server sent, so no
+    tokenizer round trip per token; else where growing prefixes decode), for replaying a finished generation as a
+    stream; the pieces join to exactly the text (``[""]`` when empty), and a character is never cut.
+    ``decode``: token ids to text with special tokens skipped (``tok.decode(ids, skip_special_tokens=True)``)."""
+    text, pieces, shown = continuation.text, [], 0
+    for end in token_offsets(continuation, decode):
         end = min(end, len(text))
         if end > shown:
             pieces.append(text[shown:end])
