@@ -19,6 +19,7 @@ import numpy as np
 from cv_rules import fold0_lines, option_lines
 from cv_timing import cost_lines
 from cv_traces import trace_lines
+from step_limits import LIMITS
 from step_limits import markdown_lines as step_limit_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -343,6 +344,11 @@ def main() -> None:
             "the traces had at its limit; `bench/step_limits.py`, [`cv_protocol.md`](cv_protocol.md)):",
             "",
             *step_limit_lines(ds, single["f1"], sums[best]["f1"]),
+            "",
+            "**The passage limit** (`max_docs`; the same replay, at the round where the traces kept that many "
+            "passages; `bench/step_limits.py --limit max_docs`, [`cv_protocol.md`](cv_protocol.md)):",
+            "",
+            *step_limit_lines(ds, single["f1"], sums[best]["f1"], LIMITS["max_docs"]),
             "",
         ]
         out += ["**Answers among the offered options** (`answer_with_option`):", "", *option_lines(ds, ids), ""]

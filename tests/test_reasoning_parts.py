@@ -114,7 +114,7 @@ def test_stops_and_config_validation():
     config = SeaKRConfig()
     assert config.stops(has_steps=False, one_sentence=False) == ("\n\n", "\nQuestion:", "\nContext")
     assert config.stops(has_steps=True, one_sentence=True) == ("\n\n", "\nQuestion:", "\nContext", "\n", ". ")
-    assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 5, None)
+    assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 2, None)
     assert config.style == "hotpotqa" and config.with_(mode="single_hop").style == "simple"
     sampling = config.call_sampling(("\n",))
     assert (sampling.k, sampling.top_k, sampling.top_p, sampling.temperature, sampling.stop) == (

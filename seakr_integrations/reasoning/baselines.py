@@ -20,6 +20,10 @@ from seakr_integrations.retrieval.passage import Passage
 FLARE_THRESHOLD = 0.4
 """FLARE's trigger: retrieve when a token of the look-ahead sentence has probability below this."""
 
+PASSAGE_WINDOW = 5
+"""Passages a baseline's prompt keeps, the newest (the paper's baselines: five); ``SeaKRConfig.max_docs`` is SeaKR's
+own stopping rule and does not apply to them."""
+
 
 class Baseline(Reasoner):
     """What the baselines share: unmeasured calls, accumulating passages, and a chain that ends in an answer."""
@@ -32,10 +36,10 @@ class Baseline(Reasoner):
         return out
 
     def _add(self, state: QuestionState, found: list[Passage] | None) -> None:
-        """Add the passages not in the prompt yet, keeping at most ``max_docs`` (the newest)."""
+        """Add the passages not in the prompt yet, keeping at most ``PASSAGE_WINDOW`` (the newest)."""
         seen = {d.id for d in state.docs}
         state.docs.extend(p for p in found or [] if p.id not in seen)
-        del state.docs[: max(0, len(state.docs) - self.config.max_docs)]
+        del state.docs[: max(0, len(state.docs) - PASSAGE_WINDOW)]
 
     def _chain_answer(self, state: QuestionState) -> Program:
         """The answer the step-by-step chain stated; when it stated none, one more call from the chain asks for it."""

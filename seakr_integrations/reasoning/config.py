@@ -104,7 +104,8 @@ class SeaKRConfig:
             bundled models, else the authors' -6.0 with an ``UncalibratedDeltaWarning``.
         n_candidates: Passages retrieved per query and re-ranked by uncertainty (N).
         max_steps: Reasoning steps after which the loop stops.
-        max_docs: Chosen passages after which the loop stops.
+        max_docs: Chosen passages after which the loop stops: two by default, chosen by cross-validation for its
+            cost (``docs/decision_rules.md``); the paper stops after five.
         base_stops: Stop strings of every call.
         step_stop: Added once at least one step is in the prompt.
         sentence_stop: Added to reasoning-step calls so each step is one sentence.
@@ -174,7 +175,7 @@ class SeaKRConfig:
     delta: float | None = None
     n_candidates: int = 3
     max_steps: int = 7
-    max_docs: int = 5
+    max_docs: int = 2
     base_stops: tuple[str, ...] = ("\n\n", "\nQuestion:", "\nContext")
     step_stop: str = "\n"
     sentence_stop: str = ". "
@@ -303,6 +304,7 @@ class SeaKRConfig:
 
 
 PAPER_RULES: dict[str, Any] = {
+    "max_docs": 5,
     "rerank": True,
     "rerank_margin": 0.0,
     "final_margin": 0.0,
