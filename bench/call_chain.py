@@ -12,7 +12,7 @@ than the work in them (docs/benchmarks.md, "SeaKR's seconds against single retri
 
 A baseline's calls each wait for the one before, so its chain is its LM calls.
 
-    python bench/call_chain.py runs/timing-3/hotpotqa_dev/fold1/seakr.jsonl \
+    python bench/call_chain.py runs/timing-3/hotpotqa_dev/fold1/seakr-five-passages.jsonl \
         runs/timing-3/hotpotqa_dev/fold1/single-retrieval.jsonl
 """
 

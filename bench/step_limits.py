@@ -172,6 +172,51 @@ def replay(in_flight: int, kind: Limit) -> None:
                 print(f"{ds} fold {fold}: {len(todo)} final stages replayed", flush=True)
 
 
+def loop_calls(steps: list[dict]) -> int:
+    """The LM calls of these rounds: each round's greedy step, its samples where the gate drew them, and the step
+    written again after a search."""
+    calls = 0
+    for step in steps:
+        calls += 1 + bool((step.get("uncertainty") or {}).get("num_samples"))
+        calls += any(c.get("generation") for c in step.get("candidates") or [])
+    return calls
+
+
+def limited_rows(ds: str, rows: dict[str, dict], kind: Limit, limit: int) -> dict[str, dict]:
+    """``rows`` (the runs as made) as a run with ``kind.setting=limit`` gives them: a question the limit cuts gets the
+    replayed final answer on its trace cut at that round (its steps, kept passages, stop and LM calls; its tokens and
+    seconds stay the run's as made, which overstate it); the others are as made."""
+    replays = {}
+    for line in kind.replays.read_text().splitlines():
+        r = json.loads(line)
+        if r["dataset"] == ds and r["limit"] == limit:
+            replays[r["id"]] = r
+    out = {}
+    for qid, row in rows.items():
+        last = cut_round(row["trace"], limit, kind)
+        if last is None:
+            out[qid] = row
+            continue
+        hit = replays.get(qid)
+        if hit is None:
+            raise SystemExit(f"{ds} {qid}: no replay for {kind.setting}={limit}: run bench/step_limits.py first")
+        trace = dict(row["trace"])
+        trace["steps"] = trace["steps"][: last + 1]
+        kept = {s["chosen_passage_id"] for s in trace["steps"] if s.get("chosen_passage_id")}
+        trace["passages"] = [p for p in trace["passages"] if p["id"] in kept]
+        trace["stop_reason"] = "passage limit" if kind.setting == "max_docs" else "step limit"
+        out[qid] = {
+            **row,
+            "prediction": hit["prediction"],
+            "f1": hit["f1"],
+            "em": hit["em"],
+            "retrievals": len(kept),
+            "lm_calls": loop_calls(trace["steps"]) + hit["final_lm_calls"],
+            "trace": trace,
+        }
+    return out
+
+
 def as_made_f1(row: dict) -> float:
     """The default's F1 on a run as made.  Fold 0's run (the development run) chose its final answer with margin 0;
     the default's answer is its replay with ``final_margin`` 0.5 and ``answer_with_option`` (the held-out folds'
