@@ -109,6 +109,7 @@ def test_paper_is_the_authors_rules_with_overrides():
     assert (default.rerank_margin, default.final_margin) == (0.0, 0.5)
     assert (default.check_claims, default.cover_compared_entities, default.anchor_queries) == (True, True, True)
     assert default.cascade_estimator == "min_token_prob" and paper.cascade_estimator is None
+    assert (default.max_docs, paper.max_docs, default.max_steps, paper.max_steps) == (2, 5, 7, 7)
     assert not (paper.check_claims or paper.cover_compared_entities or paper.anchor_queries)
     assert default.with_(**PAPER_RULES) == paper
 
