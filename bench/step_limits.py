@@ -34,7 +34,7 @@ TOLERANCE = 0.01  # 1.0 F1 point
 
 @dataclass(frozen=True)
 class Limit:
-    """One of the loop's limits under test: its setting, candidates (the last is the default) and files."""
+    """One of the loop's limits under test: its setting, candidates (the last is the runs' own) and files."""
 
     setting: str
     candidates: tuple[int, ...]
@@ -43,7 +43,7 @@ class Limit:
     words: str  # what the limit counts, for the report
 
     @property
-    def default(self) -> int:
+    def as_made(self) -> int:
         return self.candidates[-1]
 
     @property
@@ -240,7 +240,7 @@ def report(kind: Limit) -> dict:
     table = {ds: runs(ds) for ds in DATASETS}
 
     def f1_at(ds: str, row: dict, limit: int) -> float | None:
-        if limit == kind.default or cut_round(row["trace"], limit, kind) is None:
+        if limit == kind.as_made or cut_round(row["trace"], limit, kind) is None:
             return as_made_f1(row)
         hit = replays[(ds, row["id"])].get(limit)
         return None if hit is None else hit["f1"]
