@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 from cv_rules import fold0_lines, option_lines
-from cv_timing import cost_lines
+from cv_timing import cost_lines, timing_runs
 from cv_traces import trace_lines
 from step_limits import LIMITS, limited_rows
 from step_limits import markdown_lines as step_limit_lines
@@ -232,7 +232,7 @@ def pareto(points: dict[str, dict[str, tuple[float, float]]]) -> None:
 def sources_note() -> list[str]:
     """Where the baselines' rows and the target's seconds come from, as the runs on disk say."""
     fold_single = any(seakr(ds, "single-retrieval", folds=range(FOLDS)) for ds in DATASETS)
-    timed = any((ROOT / "runs" / "timing" / f"{ds}_dev" / "fold1" / "seakr.jsonl").exists() for ds in DATASETS)
+    timed = any(timing_runs(ds) for ds in DATASETS)
     single = (
         "Single retrieval's rows come from its runs on the same folds right after SeaKR's "
         "(`bench/cv_seakr.py --method single-retrieval`) where there are some; the other baselines' rows"
@@ -241,9 +241,9 @@ def sources_note() -> list[str]:
     )
     seconds = (
         "The target's seconds and tokens come from runs of single retrieval and the default SeaKR on fold 1 on an "
-        "idle machine, questions streamed 8 (or 16) at a time ([`benchmarks.md`](benchmarks.md), `bench/timing.sh`); "
-        "the default SeaKR's own fold runs streamed 8 questions at a time too, the other fold runs above answered in "
-        "batches of 8, each batch waiting for its slowest question."
+        "idle machine, questions streamed 8 (or more) at a time ([`benchmarks.md`](benchmarks.md), "
+        "`bench/timing.sh`); the five-passage default's own fold runs streamed 8 questions at a time too, the other "
+        "fold runs above answered in batches of 8, each batch waiting for its slowest question."
         if timed
         else "No idle-machine timing run (`bench/timing.sh`) has been made yet, so the target's seconds are the fold "
         "runs' means, made beside other work."
