@@ -25,7 +25,13 @@ from pathlib import Path
 
 
 def sampled(reading: dict | None) -> bool:
+    """Whether a traced uncertainty was read from samples (the gate's last stage, or a final answer's)."""
     return bool(reading and reading.get("num_samples"))
+
+
+def written_after_search(step: dict) -> bool:
+    """Whether a traced round wrote its step again with a passage it kept (a candidate with a generation)."""
+    return any(c.get("generation") for c in step.get("candidates") or [])
 
 
 def seakr_chain(trace: dict) -> Counter:
@@ -35,7 +41,7 @@ def seakr_chain(trace: dict) -> Counter:
         waits["greedy step"] += 1
         if sampled(step.get("uncertainty")):
             waits["samples and read-outs"] += 2
-        if any(c.get("generation") for c in step.get("candidates") or []):
+        if written_after_search(step):
             waits["step written after a search"] += 1
     finals = trace.get("finals") or {}
     if finals and "stated" not in finals:

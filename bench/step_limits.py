@@ -175,11 +175,9 @@ def replay(in_flight: int, kind: Limit) -> None:
 def loop_calls(steps: list[dict]) -> int:
     """The LM calls of these rounds: each round's greedy step, its samples where the gate drew them, and the step
     written again after a search."""
-    calls = 0
-    for step in steps:
-        calls += 1 + bool((step.get("uncertainty") or {}).get("num_samples"))
-        calls += any(c.get("generation") for c in step.get("candidates") or [])
-    return calls
+    from call_chain import sampled, written_after_search
+
+    return sum(1 + sampled(s.get("uncertainty")) + written_after_search(s) for s in steps)
 
 
 def limited_rows(ds: str, rows: dict[str, dict], kind: Limit, limit: int) -> dict[str, dict]:
@@ -200,17 +198,15 @@ def limited_rows(ds: str, rows: dict[str, dict], kind: Limit, limit: int) -> dic
         hit = replays.get(qid)
         if hit is None:
             raise SystemExit(f"{ds} {qid}: no replay for {kind.setting}={limit}: run bench/step_limits.py first")
-        trace = dict(row["trace"])
-        trace["steps"] = trace["steps"][: last + 1]
-        kept = {s["chosen_passage_id"] for s in trace["steps"] if s.get("chosen_passage_id")}
-        trace["passages"] = [p for p in trace["passages"] if p["id"] in kept]
+        _, passages = state_at(row["trace"], last)
+        trace = {**row["trace"], "steps": row["trace"]["steps"][: last + 1], "passages": passages}
         trace["stop_reason"] = "passage limit" if kind.setting == "max_docs" else "step limit"
         out[qid] = {
             **row,
             "prediction": hit["prediction"],
             "f1": hit["f1"],
             "em": hit["em"],
-            "retrievals": len(kept),
+            "retrievals": len(passages),
             "lm_calls": loop_calls(trace["steps"]) + hit["final_lm_calls"],
             "trace": trace,
         }

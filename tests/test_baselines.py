@@ -32,7 +32,6 @@ def test_single_retrieval_searches_the_question_once():
     assert result.answer == "France" and [p.id for p in result.passages] == ["p1", "p2", "p3"]
     assert "[1] text of p1" in backend.prompts[0] and result.lm_calls == 1
     # max_docs is SeaKR's stopping rule (two by default): a baseline's prompt keeps its own window of five
-    assert CONFIG.with_(max_docs=2).max_docs == 2
     result = SingleRetrieval(ScriptedBackend(whole_chain), retriever, CONFIG.with_(max_docs=2)).answer(QUESTION)
     assert [p.id for p in result.passages] == ["p1", "p2", "p3"]
 
