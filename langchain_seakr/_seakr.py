@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
 
 from langchain_seakr._model import SelfAwareModelMixin, as_self_aware_model
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, check_search_settings
 from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.retrieval.passage import Retriever
@@ -29,6 +30,10 @@ class SeaKRComponent(BaseModel):
 
     llm: Any = Field(default=None, exclude=True)
     config: SeaKRConfig = Field(default_factory=SeaKRConfig)
+    search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT
+    """Seconds one search may take before it fails like any retrieval error (``None``: wait for ever)."""
+    on_retrieval_error: Literal["raise", "answer_without"] = "raise"
+    """A failed search raises (naming the question), or the answer goes on without it, noted in the trace."""
 
     _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
 
@@ -48,6 +53,11 @@ class SeaKRComponent(BaseModel):
         if not isinstance(value, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig (or a dict of its fields), got {type(value).__name__}")
         return value
+
+    @field_validator("search_timeout")
+    @classmethod
+    def _timeout(cls, value: Any) -> Any:
+        return check_search_settings(value, "raise")[0]
 
     @field_serializer("config")
     def _flat_config(self, config: SeaKRConfig) -> dict[str, Any]:
@@ -86,7 +96,8 @@ class SeaKRComponent(BaseModel):
     def seakr(self, retriever: Retriever | None = None) -> SeaKR:
         """The core loop over this component's back-end, settings and ``retriever``: built on first use and kept
         while all three stay the same (``LoopCache``)."""
-        return self._loops.get(self.backend, retriever, self.loop_config)
+        search = {"search_timeout": self.search_timeout, "on_retrieval_error": self.on_retrieval_error}
+        return self._loops.get(self.backend, retriever, self.loop_config, **search)
 
     def __repr_args__(self) -> Any:
         """The essentials (model, back-end, changed settings, retriever type), never the index or 30 defaults."""

@@ -21,6 +21,7 @@ from llama_index.core.query_engine import CustomQueryEngine
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import NodeSearch, as_llama_retriever
 from llamaindex_seakr.observer import NodeTracker
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import QuestionAnswered
 from seakr_integrations.reasoning.reasoner import SeaKR
@@ -44,8 +45,10 @@ class SeaKRQueryEngine(CustomQueryEngine):
             such as ``BM25Index``.
         llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
         config: SeaKR's settings: the loop samples as ``llm`` does, except where ``config`` changes a setting from
-            its default (``SeaKRLLM.loop_config``).  ``on_retrieval_error="answer_without"`` makes a failing
-            retriever a note in the trace instead of an error.
+            its default (``SeaKRLLM.loop_config``).
+        search_timeout: Seconds one search may take before it fails like any retrieval error (``None``: no limit).
+        on_retrieval_error: ``"raise"`` (the default), or ``"answer_without"``: a failing retriever becomes a note
+            in the trace instead of an error.
 
     Raises:
         TypeError: ``llm`` is not self-aware or ``retriever`` is not a retriever (at construction).
@@ -62,8 +65,18 @@ class SeaKRQueryEngine(CustomQueryEngine):
     _given: SeaKRConfig | None = PrivateAttr(default=None)
     _search: NodeSearch = PrivateAttr()
     _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
+    _search_settings: dict[str, Any] = PrivateAttr(default_factory=dict)
 
-    def __init__(self, retriever: Any, llm: SeaKRLLM | Any, config: SeaKRConfig | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        retriever: Any,
+        llm: SeaKRLLM | Any,
+        config: SeaKRConfig | None = None,
+        *,
+        search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+        on_retrieval_error: RetrievalErrorPolicy = "raise",
+        **kwargs: Any,
+    ) -> None:
         llm = as_seakr_llm(llm, "SeaKRQueryEngine")
         retriever = as_llama_retriever(retriever, "SeaKRQueryEngine")
         if config is not None and not isinstance(config, SeaKRConfig):
@@ -71,6 +84,8 @@ class SeaKRQueryEngine(CustomQueryEngine):
         super().__init__(retriever=retriever, llm=llm, **kwargs)
         self._given = config
         self._search = NodeSearch(retriever)
+        timeout, policy = check_search_settings(search_timeout, on_retrieval_error)
+        self._search_settings = {"search_timeout": timeout, "on_retrieval_error": policy}
 
     @classmethod
     def class_name(cls) -> str:
@@ -84,7 +99,7 @@ class SeaKRQueryEngine(CustomQueryEngine):
     @property
     def seakr(self) -> SeaKR:
         """The core SeaKR object this engine drives (built on first use, ``LoopCache``)."""
-        return self._loops.get(self.llm.backend, self._search, self.config)
+        return self._loops.get(self.llm.backend, self._search, self.config, **self._search_settings)
 
     def query_many(self, questions: Sequence[str], *, max_in_flight: int = 32) -> list[Response]:
         """Answer many questions, their model calls sharing back-end batches; responses in order.

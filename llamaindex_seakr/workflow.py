@@ -28,6 +28,7 @@ from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import NodeSearch, annotate, as_llama_retriever, plain_uncertainty
 from llamaindex_seakr.observer import NodeTracker
 from llamaindex_seakr.threads import iterate_in_thread
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CandidateScore
 from seakr_integrations.reasoning.events import (
@@ -62,6 +63,9 @@ class SeaKRWorkflow(Workflow):
         llm: The self-aware model (``SeaKRLLM``, or a ``SelfAwareBackend``).
         config: SeaKR's settings: the loop samples as ``llm`` does, except where ``config`` changes a setting from
             its default (``SeaKRLLM.loop_config``).
+        search_timeout: Seconds one search may take before it fails like any retrieval error (``None``: no limit).
+        on_retrieval_error: ``"raise"`` (the default), or ``"answer_without"``: a failing retriever becomes a note
+            in the trace instead of an error.
         timeout: Seconds a run may take (``None``: no limit; SeaKR answers take seconds to minutes).
         **kwargs: ``Workflow``'s (``verbose``, ``num_concurrent_runs``...).
 
@@ -76,6 +80,8 @@ class SeaKRWorkflow(Workflow):
         llm: SeaKRLLM | Any,
         config: SeaKRConfig | None = None,
         *,
+        search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+        on_retrieval_error: RetrievalErrorPolicy = "raise",
         timeout: float | None = None,
         **kwargs: Any,
     ) -> None:
@@ -86,6 +92,8 @@ class SeaKRWorkflow(Workflow):
         self.given_config = config
         """The config as given (``config`` is what the loop runs with)."""
         self._search = NodeSearch(self.retriever)
+        search_timeout, on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
+        self._search_settings = {"search_timeout": search_timeout, "on_retrieval_error": on_retrieval_error}
         self._loops = LoopCache()
         super().__init__(timeout=timeout, **kwargs)
 
@@ -97,7 +105,7 @@ class SeaKRWorkflow(Workflow):
     @property
     def seakr(self) -> SeaKR:
         """The core SeaKR object each run drives (built on first use, ``LoopCache``)."""
-        return self._loops.get(self.llm.backend, self._search, self.config)
+        return self._loops.get(self.llm.backend, self._search, self.config, **self._search_settings)
 
     @step
     async def answer(self, ctx: Context, ev: SeaKRQuestionEvent) -> QuestionAnsweredEvent:

@@ -262,24 +262,24 @@ def resolve_delta(
     return given, profile
 
 
-def resolve_band(profile: DeltaProfile | None, config: Any) -> tuple[float, float] | None:
-    """The cascade band a SeaKR run uses: ``config.cascade_band`` when given, else the one calibrated with the run's
-    delta for the same ``cascade_estimator``; ``None`` (no cascade: every step is sampled) when the config sets no
-    cascade estimator, or when no band was calibrated (an :class:`UncalibratedDeltaWarning` says so, once)."""
-    if config.cascade_estimator is None or config.retrieve != "uncertain":
-        return None
-    if config.cascade_band is not None:
-        return tuple(config.cascade_band)  # type: ignore[return-value]
+def resolve_rules(profile: DeltaProfile | None, config: Any) -> tuple[Any, ...]:
+    """The rules a SeaKR run uses: each with what the profile calibrated for it filled in (``TokenCascade``'s band,
+    calibrated with the run's delta for the same estimator).  A cascade left without a band (none given, none
+    calibrated) samples every step, and an :class:`UncalibratedDeltaWarning` says so, once."""
+    if config.retrieve != "uncertain":
+        return tuple(config.rules)
     cascade = profile.cascade if profile is not None else {}
-    if cascade.get("estimator") == config.cascade_estimator and cascade.get("band"):
-        low, high = cascade["band"]
-        return float(low), float(high)
-    where = f"profile {profile.key}" if profile is not None else "no profile"
-    _warn_once(
-        f"band|{where}|{config.cascade_estimator}",
-        f"no cascade band for {config.cascade_estimator} in {where}: every step draws its samples. Calibrate one "
-        "with `seakr calibrate` (it stores the band with delta), or set cascade_band=(low, high)",
-        UncalibratedDeltaWarning,
-        4,
-    )
-    return None
+    band = tuple(float(x) for x in cascade["band"]) if cascade.get("band") else None
+    rules = tuple(rule.calibrated(band, cascade.get("estimator")) for rule in config.rules)
+    for rule in rules:
+        estimator = rule.screen_estimator()
+        if estimator is not None and getattr(rule, "band", True) is None:
+            where = f"profile {profile.key}" if profile is not None else "no profile"
+            _warn_once(
+                f"band|{where}|{estimator}",
+                f"no cascade band for {estimator} in {where}: every step draws its samples. Calibrate one with "
+                "`seakr calibrate` (it stores the band with delta), or pass TokenCascade(band=(low, high))",
+                UncalibratedDeltaWarning,
+                4,
+            )
+    return rules

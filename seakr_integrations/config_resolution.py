@@ -1,5 +1,6 @@
-"""The one step that makes a ``SeaKRConfig`` ready to run on a back-end: delta and the cascade band filled in from
-the calibration profiles (``calibration``), so that ``SeaKR`` itself reads no file when given its result.
+"""The one step that makes a ``SeaKRConfig`` ready to run on a back-end: delta and the rules' calibrated parameters
+(the cascade band) filled in from the calibration profiles (``calibration``), so that ``SeaKR`` itself reads no
+file when given its result.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from seakr_integrations.calibration import (
     DeltaProfile,
     load_profile,
     profile_path,
-    resolve_band,
     resolve_delta,
+    resolve_rules,
     shipped_profile,
     warn_prompt_mismatch,
 )
@@ -28,7 +29,7 @@ class ResolvedConfig:
     """A SeaKR config made ready to run on one model by :func:`resolve_config`, with what it read.
 
     Attributes:
-        config: The config that runs: ``delta`` and ``cascade_band`` filled in.
+        config: The config that runs: ``delta`` and the rules' calibrated parameters (the cascade band) filled in.
         profile: The profile they came from; ``None`` when none exists (a warning said so).
         requested: The config as given (``delta=None``: "the calibrated one").
         model: The back-end's model name it was resolved for.
@@ -45,7 +46,7 @@ def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedCo
     profiles are read here, once per ``SeaKR``; given this result, ``SeaKR`` reads no file (the adapters' caches)."""
     layer = backend.profile_layer(config.layer)
     delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)
-    resolved = config.with_(delta=delta, cascade_band=resolve_band(profile, config))
+    resolved = config.with_(delta=delta, rules=resolve_rules(profile, config))
     return ResolvedConfig(resolved, profile, config, backend.model_name)
 
 
@@ -77,4 +78,4 @@ def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path
             "--dataset QUESTIONS.jsonl --model MODEL` with the same settings first"
         )
     warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
-    return config.with_(delta=profile.delta, cascade_band=resolve_band(profile, config))
+    return config.with_(delta=profile.delta, rules=resolve_rules(profile, config))

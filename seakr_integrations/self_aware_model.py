@@ -193,18 +193,21 @@ class LoopCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: Any = None
+        self._search: dict[str, Any] = {}
 
-    def get(self, backend: SelfAwareBackend, retriever: Retriever | None, config: SeaKRConfig) -> Any:
-        """The ``SeaKR`` for these three (a ``reasoning.SeaKR``); ``config`` is resolved (the calibration profiles
-        read, ``config_resolution.resolve_config``) only when a loop is built, never on a call that reuses one."""
+    def get(self, backend: SelfAwareBackend, retriever: Retriever | None, config: SeaKRConfig, **search: Any) -> Any:
+        """The ``SeaKR`` for these three (a ``reasoning.SeaKR``) and the ``search`` settings (``search_timeout``,
+        ``on_retrieval_error``); ``config`` is resolved (the calibration profiles read,
+        ``config_resolution.resolve_config``) only when a loop is built, never on a call that reuses one."""
         from seakr_integrations.config_resolution import resolve_config
         from seakr_integrations.reasoning.reasoner import SeaKR
 
         with self._lock:
             loop = self._loop
             stale = loop is None or loop.backend is not backend or loop.retriever is not retriever
-            if stale or loop.requested_config != config:
-                loop = self._loop = SeaKR(backend, retriever, resolve_config(backend, config))
+            if stale or loop.requested_config != config or self._search != search:
+                loop = self._loop = SeaKR(backend, retriever, resolve_config(backend, config), **search)
+                self._search = dict(search)
             return loop
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LoopCache:

@@ -1,51 +1,57 @@
-"""The decision rules beyond the paper's (``reasoning.rules``, ``SeaKRConfig`` options): each decides as documented,
-``SeaKRConfig.paper()`` keeps the authors' decisions, and bad settings are refused with a clear error.
+"""The decision rules as objects (``reasoning.rules``): the default preset and the paper's none, one code path for
+both, the recorded and the ``--rules`` forms, bad rules refused clearly; and the paper's two choices
+(``reasoning.choices``) as pure functions.  Each rule's own behaviour is tested in ``test_rule_<name>.py``."""
 
-The scripted back-end's uncertainty grows with the spread a reply sets (spread 0: the most certain).
-"""
-
+import dataclasses
+import importlib
 import math
+import pkgutil
 import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
 
 import pytest
-from fakes import FakeRetriever, Reply, ScriptedBackend, passage
+from fakes import FakeRetriever, Reply, ScriptedBackend
+from rule_support import QUESTION, SMALL, TOWER, is_step, run
 
+import seakr_integrations.reasoning.rules as rules_package
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
-from seakr_integrations.reasoning.account import decision_account
-from seakr_integrations.reasoning.config import PAPER_RULES
-from seakr_integrations.reasoning.rules import choice_needs_samples, pick_final, pick_passage, repeats_earlier
-from seakr_integrations.reasoning.trace import SeaKRResult
+from seakr_integrations.reasoning.choices import choice_needs_samples, pick_final, pick_passage
+from seakr_integrations.reasoning.decisions import GateReason
+from seakr_integrations.reasoning.rules import (
+    DEFAULT_RULES,
+    RULES,
+    ClaimCheck,
+    FinalMargin,
+    PassageLimit,
+    Rule,
+    TokenCascade,
+    parse_rules,
+    rules_from_json,
+)
 
-SMALL = {"k": 4, "num_exemplars": 0, "max_tokens": 10, "delta": -6.5}
-QUESTION = "Which country is the Eiffel Tower in?"
-
-
-def parse(prompt: str) -> tuple[list[str], str]:
-    """(context passages, answer so far) of a prompt built without exemplars or chat template."""
-    head, _, answer = prompt.rpartition("\nAnswer:")
-    return re.findall(r"\[\d+\] (.*)\n", head), answer.strip()
-
-
-def is_step(config) -> bool:
-    return ". " in config.stop
+TESTS = Path(__file__).parent
 
 
-# ------------------------------------------------------------------------------------------- the pure rules
+# ------------------------------------------------------------------------------------- the paper's choices
 @pytest.mark.parametrize(
-    ("uncertainties", "margin", "kept"),
+    ("uncertainties", "kept"),
     [
-        ([1.0, 0.5, 2.0], 0.0, 1),  # the paper: the least uncertain
-        ([1.0, 1.0, 2.0], 0.0, 0),  # a tie keeps the search order
-        ([1.0, 0.5, 2.0], 0.5, 0),  # not lower by more than the margin: the search engine's first
-        ([1.0, 0.4, 0.45], 0.5, 1),  # lower by more than the margin
-        ([math.inf, 3.0, 2.0], 5.0, 2),  # an unscorable first loses to any scorable candidate
-        ([math.inf, math.inf], 0.0, 0),
-        ([2.0], 1.0, 0),
-        ([1.0, -50.0], math.inf, 0),  # an infinite margin is the search order
+        ([1.0, 0.5, 2.0], 1),  # the least uncertain
+        ([1.0, 1.0, 2.0], 0),  # a tie keeps the search order
+        ([math.inf, 3.0, 2.0], 2),  # an unscorable candidate loses to any scorable one
+        ([math.inf, math.inf], 0),
+        ([2.0], 0),
     ],
 )
-def test_pick_passage(uncertainties, margin, kept):
-    assert pick_passage(uncertainties, margin) == kept
+def test_pick_passage(uncertainties, kept):
+    assert pick_passage(uncertainties) == kept
+
+
+def test_pick_passage_needs_a_candidate():
+    with pytest.raises(ValueError, match="at least one"):
+        pick_passage([])
 
 
 @pytest.mark.parametrize(
@@ -65,6 +71,12 @@ def test_pick_final(rationales, knowledge, margin, winner):
     assert pick_final(r, k, rationales_unknown=r_unknown, knowledge_unknown=k_unknown, margin=margin) == winner
 
 
+@pytest.mark.parametrize("bad", [-0.1, float("nan")])
+def test_pick_final_refuses_a_bad_margin(bad):
+    with pytest.raises(ValueError, match="margin"):
+        pick_final(1.0, 2.0, margin=bad)
+
+
 @pytest.mark.parametrize(
     ("rationales", "knowledge", "needed"),
     [
@@ -79,247 +91,150 @@ def test_choice_needs_samples_only_between_two_known_different_answers(rationale
     assert choice_needs_samples(rationales, knowledge) is needed
 
 
-def test_repeats_earlier_ignores_case_punctuation_and_articles_only():
-    assert repeats_earlier("The tower is in Paris.", ["It is tall", "tower is in  paris"])
-    assert not repeats_earlier("The tower is in Lyon.", ["The tower is in Paris."])
-    assert not repeats_earlier("", [""]) and not repeats_earlier("...", ["..."])
-    assert not repeats_earlier("anything", [])
+# -------------------------------------------------------------------------------------- the configuration
+def test_the_config_holds_the_papers_hyper_parameters_and_one_rules_field():
+    names = [f.name for f in dataclasses.fields(SeaKRConfig)]
+    assert len(names) <= 15 and names[-1] == "rules"
+    default, paper = SeaKRConfig(), SeaKRConfig.paper()
+    assert default.rules == DEFAULT_RULES and paper.rules == ()
+    assert paper == SeaKRConfig(rules=()) == default.with_(rules=())  # the same code path, no rules
+    assert (paper.k, paper.max_tokens, paper.max_steps, paper.max_docs) == (20, 100, 7, 5)  # the authors' values
+    assert SeaKRConfig.paper(k=4, delta=-2.0) == SeaKRConfig(rules=(), k=4, delta=-2.0)
+    assert SeaKRConfig.paper(rules=(FinalMargin(),)).rules == (FinalMargin(),)  # an override wins
 
 
-@pytest.mark.parametrize("bad", [-0.1, float("nan")])
-def test_the_rules_refuse_a_bad_margin(bad):
-    with pytest.raises(ValueError, match="margin"):
-        pick_passage([1.0, 2.0], bad)
-    with pytest.raises(ValueError, match="margin"):
-        pick_final(1.0, 2.0, margin=bad)
-    with pytest.raises(ValueError, match="at least one"):
-        pick_passage([])
-
-
-# --------------------------------------------------------------------------------------------- the settings
-def test_paper_is_the_authors_rules_with_overrides():
-    paper = SeaKRConfig.paper()
-    assert (paper.rerank, paper.rerank_margin, paper.final_margin) == (True, 0.0, 0.0)
-    assert not paper.knowledge_needs_passages and not paper.stop_on_repeated_step
-    assert paper == SeaKRConfig(**PAPER_RULES)
-    assert SeaKRConfig.paper(k=4, delta=-2.0) == SeaKRConfig(**PAPER_RULES, k=4, delta=-2.0)
-    assert SeaKRConfig.paper(rerank_margin=1.0).rerank_margin == 1.0  # an override wins over the preset
-    default = SeaKRConfig()
-    assert (default.rerank, default.knowledge_needs_passages, default.stop_on_repeated_step) == (False, True, True)
-    assert (default.rerank_margin, default.final_margin) == (0.0, 0.5)
-    assert (default.check_claims, default.cover_compared_entities, default.anchor_queries) == (True, True, True)
-    assert default.cascade_estimator == "min_token_prob" and paper.cascade_estimator is None
-    assert (default.max_docs, paper.max_docs, default.max_steps, paper.max_steps) == (2, 5, 7, 7)
-    assert not (paper.check_claims or paper.cover_compared_entities or paper.anchor_queries)
-    assert default.with_(**PAPER_RULES) == paper
+def test_rules_are_recorded_by_name_and_read_back():
+    config = SeaKRConfig(rules=(TokenCascade(band=(0.2, 0.9)), FinalMargin(1.0), PassageLimit(3)))
+    recorded = config.to_dict()["rules"]
+    assert recorded == [
+        {"rule": "token-cascade", "estimator": "min_token_prob", "band": [0.2, 0.9]},
+        {"rule": "final-margin", "margin": 1.0},
+        {"rule": "passage-limit", "max_passages": 3},
+    ]
+    assert SeaKRConfig(**config.to_dict()) == config
+    assert rules_from_json([r.to_dict() for r in DEFAULT_RULES]) == DEFAULT_RULES
+    assert SeaKRConfig().to_dict()["rules"][0] == {"rule": "claim-check", "entities": "english"}
 
 
 @pytest.mark.parametrize(
-    ("changes", "message"),
+    ("text", "names"),
     [
-        ({"rerank_margin": -1.0}, "rerank_margin=-1.0"),
-        ({"rerank_margin": float("nan")}, "rerank_margin"),
-        ({"rerank_margin": "big"}, "rerank_margin"),
-        ({"rerank_margin": math.inf}, "rerank_margin=inf"),  # the search order for ever is rerank=False
-        ({"final_margin": -0.5}, "final_margin=-0.5"),
-        ({"final_margin": True}, "final_margin"),
-        ({"knowledge_needs_passages": "yes"}, "knowledge_needs_passages='yes'"),
-        ({"stop_on_repeated_step": 1}, "stop_on_repeated_step=1"),
+        ("default", [r.name for r in DEFAULT_RULES]),
+        ("paper", []),
+        ("", []),
+        ("default,-claim-check", [r.name for r in DEFAULT_RULES if r.name != "claim-check"]),
+        ("paper,keep-first-result", ["keep-first-result"]),
+        (" final-margin , claim-check ", ["final-margin", "claim-check"]),
+        ("default,claim-check", [r.name for r in DEFAULT_RULES]),  # given twice: once
     ],
 )
-def test_bad_rule_settings_are_refused(changes, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
-        SeaKRConfig(**changes)
-    with pytest.raises(ValueError, match=re.escape(message)):
-        SeaKRConfig.paper(**changes)
+def test_the_rules_argument(text, names):
+    assert [r.name for r in parse_rules(text)] == names
+    assert [r.name for r in SeaKRConfig(rules=text).rules] == names
 
 
-# ------------------------------------------------------------------------------------------------ the loop
-SPREADS = {"text of p1": 0.6, "text of p2": 0.5, "text of p3": 0.9}
+@pytest.mark.parametrize(
+    ("rules", "error", "match"),
+    [
+        ("default,claim-chek", ValueError, "did you mean 'claim-check'"),
+        ("-claim-check", ValueError, "removes a rule not given"),
+        ((ClaimCheck, FinalMargin()), TypeError, r"did you mean ClaimCheck\(\)"),
+        ((ClaimCheck(), ClaimCheck()), ValueError, "claim-check given more than once"),
+        ((FinalMargin(), "nope"), TypeError, "'nope' is not a Rule"),
+        (FinalMargin(), TypeError, "pass a tuple of Rule objects"),
+        (5, TypeError, "pass a tuple of Rule objects"),
+        ([{"rule": "final-margin", "margn": 1}], ValueError, "final-margin has no parameter margn"),
+        ([{"rule": "claim-check", "entities": "klingon"}], ValueError, "entity finder 'klingon'"),
+        ([{"margin": 1}], ValueError, "not a recorded rule"),
+    ],
+)
+def test_bad_rules_are_refused_saying_what_to_pass(rules, error, match):
+    with pytest.raises(error, match=match):
+        SeaKRConfig(rules=rules)
 
 
-def eiffel(prompt, config):
-    """One uncertain step, then a step per passage (p2 a little more certain than p1), then the answer."""
-    context, answer = parse(prompt)
-    if not is_step(config):
-        return Reply("So the answer is France")
-    if not context:
-        return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
-    if not answer:
-        return Reply(f"It is in France, says {context[-1][-2:]}", spread=SPREADS[context[-1]])
-    return Reply("So the answer is France", spread=1.0)
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: TokenCascade(estimator="eigenscore"), "greedy continuation alone"),
+        (lambda: TokenCascade(estimator="nope"), "estimator"),
+        (lambda: TokenCascade(band=(2.0, 1.0)), "low edge"),
+        (lambda: TokenCascade(band=(1.0,)), "two numbers"),
+        (lambda: TokenCascade(band=(1.0, float("nan"))), "finite"),
+        (lambda: FinalMargin(-0.5), "margin=-0.5"),
+        (lambda: FinalMargin(True), "margin"),
+        (lambda: PassageLimit(0), "max_passages"),
+        (lambda: ClaimCheck(entities="english"), "pass an EntityFinder"),
+    ],
+)
+def test_bad_rule_parameters_are_refused(make, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        make()
 
 
-def run(config: SeaKRConfig, respond=eiffel, docs=("p1", "p2", "p3")):
+def test_every_rule_is_one_module_with_its_own_test():
+    modules = [m.name for m in pkgutil.iter_modules(rules_package.__path__) if m.name != "base"]
+    defined = {}
+    for name in modules:
+        module = importlib.import_module(f"{rules_package.__name__}.{name}")
+        classes = [
+            c
+            for c in vars(module).values()
+            if isinstance(c, type) and issubclass(c, Rule) and c.__module__ == module.__name__
+        ]
+        assert len(classes) == 1, f"{name} should define one rule"
+        defined[classes[0].name] = name
+        assert (TESTS / f"test_rule_{name}.py").is_file(), f"the rule {name} has no test_rule_{name}.py"
+    assert set(defined) == set(RULES)
+    for cls in RULES.values():
+        assert (
+            cls.__doc__
+            and cls.name
+            and cls.decision in ("when to retrieve", "which passage", "when to stop", "how to answer")
+        )
+
+
+# ------------------------------------------------------------------------------- a rule of a user's own
+@dataclass(frozen=True)
+class NeverTrustDates(Rule):
+    """A step that states a year retrieves (a rule written outside the package, for this test)."""
+
+    name: ClassVar[str] = "never-trust-dates"
+    decision: ClassVar[str] = "when to retrieve"
+
+    def reads_greedy_step(self) -> bool:
+        return True
+
+    def read_step(self, state, text, output):
+        return GateReason.UNSUPPORTED_CLAIM if re.search(r"\b1\d{3}\b", text) else None
+
+
+def test_a_rule_of_ones_own_is_one_class():
+    def respond(prompt, config):
+        if not is_step(config) or "Context:" in prompt:
+            return Reply("So the answer is France.")
+        return Reply("It was finished in 1889.")
+
     backend = ScriptedBackend(respond)
-    result = SeaKR(backend, FakeRetriever(default=[passage(d) for d in docs]), config).answer(QUESTION)
-    return result, backend
+    result = SeaKR(backend, FakeRetriever(default=[TOWER]), SeaKRConfig(**SMALL, rules=(NeverTrustDates(),))).answer(
+        QUESTION
+    )
+    assert result.steps[0].reason == GateReason.UNSUPPORTED_CLAIM and result.passages == [TOWER]
+    assert result.config["rules"] == [{"rule": "never-trust-dates"}]
+    paper, _ = run(SeaKRConfig.paper(**{**SMALL, "delta": 100.0}), respond)
+    assert paper.passages == []  # the paper's gate trusts the certain step
 
 
-def test_the_default_keeps_the_search_engines_first_passage_and_scores_only_it():
-    result, backend = run(SeaKRConfig(**SMALL))
-    first = result.steps[0]
-    assert [(c.passage.id, c.chosen) for c in first.candidates] == [("p1", True)]
-    assert len(backend.batches[1]) == 1 and first.accepted == "It is in France, says p1"
+# ------------------------------------------------------------------------------------------- the paper's gate
+def test_the_papers_config_reads_every_step_with_its_samples_in_one_call():
+    def respond(prompt, config):
+        if not is_step(config) or "Context" in prompt:
+            return Reply("So the answer is France.")
+        return Reply("The Eiffel Tower is in Paris.", spread=5.0)
 
-
-def test_paper_keeps_the_least_uncertain_passage():
-    result, backend = run(SeaKRConfig.paper(**SMALL))
-    first = result.steps[0]
-    assert [(c.passage.id, c.chosen) for c in first.candidates] == [("p1", False), ("p2", True), ("p3", False)]
-    assert len(backend.batches[1]) == 3 and result.notes == []
-
-
-def test_rerank_margin_keeps_the_first_unless_another_is_clearly_less_uncertain():
+    backend = ScriptedBackend(respond)
+    result = SeaKR(backend, FakeRetriever(default=[TOWER]), SeaKRConfig.paper(**SMALL)).answer(QUESTION)
+    assert all(c.k > 0 for batch in backend.batches for _, c in batch)
+    assert result.steps[0].reason == GateReason.UNCERTAIN and result.steps[0].screen is None
     paper, _ = run(SeaKRConfig.paper(**SMALL))
-    u = [c.uncertainty.value for c in paper.steps[0].candidates]
-    gap = u[0] - u[1]
-    assert gap > 0
-    wide, backend = run(SeaKRConfig.paper(**SMALL, rerank_margin=gap * 2))
-    assert [c.chosen for c in wide.steps[0].candidates] == [True, False, False]
-    assert len(backend.batches[1]) == 3  # every candidate is still scored: the margin costs no LM call
-    assert any("rerank_margin" in note for note in wide.notes)
-    narrow, _ = run(SeaKRConfig.paper(**SMALL, rerank_margin=gap / 2))
-    assert [c.chosen for c in narrow.steps[0].candidates] == [False, True, False]
-
-
-def test_final_margin_keeps_the_knowledge_answer_unless_rationales_are_clearly_less_uncertain():
-    def respond(prompt, config):
-        context, _ = parse(prompt)
-        if is_step(config):
-            return eiffel(prompt, config)
-        from_steps = bool(context) and context[0].startswith("It is")
-        return Reply("So the answer is France" if from_steps else "So the answer is Italy", 0.2 if from_steps else 0.3)
-
-    paper, _ = run(SeaKRConfig.paper(**SMALL), respond)
-    r, k = (paper.finals[s].uncertainty.value for s in ("rationales", "knowledge"))
-    assert r < k and paper.strategy == "rationales" and paper.answer == "France"
-    wide, _ = run(SeaKRConfig.paper(**SMALL, final_margin=(k - r) * 2), respond)
-    assert wide.strategy == "knowledge" and wide.answer == "Italy"
-
-
-def test_no_passage_kept_answers_from_the_rationales_alone():
-    def certain(prompt, config):
-        _, answer = parse(prompt)
-        if not is_step(config):
-            return Reply("So the answer is France")
-        return Reply("So the answer is France" if answer else "The tower is in Paris")  # certain: no retrieval
-
-    new, backend = run(SeaKRConfig(**SMALL, check_claims=False), certain)  # "Paris" has no passage: trust the gate
-    assert new.passages == [] and list(new.finals) == ["rationales"] and new.strategy == "rationales"
-    assert len(backend.batches[-1]) == 1 and any("rationales alone" in n for n in new.notes)
-    paper, paper_backend = run(SeaKRConfig.paper(**SMALL), certain)
-    assert sorted(paper.finals) == ["knowledge", "rationales"] and paper.lm_calls == new.lm_calls + 1
-    assert len(paper_backend.batches[-1]) == 2
-
-
-def test_a_repeated_step_ends_the_loop_and_is_not_added_again():
-    def looping(prompt, config):
-        _, answer = parse(prompt)
-        if not is_step(config):
-            return Reply("So the answer is Paris")
-        return Reply("The tower is in Paris" if answer.count("Paris") < 1 else "the tower is in Paris.")
-
-    new, _ = run(SeaKRConfig(**SMALL, max_steps=5, check_claims=False), looping)
-    assert [s.stop for s in new.steps] == [None, "repeated step"] and new.stop_reason == "repeated step"
-    assert new.steps[-1].accepted is None and new.steps[-1].pseudo_generation == "the tower is in Paris."
-    assert new.finals["rationales"].context == ["step 1"] and new.lm_calls == 3  # two steps, one final answer
-    paper, _ = run(SeaKRConfig.paper(**SMALL, max_steps=5), looping)
-    assert len(paper.steps) == 5 and paper.stop_reason == "step limit" and paper.lm_calls == 7
-
-
-def test_a_repeated_step_after_re_ranking_keeps_its_passage():
-    def again(prompt, config):
-        context, answer = parse(prompt)
-        if not is_step(config):
-            return Reply("So the answer is France")
-        if len(context) > answer.count("France"):  # a candidate's call: the new passage is in the context
-            return Reply("It is in France", spread=0.5)
-        return Reply(f"Guess {answer.count('France')} about Germany", spread=1.0, low=("Germany",))
-
-    retriever = FakeRetriever(default=lambda q: [passage(f"p{len(retriever.queries)}")])
-    result = SeaKR(ScriptedBackend(again), retriever, SeaKRConfig(**SMALL)).answer(QUESTION)
-    assert [s.accepted for s in result.steps] == ["It is in France", None]
-    assert result.stop_reason == "repeated step" and [p.id for p in result.passages] == ["p1", "p2"]
-    assert result.finals["knowledge"].context == ["p1", "p2"] and result.finals["rationales"].context == ["step 1"]
-
-
-def test_answer_when_stated_gives_the_loops_answer_without_reasoning_again():
-    def stated(prompt, config):
-        context, answer = parse(prompt)
-        if not is_step(config):
-            return Reply("So the answer is Italy")  # the final reasoning would change the answer
-        return Reply("So the answer is France")
-
-    config = SeaKRConfig(**SMALL, answer_when_stated=True)
-    result, backend = run(config, stated)
-    assert result.answer == "France" and result.strategy == "stated" and list(result.finals) == ["stated"]
-    assert result.lm_calls == 1 and all(is_step(c) for batch in backend.batches for _, c in batch)
-    assert SeaKRResult.from_json(result.to_json()).strategy == "stated"
-    paper, _ = run(SeaKRConfig.paper(**SMALL), stated)
-    assert paper.answer == "Italy"
-
-
-def test_a_greedy_only_final_estimator_compares_the_answers_without_samples():
-    def respond(prompt, config):
-        context, _ = parse(prompt)
-        if is_step(config):
-            return eiffel(prompt, config)
-        from_steps = bool(context) and context[0].startswith("It is")
-        if from_steps:  # the rationales' answer: one word the model doubted
-            return Reply("So the answer is Frence", low=("Frence",))
-        return Reply("So the answer is France")
-
-    result, backend = run(SeaKRConfig(**SMALL, final_estimator="min_token_prob"), respond)
-    assert result.strategy == "knowledge" and result.answer == "France"
-    assert result.finals["rationales"].uncertainty.estimator == "min_token_prob"
-    assert all(c.k == 0 for batch in backend.batches for _, c in batch if not is_step(c))
-    with pytest.raises(ValueError, match="greedy continuation alone"):
-        SeaKRConfig(final_estimator="eigenscore")
-
-
-def _finals_saying(rationales: str, knowledge: str, *, state_it: bool = True):
-    """A model whose final answers from the rationales and from the passages are these (stated at once, or only when
-    asked again with " So the answer is")."""
-
-    def respond(prompt, config):
-        context, answer = parse(prompt)
-        if is_step(config):
-            return eiffel(prompt, config)
-        from_steps = bool(context) and context[0].startswith("It is")
-        said, spread = (rationales, 0.2) if from_steps else (knowledge, 0.3)
-        if state_it or answer.endswith("So the answer is"):
-            return Reply(f"So the answer is {said}" if state_it else said, spread)
-        return Reply("Let me think about it", 1.0)
-
-    return respond
-
-
-def final_calls(backend):
-    return [(p, c) for batch in backend.batches for p, c in batch if not is_step(c)]
-
-
-@pytest.mark.parametrize("state_it", [True, False])
-def test_final_samples_are_drawn_only_for_answers_that_differ_and_give_the_papers_choice(state_it):
-    respond = _finals_saying("France", "Italy", state_it=state_it)
-    always, always_backend = run(SeaKRConfig(**SMALL, final_margin=0.0, final_samples="always"), respond)
-    deciding, backend = run(SeaKRConfig(**SMALL, final_margin=0.0), respond)
-    assert (deciding.answer, deciding.strategy) == (always.answer, always.strategy) == ("France", "rationales")
-    for s in ("rationales", "knowledge"):
-        assert deciding.finals[s].uncertainty.value == pytest.approx(always.finals[s].uncertainty.value)
-    sampled = [(p, c) for p, c in final_calls(backend) if c.k > 0]
-    # the samples of each answer's own call: the one that asked again when the first stated no answer
-    assert len(sampled) == 2 and all(p.endswith("So the answer is") is not state_it for p, _ in sampled)
-    if not state_it:  # "always" also sampled the first calls, whose uncertainty the calls asking again replaced
-        assert deciding.generated_tokens < always.generated_tokens
-        assert sum(c.k for _, c in final_calls(always_backend)) == 2 * sum(c.k for _, c in final_calls(backend))
-
-
-def test_final_answers_that_agree_are_not_sampled():
-    result, backend = run(SeaKRConfig(**SMALL), _finals_saying("France", "france"))
-    assert result.answer == "france" and result.strategy == "knowledge"
-    assert all(c.k == 0 for _, c in final_calls(backend)) and len(final_calls(backend)) == 2
-    assert any("neither was sampled" in note for note in result.notes)
-    assert decision_account(result).endswith("rationales gave the same answer, so neither was sampled: 'france'")
-    with pytest.raises(ValueError, match="final_samples='sometimes'"):
-        SeaKRConfig(final_samples="sometimes")
+    assert [(c.passage.id, c.chosen) for c in paper.steps[0].candidates] == [("p1", False), ("p2", True), ("p3", False)]

@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             log.info("loading %s (%s)", args.model, args.backend)
         with common.model_backend(args) as backend:
-            result = SeaKR(backend, index, common.calibrated(args, backend, config)).answer(args.question)
+            result = SeaKR(
+                backend, index, common.calibrated(args, backend, config), **common.search_settings(args)
+            ).answer(args.question)
         # the model that answered: a server's own, not the local default --model names
         model, where = (backend.model_name, "server") if args.server else (args.model, args.backend)
     elapsed = time.perf_counter() - started

@@ -104,9 +104,22 @@ def model_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwa
 
 
 def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRConfig
-    """The ``SeaKRConfig`` the options of ``add_seakr_arguments`` describe (validated there)."""
-    from seakr_integrations.reasoning import SeaKRConfig
+    """The ``SeaKRConfig`` the options of ``add_seakr_arguments`` describe (validated there).  Without ``--style``, a
+    HotpotQA or 2Wiki question file (``--dataset hotpotqa``, ``data/2wiki_dev.jsonl``...) picks its own exemplars."""
+    from dataclasses import replace
 
+    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.reasoning.rules import TokenCascade, parse_rules
+
+    rules = parse_rules(args.rules)
+    if args.cascade_band:
+        if not any(isinstance(r, TokenCascade) for r in rules):
+            raise ValueError(
+                f"--cascade-band needs the token-cascade rule, which --rules {args.rules!r} leaves out: add "
+                "token-cascade to --rules, or drop --cascade-band"
+            )
+        band = tuple(args.cascade_band)
+        rules = tuple(replace(r, band=band) if isinstance(r, TokenCascade) else r for r in rules)
     return SeaKRConfig(
         mode=args.mode,
         k=args.k,
@@ -119,12 +132,26 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
         delta=args.delta,
         n_candidates=args.candidates,
         max_steps=args.max_steps,
-        exemplar_style=args.style,
+        max_docs=args.max_docs,
+        exemplar_style=args.style or dataset_style(args),
         num_exemplars=args.exemplars,
         chat_template=False if args.no_chat_template else None,
-        search_timeout=args.search_timeout or None,
-        cascade_band=tuple(args.cascade_band) if args.cascade_band else None,
+        retrieve=args.retrieve,
+        final_strategy=args.final_strategy,
+        rules=rules,
     )
+
+
+def dataset_style(args: argparse.Namespace) -> str | None:
+    """The exemplar style of the question file ``--dataset`` names, when it is a HotpotQA or 2Wiki file (its name
+    starts with ``hotpotqa`` or ``2wiki``); ``None`` otherwise (the mode's default style)."""
+    name = os.path.basename(getattr(args, "dataset", None) or "").lower()
+    return next((style for style in ("hotpotqa", "2wiki") if name.startswith(style)), None)
+
+
+def search_settings(args: argparse.Namespace) -> dict[str, float | None]:
+    """The keyword arguments ``SeaKR`` and the baselines take from ``--search-timeout`` (0: wait for ever)."""
+    return {"search_timeout": args.search_timeout or None}
 
 
 def open_retriever(args: argparse.Namespace, progress: bool):  # noqa: ANN202 - returns (Retriever, description)
@@ -257,7 +284,9 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
     from seakr_integrations.params import HiddenSource, choices
     from seakr_integrations.reasoning import SeaKRConfig
-    from seakr_integrations.reasoning.config import ExemplarStyle, Mode
+    from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT
+    from seakr_integrations.reasoning.config import ExemplarStyle, FinalStrategy, Mode, RetrievePolicy
+    from seakr_integrations.reasoning.rules import PRESETS, RULES
     from seakr_integrations.uncertainty.registry import estimator_names
 
     d = SeaKRConfig()
@@ -304,8 +333,27 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         nargs=2,
         metavar=("SURE_AT_OR_BELOW", "UNSURE_ABOVE"),
         default=None,
-        help="the cascade gate's band on the greedy step's perplexity: outside it the gate decides without samples "
-        "(default: the band calibrated with delta; none: every step is sampled)",
+        help="the token-cascade rule's band on the greedy step's least token probability (1 - min p): outside it "
+        "the gate decides without samples (default: the band calibrated with delta; none: every step is sampled)",
+    )
+    p.add_argument(
+        "--rules",
+        default="default",
+        metavar="RULES",
+        help=f"the decision rules, comma-separated: presets ({', '.join(PRESETS)}: none, the authors' SeaKR), rule "
+        f"names to add, -NAME to remove (e.g. default,-claim-check). Rules: {', '.join(RULES)} (default: default)",
+    )
+    p.add_argument(
+        "--retrieve",
+        choices=choices(RetrievePolicy),
+        default=d.retrieve,
+        help="uncertain: SeaKR's gate (default); always, never: the paper's ablations",
+    )
+    p.add_argument(
+        "--final-strategy",
+        choices=choices(FinalStrategy),
+        default=d.final_strategy,
+        help="choose the less uncertain final answer (default), or always the rationales' or the knowledge answer",
     )
     p.add_argument(
         "--candidates",
@@ -320,11 +368,19 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"reasoning steps after which the loop stops (default {d.max_steps})",
     )
     p.add_argument(
+        "--max-docs",
+        type=int,
+        default=d.max_docs,
+        help=f"kept passages after which the loop stops (default {d.max_docs}, the paper's; the passage-limit rule "
+        "stops earlier)",
+    )
+    p.add_argument(
         "--search-timeout",
         type=float,
-        default=d.search_timeout,
+        default=DEFAULT_SEARCH_TIMEOUT,
         metavar="SECONDS",
-        help=f"a search that takes longer fails like any retrieval error (default {d.search_timeout:g}; 0: no limit)",
+        help=f"a search that takes longer fails like any retrieval error (default {DEFAULT_SEARCH_TIMEOUT:g}; 0: no "
+        "limit)",
     )
     p.add_argument("--max-tokens", type=int, default=d.max_tokens)
     p.add_argument(
@@ -343,7 +399,13 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"uncertainty estimator (default {d.estimator}: SeaKR; the others are the paper's ablations)",
     )
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--style", choices=choices(ExemplarStyle), default=d.exemplar_style, help="in-context exemplars")
+    p.add_argument(
+        "--style",
+        choices=choices(ExemplarStyle),
+        default=d.exemplar_style,
+        help="in-context exemplars (default: the question file's own for HotpotQA and 2Wiki, else hotpotqa; simple "
+        "in single-hop mode)",
+    )
     p.add_argument(
         "--exemplars",
         type=int,

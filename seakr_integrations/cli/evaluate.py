@@ -65,7 +65,7 @@ def run_setup(args: argparse.Namespace, described: dict[str, Any], model: Any, w
 def run(args: argparse.Namespace) -> int:
     from seakr_integrations.backends.cached import CachedBackend
     from seakr_integrations.evaluation import EvaluationStopped, ResultsFile, evaluate, make_method
-    from seakr_integrations.evaluation.methods import METHODS, check_method, method_settings
+    from seakr_integrations.evaluation.methods import METHODS, check_method
 
     if args.list_methods:
         for name, (_, description) in METHODS.items():
@@ -93,13 +93,9 @@ def run(args: argparse.Namespace) -> int:
         # Methods run in one process share identical calls (same prompt and settings, seeded sampling): an ablation
         # that follows SeaKR's path pays only where it leaves it.  Records' seconds count only the calls made.
         backend = CachedBackend(model) if len(methods) > 1 else model
+        method_config = common.calibrated(args, backend, config)
         for name in methods:
-            # An estimator ablation reads its own estimator's delta: each estimator has its own scale.
-            estimator = method_settings(name).get("estimator", config.estimator)
-            method_config = common.calibrated(args, backend, config.with_(estimator=estimator)).with_(
-                estimator=config.estimator
-            )
-            method = make_method(name, backend, retriever, method_config, **options)
+            method = make_method(name, backend, retriever, method_config, **options, **common.search_settings(args))
             setup = run_setup(args, method.describe(), model, where)
             out = results_path(args, name, len(methods))
             with ResultsFile.open(out, setup) as results:

@@ -100,7 +100,8 @@ def calibrate_delta(
         target_rate: Fraction of first steps that should retrieve, in [0, 1] (objective ``"rate"``).
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
-        agreement: With a ``cascade_estimator`` in ``config``, the :func:`cascade_band` calibrated with delta.
+        agreement: With a ``TokenCascade`` among ``config``'s rules, the :func:`cascade_band` of its estimator
+            calibrated with delta.
     """
     if not questions:
         raise ValueError("no calibration questions: give a labelled question file with at least one question")
@@ -114,8 +115,8 @@ def calibrate_delta(
     texts = [q.question for q in questions]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncalibratedDeltaWarning)  # that is what this function is fixing
-        # every first step measured: no cascade or claim check decides before the samples
-        measure = base.with_(check_claims=False, cascade_estimator=None, cascade_band=None)
+        # every first step measured: no rule decides before the samples
+        measure = base.with_(rules=())
         assessed = SeaKR(cached, retriever, measure).assess_many(texts)
         first = [a.uncertainty.value for a in assessed]
         grid = threshold_grid(first, points)
@@ -162,10 +163,11 @@ def calibrate_delta(
 
 
 def _cascade(config: SeaKRConfig, assessed: Sequence[Any], first: Sequence[float], delta: float, agreement: float):
-    if config.cascade_estimator is None:
+    estimator = config.rule_set.screen_estimator()
+    if estimator is None:
         return {}
-    screens = [estimate(a.output, config.cascade_estimator).value for a in assessed]
-    return {"estimator": config.cascade_estimator, **cascade_band(screens, first, delta, agreement)}
+    screens = [estimate(a.output, estimator).value for a in assessed]
+    return {"estimator": estimator, **cascade_band(screens, first, delta, agreement)}
 
 
 def _rate(values: Sequence[float], delta: float) -> float:

@@ -1,6 +1,7 @@
-"""Evaluation methods: SeaKR, its ablations, and baselines, behind one small interface, on the same back-end, prompts
-and retriever so that ``seakr eval`` compares them row by row.  An ablation (the paper's Table 3) is a setting of
-the one loop (:class:`SeaKRConfig`), not a copy of it.
+"""Evaluation methods: SeaKR and the baselines, behind one small interface, on the same back-end, prompts and
+retriever so that ``seakr eval`` compares them row by row.  SeaKR runs whatever its config says: an ablation (the
+paper's Table 3) or another set of rules is a setting of the one loop (``--rules``, ``--retrieve``,
+``--final-strategy``, ``--estimator``), not another method.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from seakr_integrations.evaluation.interface import Method, MethodAnswer
 from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
 from seakr_integrations.reasoning.answer import extract_answer
 from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
-from seakr_integrations.reasoning.config import PAPER_RULES, SeaKRConfig
+from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import Reasoner, SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.estimate import estimate
-from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, REGISTRY, estimator_names, estimators_for
+from seakr_integrations.uncertainty.registry import GENERATE_PROVIDES, REGISTRY, estimators_for
 
 
 class SeaKRMethod:
@@ -84,73 +85,28 @@ def _answer(result: SeaKRResult | Exception) -> MethodAnswer:
     return MethodAnswer(result.answer, result.searches, result.lm_calls, result.generated_tokens, result.to_dict())
 
 
-_SEAKR_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
-    "seakr": ({}, "SeaKR with the library's default decision rules (SeaKRConfig(); docs/decision_rules.md)"),
-    "seakr-paper": (dict(PAPER_RULES), "SeaKR with the authors' decision rules exactly (SeaKRConfig.paper())"),
-    "seakr-both-finals": (
-        {"final_strategy": "choose", "final_samples": "always", "final_estimator": None, "answer_when_stated": False},
-        "the default SeaKR with the paper's final step: both final answers generated, each with its samples, the "
-        "less uncertain by EigenScore given (its traces replay any final-answer rule)",
-    ),
-    "seakr-no-cascade": (
-        {"cascade_estimator": None},
-        "ablation of the default SeaKR: every step that the claim checks leave open is sampled (no cascade)",
-    ),
-    "seakr-no-options": (
-        {"answer_with_option": False},
-        "ablation of the default SeaKR: an answer that names neither option a question offers is given as it is",
-    ),
-    "seakr-bridges": (
-        {"cover_bridge_entities": True},
-        "the default SeaKR that also searches for each bridge entity a kept passage links the question to",
-    ),
-    # The paper's ablations (its Table 3) change the authors' SeaKR, so they keep its rules.
-    "seakr-always-retrieve": (
-        {**PAPER_RULES, "retrieve": "always"},
-        "ablation of seakr-paper: no self-aware retrieval (retrieve at every step)",
-    ),
-    "seakr-no-rerank": (
-        {**PAPER_RULES, "rerank": False},
-        "ablation of seakr-paper: no self-aware re-ranking (the search engine's first)",
-    ),
-    "seakr-always-retrieve-no-rerank": (
-        {**PAPER_RULES, "retrieve": "always", "rerank": False},
-        "ablation of seakr-paper: neither (retrieve at every step, keep the search engine's first): isolates the "
-        "re-ranking when the gate rarely opens",
-    ),
-    "seakr-rationales-only": (
-        {**PAPER_RULES, "final_strategy": "rationales"},
-        "ablation of seakr-paper: final answer from the rationales only",
-    ),
-    "seakr-knowledge-only": (
-        {**PAPER_RULES, "final_strategy": "knowledge"},
-        "ablation of seakr-paper: final answer from the passages only",
-    ),
-    **{
-        f"seakr-{name.replace('_', '-')}": (
-            {**PAPER_RULES, "estimator": name},
-            f"ablation of seakr-paper: {name} in place of EigenScore",
-        )
-        for name in estimator_names()
-        if name != "eigenscore"
-    },
-}
-
 MethodFactory = Callable[..., Method]
 """``factory(backend, retriever, config, **options) -> Method``."""
 
 
-def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
-    return ClosedBookMethod(
-        SeaKR(backend, retriever, config.with_(mode="single_hop", exemplar_style="simple", retrieve="never"))
-    )
+def _closed_book(backend: Any, retriever: Any, config: SeaKRConfig, **options: Any) -> Method:
+    single = config.with_(mode="single_hop", exemplar_style="simple", retrieve="never")
+    return ClosedBookMethod(SeaKR(backend, retriever, single, **_search(options)))
 
 
-def _method(name: str, changes: dict[str, Any] | None = None) -> MethodFactory:
-    def factory(backend: Any, retriever: Any, config: SeaKRConfig, **_: Any) -> Method:
-        if changes is None:
-            return SeaKRMethod(name, BASELINES[name](backend, retriever, config))  # greedy calls only: k is unused
-        return SeaKRMethod(name, SeaKR(backend, retriever, config.with_(**changes)))
+def _search(options: dict[str, Any]) -> dict[str, Any]:
+    """The search settings among a factory's options (``search_timeout``, ``on_retrieval_error``)."""
+    return {k: options[k] for k in ("search_timeout", "on_retrieval_error") if k in options}
+
+
+def _seakr(backend: Any, retriever: Any, config: SeaKRConfig, **options: Any) -> Method:
+    return SeaKRMethod("seakr", SeaKR(backend, retriever, config, **_search(options)))
+
+
+def _method(name: str) -> MethodFactory:
+    def factory(backend: Any, retriever: Any, config: SeaKRConfig, **options: Any) -> Method:
+        reasoner = BASELINES[name](backend, retriever, config, **_search(options))  # greedy calls only: k is unused
+        return SeaKRMethod(name, reasoner)
 
     return factory
 
@@ -164,7 +120,14 @@ _BASELINE_TEXT = {
 
 
 def _skr_knn(
-    backend: Any, retriever: Any, config: SeaKRConfig, *, skr_train: Any = None, skr_k: int = 10, embed: Any = None
+    backend: Any,
+    retriever: Any,
+    config: SeaKRConfig,
+    *,
+    skr_train: Any = None,
+    skr_k: int = 10,
+    embed: Any = None,
+    **options: Any,
 ) -> Method:
     if skr_train is None:
         raise ValueError(
@@ -175,13 +138,16 @@ def _skr_knn(
         from seakr_integrations.embeddings import shared_embedder
 
         embed = shared_embedder().embed
-    without = _method(WITHOUT)(backend, retriever, config)
-    with_ = _method(WITH)(backend, retriever, config)
+    without = _method(WITHOUT)(backend, retriever, config, **options)
+    with_ = _method(WITH)(backend, retriever, config, **options)
     return SKRkNN(without, with_, skr_labels(skr_train), embed, k=skr_k)
 
 
 METHODS: dict[str, tuple[MethodFactory, str]] = {
-    **{name: (_method(name, changes), description) for name, (changes, description) in _SEAKR_VARIANTS.items()},
+    "seakr": (
+        _seakr,
+        "SeaKR with the given settings (by default SeaKRConfig(): the default rules; --rules paper: the authors')",
+    ),
     "closed-book": (_closed_book, "the direct answer without retrieval, scored by every estimator (for AUROC)"),
     **{name: (_method(name), text) for name, text in _BASELINE_TEXT.items()},
     "skr-knn": (
@@ -191,12 +157,6 @@ METHODS: dict[str, tuple[MethodFactory, str]] = {
     ),
 }
 """Method name -> (factory(backend, retriever, base_config), one-line description)."""
-
-
-def method_settings(name: str) -> dict[str, Any]:
-    """The SeaKR settings a method changes (an ablation's ``estimator``, ``retrieve``...); ``{}`` for the others."""
-    check_method(name)
-    return dict(_SEAKR_VARIANTS.get(name, ({}, ""))[0])
 
 
 def known_methods() -> list[str]:
@@ -213,8 +173,8 @@ def check_method(name: str) -> None:
 
 def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None, **options: Any) -> Method:
     """Build the method ``name`` on the given back-end, retriever and base configuration (``config``; the baselines
-    keep all but ``k``).  ``options`` are the method's own: ``skr_train`` (a results directory) and ``skr_k``
-    (neighbours, default 10) for ``skr-knn``.
+    keep all but ``k``).  ``options``: ``search_timeout`` and ``on_retrieval_error`` (see ``Reasoner``), and for
+    ``skr-knn`` ``skr_train`` (a results directory) and ``skr_k`` (neighbours, default 10).
 
     Raises:
         ValueError: Unknown method (the message lists the known ones), or a missing option.

@@ -18,67 +18,16 @@ from typing import IO, Any
 FORMAT = "seakr-eval-results/1"
 
 
-_OPERATIONAL = ("search_timeout",)
-"""SeaKR settings that change how long a run may wait, not what it computes: ignored when results files compare
-configurations, so a run resumes whatever they were."""
-
-
-def _method_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    seakr = config.get("seakr")
-    if not isinstance(seakr, Mapping):
-        return dict(config)
-    return {**config, "seakr": {k: v for k, v in seakr.items() if k not in _OPERATIONAL}}
-
-
 def config_fingerprint(config: Mapping[str, Any]) -> str:
-    """A short stable hash of a JSON-able configuration (key order does not matter; operational settings such as
-    ``search_timeout`` do not count)."""
-    text = json.dumps(
-        _method_settings(config), sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    """A short stable hash of a JSON-able configuration (key order does not matter)."""
+    text = json.dumps(config, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-_ADDED_SETTINGS: dict[str, Any] = {
-    "rerank_margin": 0.0,
-    "final_margin": 0.0,
-    "knowledge_needs_passages": False,
-    "stop_on_repeated_step": False,
-    "cover_bridge_entities": False,
-    "answer_with_option": False,
-    "final_samples": "always",
-}
-"""SeaKR settings added after results files were written, with the value those files' runs had: a header that
-lacks one is read with it, so an old file resumes under the settings that reproduce it (and only those)."""
-
-_REMOVED_SETTINGS: dict[str, Any] = {"chat_answer_prefix": True}
-"""SeaKR settings removed since results files were written, with the one value today's code runs: a header holding
-that value reads as one without the key, so its file resumes under today's config; any other value stays (nothing
-today reproduces it: ``chat_answer_prefix=False`` ended the chat template's user turn with ``Answer:``)."""
-
-
-def _as_of_now(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` as today's settings spell it: the settings added since it was written filled in at their old
-    values, and the removed ones that hold today's value left out."""
-    config = _method_settings(config)
-    seakr = config.get("seakr")
-    if not isinstance(seakr, Mapping):
-        return config
-    if "chat_answer_prefix" not in seakr and not set(seakr) & set(_ADDED_SETTINGS):
-        # Written before chat_answer_prefix existed ("Answer:" ended the user turn); a header written after it was
-        # removed lacks it too, but holds the settings added since it came in.
-        seakr = {"chat_answer_prefix": False, **seakr}
-    seakr = {**_ADDED_SETTINGS, **seakr}
-    removed = _REMOVED_SETTINGS
-    return {**config, "seakr": {k: v for k, v in seakr.items() if not (k in removed and v == removed[k])}}
 
 
 def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
     out = []
     for key in sorted(set(old) | set(new)):
         a, b = old.get(key, "<missing>"), new.get(key, "<missing>")
-        if prefix == "seakr." and key in _REMOVED_SETTINGS and b == "<missing>":
-            b = _REMOVED_SETTINGS[key]  # what this run does, though no longer a setting
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             out += _differences(a, b, f"{prefix}{key}.")
         elif a != b:
@@ -155,8 +104,8 @@ class ResultsFile:
             header, records, results.cut_short = _load(path)
             stored = header.get("config")
             stored = stored if isinstance(stored, Mapping) else {}
-            if header.get("fingerprint") != fingerprint and config_fingerprint(_as_of_now(stored)) != fingerprint:
-                diff = _differences(_as_of_now(stored), _as_of_now(config)) or ["(the configuration hash differs)"]
+            if header.get("fingerprint") != fingerprint and config_fingerprint(stored) != fingerprint:
+                diff = _differences(stored, config) or ["(the configuration hash differs)"]
                 raise ValueError(
                     f"{path} holds results of a different configuration, so this run will not resume into it: "
                     + "; ".join(diff)

@@ -16,20 +16,25 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig, max_tokens_too_large
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
+from seakr_integrations.reasoning.choices import choice_needs_samples
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import PassagesRetrieved
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import BuiltQuery, build_query
 from seakr_integrations.reasoning.records import FinalTrace, StepTrace
-from seakr_integrations.reasoning.rules import choice_needs_samples
+from seakr_integrations.reasoning.rules.base import FinalReading
 from seakr_integrations.reasoning.state import Call, Generate, QuestionState, Scored, Search
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 from seakr_integrations.uncertainty.registry import REGISTRY
 
-FinalReading = Literal["sampled", "greedy", "deciding", "none"]
-"""How ``ModelCalls.final_answers`` reads each final answer's uncertainty (see there)."""
+RetrievalErrorPolicy = Literal["raise", "answer_without"]
+"""What a failed search does: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what
+was gathered so far and record the failure in the trace)."""
+
+DEFAULT_SEARCH_TIMEOUT = 120.0
+"""Seconds one search may take by default before it fails with a ``TimeoutError``."""
 
 NOT_MEASURED = Uncertainty(math.nan, "none", 0, note="not measured: nothing reads this call's uncertainty")
 """The uncertainty of a call made without samples (``measured=False``)."""
@@ -43,14 +48,30 @@ class ModelCalls:
     """Prompts, LM calls and searches for the programs of one back-end (its tokenizer and context length shape the
     prompts) and one configuration.
 
+    Args:
+        search_timeout: Seconds one search may take before it fails with a ``TimeoutError`` (handled by
+            ``on_retrieval_error``); ``None`` waits for ever.  A hung search is abandoned, not killed.
+        on_retrieval_error: What a failed search does (``RetrievalErrorPolicy``).
+
     Raises:
-        ValueError: ``config.chat_template=True`` for a tokenizer without a chat template, or a ``max_tokens``
-            that leaves no room for a prompt in the model's context.
+        ValueError: ``config.chat_template=True`` for a tokenizer without a chat template, a ``max_tokens`` that
+            leaves no room for a prompt in the model's context, or a bad search setting.
     """
 
-    def __init__(self, backend: SelfAwareBackend, config: SeaKRConfig) -> None:
+    def __init__(
+        self,
+        backend: SelfAwareBackend,
+        config: SeaKRConfig,
+        *,
+        search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+        on_retrieval_error: RetrievalErrorPolicy = "raise",
+    ) -> None:
         self.backend = backend
         self.config = config
+        self.search_timeout, self.on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
+        self.screen_estimator = config.rule_set.screen_estimator()
+        """The greedy-only estimator whose reading every call records (``TokenCascade``'s), if any."""
+        self.content_filter = config.rule_set.content_filter()
         use_chat = backend.uses_chat_template(config.chat_template)
         self.builder = PromptBuilder(
             exemplars(config.style, config.num_exemplars), backend.chat_prompt if use_chat else None
@@ -151,14 +172,13 @@ class ModelCalls:
     ) -> Generator[Generate, Any, list[FinalTrace]]:
         """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
         " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
-        ``reading``: ``"sampled"``, from the calls' samples (the call asking again is sampled too); ``"greedy"``,
-        ``final_estimator`` on the greedy continuation; ``"deciding"`` (two answers), each answer's own call sampled
-        afterwards, only when the choice depends on it (``final_samples``); ``"none"``, not read."""
+        ``reading``: ``"sampled"``, from the calls' samples (the call asking again is sampled too); ``"deciding"``
+        (two answers), each answer's own call sampled afterwards, only when the choice depends on it
+        (``SampleFinalsWhenTheyDiffer``); ``"none"``, not read."""
         finals, forced = [], []
         answer_calls = [(prompt, self._final_sampling(has_steps=False)) for prompt, *_ in items]
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
             answer = extract_answer(out.greedy.text)
-            u = self._final_uncertainty(out, u, reading)
             finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context, self.screen(out)))  # type: ignore[arg-type]
             if answer is None:
                 again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()
@@ -179,7 +199,7 @@ class ModelCalls:
                     old.strategy,
                     extract_answer(text),
                     generation,
-                    self._final_uncertainty(out, u, reading),
+                    u,
                     True,
                     old.context,
                     self.screen(out),
@@ -192,18 +212,13 @@ class ModelCalls:
             finals = [replace(f, uncertainty=u) for f, (_, u) in zip(finals, scored, strict=True)]
         return finals
 
-    def _final_uncertainty(self, out: SelfAwareOutput, measured: Uncertainty, reading: FinalReading) -> Uncertainty:
-        if reading == "greedy":
-            return estimate(out, self.config.final_estimator, self.config.alpha)  # type: ignore[arg-type]
-        return measured
-
     def _final_sampling(self, *, has_steps: bool) -> SamplingConfig:
         """A final answer's call settings (``has_steps``: the call that asks again with " So the answer is")."""
         return self.config.call_sampling(self.config.stops(has_steps=has_steps, one_sentence=False))
 
     def screen(self, output: SelfAwareOutput) -> Uncertainty | None:
-        """The ``cascade_estimator``'s reading of a call's greedy continuation (``None`` when none is set)."""
-        name = self.config.cascade_estimator
+        """The rules' greedy-only estimator's reading of a call's greedy continuation (``None`` when none is set)."""
+        name = self.screen_estimator
         return None if name is None else estimate(output, name, self.config.alpha)
 
     def query(self, state: QuestionState, out: SelfAwareOutput, threshold: float) -> BuiltQuery:
@@ -216,8 +231,7 @@ class ModelCalls:
             lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
             lambda text: list(tokenizer(text, add_special_tokens=False).input_ids),
             threshold=threshold,
-            max_tokens=self.config.query_max_tokens,
-            content_filter=self.config.content_filter,
+            content_filter=self.content_filter,
         )
 
     def search(self, state: QuestionState, step: StepTrace, query: str) -> Generator[Search, Any, list[Passage] | None]:
@@ -225,14 +239,14 @@ class ModelCalls:
         sends back the results or throws the search's exception in at the ``yield``; both are handled here."""
         state.searches += 1
         try:
-            results = yield Search(query, self.config.n_candidates, self.config.search_timeout)
+            results = yield Search(query, self.config.n_candidates, self.search_timeout)
             bad = [type(p).__name__ for p in results if not isinstance(p, Passage)]
             if bad:
                 raise TypeError(f"the retriever returned {bad[0]} objects; search() must return Passage objects")
             found = list(results)
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}"
-            if self.config.on_retrieval_error == "raise":
+            if self.on_retrieval_error == "raise":
                 raise RetrievalError(
                     f"retrieval failed for question {quoted(state.question)} (query {quoted(query)}): {message}; pass "
                     "on_retrieval_error='answer_without' to answer without the passage"
@@ -244,3 +258,15 @@ class ModelCalls:
             return None
         state.emit(PassagesRetrieved(state.index, state.question, step.index, query, tuple(found)))
         return found
+
+
+def check_search_settings(
+    search_timeout: object, on_retrieval_error: object
+) -> tuple[float | None, RetrievalErrorPolicy]:
+    """The search settings, validated: seconds > 0 or ``None``, and a known error policy."""
+    from seakr_integrations.params import check_choice, check_seconds
+
+    if search_timeout is not None:
+        search_timeout = check_seconds("search_timeout", search_timeout, ", or None to wait for ever")
+    check_choice("on_retrieval_error", on_retrieval_error, RetrievalErrorPolicy)
+    return search_timeout, on_retrieval_error  # type: ignore[return-value]

@@ -1,14 +1,19 @@
 """Which entities a question or a step names, and whether the kept passages cover them: the facts behind the
-loop's entity rules (``SeaKRConfig.check_claims``, ``cover_compared_entities``, ``anchor_queries``...), since a small
-model's confident claims about entities it has not read about are mostly wrong.  Names are found without a tagger
-(capitalised runs and quoted titles; ``docs/design/reasoning.md``).
+entity rules (``ClaimCheck``, ``CoverComparedEntities``, ``AnchorQueries``, ``AnswerWithOption``), since a small
+model's confident claims about entities it has not read about are mostly wrong.
+
+Finding names is the one language-specific part, so it is one swappable object (:class:`EntityFinder`); the
+default, :class:`EnglishNames`, finds them without a tagger (capitalised runs and quoted titles, "X or Y"), which
+suits English text.  Whether a passage covers a name is a word match and works in any language that separates
+words with spaces (``docs/design/reasoning.md``).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol, runtime_checkable
 
 from seakr_integrations.reasoning.query import STOP_WORDS
 from seakr_integrations.retrieval.passage import Passage
@@ -106,13 +111,14 @@ def offered_options(question: str) -> list[str]:
     return [tail.group(1).strip(' "“”'), tail.group(2).strip(' "“”')] if tail else []
 
 
-def option_answer(question: str, answer: str, passages: Sequence[Passage], alternatives: Sequence[str] = ()) -> str:
-    """``answer`` as one of the options the question offers, when it names neither (``docs/design/reasoning.md``).
+def option_answer(
+    options: Sequence[str], answer: str, passages: Sequence[Passage], alternatives: Sequence[str] = ()
+) -> str:
+    """``answer`` as one of the ``options`` the question offers, when it names neither (``docs/design/reasoning.md``).
 
     The option whose kept passage names the answer is given; else the first of ``alternatives`` (the other final
     answer) that names one option; else ``answer`` as it is.  A yes/no answer, or a question that offers no options,
     is left alone."""
-    options = offered_options(question)
     if not options or not _content(answer) or answer.strip().lower() in {"yes", "no"}:
         return answer
     if any(_names(answer, o) for o in options):
@@ -162,26 +168,12 @@ def anchor_query(query: str, question: str, missing: Sequence[str]) -> str:
     return query
 
 
-def entity_query(entity: str, question: str) -> str:
+def entity_query(entity: str, question: str, question_names: Sequence[str]) -> str:
     """A search for ``entity`` in the sense the question asks about: the entity and the question's content words
-    that name no entity ("Cast Up By The Sea film director died earlier")."""
-    names = set().union(*map(_content, named_entities(question)))
+    that are not part of its names (``question_names``): "Cast Up By The Sea film director died earlier"."""
+    names = set().union(*map(_content, question_names))
     relation = [w for w in _WORD.findall(question) if w.lower() not in STOP_WORDS and w.lower() not in names]
     return " ".join([entity, *relation]).strip()
-
-
-# Words a passage uses for a family relation a question asks about ("Khanzada Begum's father" -> "daughter of Umar").
-_KIN = {
-    "father": ("son", "daughter", "child", "born"),
-    "mother": ("son", "daughter", "child", "born"),
-    "parent": ("son", "daughter", "child", "born"),
-    "spouse": ("married", "wife", "husband"),
-    "husband": ("married", "wife"),
-    "wife": ("married", "husband"),
-    "grandfather": ("son", "daughter", "child", "father"),
-    "grandmother": ("son", "daughter", "child", "mother"),
-}
-_LINK_GAP = re.compile(r"^[\s,]*(?:[a-z]+[\s,]+){0,3}$")  # "directed by ", "the son of ", "composed and conducted by "
 
 
 def titled(passage: Passage, entity: str) -> bool:
@@ -193,51 +185,47 @@ def titled(passage: Passage, entity: str) -> bool:
     return name <= title or (len(title) >= 2 and title <= name)
 
 
-# Comparatives and other words ending like an agent noun that name no role.
-_NOT_ROLES = frozenset(
-    "earlier later older younger longer shorter bigger smaller either neither whether rather other another together "
-    "further number member".split()
-)
+@runtime_checkable
+class EntityFinder(Protocol):
+    """Where the entity rules find names: swap it for another language or domain (a tagger, a gazetteer, an
+    NER model).  ``name`` identifies it in results files and traces."""
+
+    name: str
+
+    def names(self, text: str) -> list[str]:
+        """The names ``text`` mentions, in order, without repeats."""
+        ...
+
+    def compared(self, question: str) -> list[str]:
+        """The entities ``question`` compares or joins ("X or Y"); empty when it names at most one side."""
+        ...
+
+    def options(self, question: str) -> list[str]:
+        """The two options a question closes on ("Which came first, X or Y?"); empty for any other form."""
+        ...
 
 
-def _triggers(question: str) -> set[str]:
-    """The question's role words ("director", "founder", "father") and the words a passage uses for them."""
-    words = {w.lower() for w in _WORD.findall(question)}
-    roles = {w for w in words if len(w) >= 6 and w.endswith(("er", "or", "ist")) and w not in _NOT_ROLES}
-    kin = {w for w in words if w in _KIN}
-    return roles | kin | {w for r in kin for w in _KIN[r]}
+@dataclass(frozen=True)
+class EnglishNames:
+    """Names as English writes them: capitalised runs ("Duel in the Jungle") and quoted titles; "X or Y" and
+    "X and Y" for what a question compares; ", X or Y?" for the options it closes on.  For a language without
+    capitals (Chinese, Japanese, Arabic...) or a domain whose entities are lower case (chemicals, genes), pass
+    an ``EntityFinder`` of your own to the entity rules."""
+
+    name: ClassVar[str] = "english"
+
+    def names(self, text: str) -> list[str]:
+        return named_entities(text)
+
+    def compared(self, question: str) -> list[str]:
+        return compared_entities(question)
+
+    def options(self, question: str) -> list[str]:
+        return offered_options(question)
 
 
-def _same_stem(a: str, b: str) -> bool:
-    """ "director"/"directed", "writer"/"written": the same word, or a shared prefix of 4+ letters that leaves at
-    most three letters of the shorter word."""
-    common = len(os.path.commonprefix([a, b]))
-    return a == b or (common >= 4 and common >= min(len(a), len(b)) - 3)
+ENGLISH_NAMES = EnglishNames()
+"""The default entity finder of every entity rule."""
 
-
-def linked_entities(question: str, passages: Sequence[Passage], per_passage: int = 2) -> list[str]:
-    """The bridge entities the kept passages link the question to, which no kept passage is about yet.
-
-    A passage about one of the question's entities links it to the names that follow, within three lower-case
-    words, a word of the question's relation ("directed by George Marshall" for "the director of film Duel in the
-    Jungle"; "the daughter of Umar Shaikh Mirza" for "Khanzada Begum's father").  At most ``per_passage`` per
-    passage, in text order."""
-    asked = named_entities(question)
-    triggers = _triggers(question)
-    linked: list[str] = []
-    for passage in passages:
-        if not any(titled(passage, e) for e in asked):
-            continue
-        words = [(m.end(), m.group().lower()) for m in _WORD.finditer(passage.text)]
-        ends = [end for end, w in words if any(_same_stem(w, t) for t in triggers)]
-        found: list[str] = []
-        for start, _, name in _with_quoted(passage.text):
-            if len(found) == per_passage:
-                break
-            near = any(end <= start and _LINK_GAP.match(passage.text[end:start]) for end in ends)
-            name = name.split(". ")[0]  # a capitalised run goes on past a full stop ("Jacques Deray. It")
-            if near and _content(name) and not any(_content(e) <= _content(name) for e in asked):
-                found.append(name)
-        linked += found
-    kept = list(dict.fromkeys(linked))
-    return [e for e in kept if not any(titled(p, e) for p in passages)]
+ENTITY_FINDERS: dict[str, EntityFinder] = {ENGLISH_NAMES.name: ENGLISH_NAMES}
+"""The finders a results file can name (``rules_from_json`` reads a rule's ``entities`` by this name)."""

@@ -16,9 +16,20 @@ from seakr_integrations.reasoning.answer import has_answer
 from seakr_integrations.reasoning.calls import NOT_MEASURED, ModelCalls
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.entities import named_entities, uncovered
 from seakr_integrations.reasoning.state import Call, QuestionState
 from seakr_integrations.uncertainty.estimate import Uncertainty
+
+RETRIEVING = frozenset(
+    {
+        GateReason.UNCERTAIN,
+        GateReason.EMPTY_GENERATION,
+        GateReason.ALWAYS_RETRIEVE,
+        GateReason.UNSURE_FROM_TOKENS,
+        GateReason.UNSUPPORTED_CLAIM,
+        GateReason.UNCOVERED_ENTITY,
+    }
+)
+"""The gate's reasons that retrieve."""
 
 
 @dataclass(frozen=True)
@@ -28,7 +39,7 @@ class Reading:
     Attributes:
         output: The step's greedy continuation (and its samples when they were drawn in the same call).
         uncertainty: The estimator's uncertainty (``NOT_MEASURED`` where an earlier stage decided).
-        screen: The ``cascade_estimator``'s reading of the greedy step, when one is set.
+        screen: The reading of the greedy step by the rules' greedy-only estimator (``TokenCascade``), if any.
         reason: Why it decided (``None`` for a step that states the answer, where the loop ends without a gate).
     """
 
@@ -45,20 +56,17 @@ class Gate:
     def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
         self.config = config
         self.calls = calls
+        self.rules = config.rule_set
 
     @property
     def staged(self) -> bool:
         """Whether steps are read in stages (greedy first, samples only when a decision needs them)."""
         cfg = self.config
-        return (
-            cfg.mode == "multi_hop"
-            and cfg.retrieve == "uncertain"
-            and (cfg.check_claims or (cfg.cascade_estimator is not None and cfg.cascade_band is not None))
-        )
+        return cfg.mode == "multi_hop" and cfg.retrieve == "uncertain" and self.rules.reads_greedy_step()
 
     def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
         """Whether :meth:`reason` retrieves."""
-        return self.reason(text, u) in (GateReason.UNCERTAIN, GateReason.EMPTY_GENERATION, GateReason.ALWAYS_RETRIEVE)
+        return self.reason(text, u) in RETRIEVING
 
     def reason(self, text: str, u: Uncertainty) -> GateReason:
         """The paper's gate on a measured step, as a ``GateReason``: an empty step, or an uncertainty above delta
@@ -90,14 +98,9 @@ class Gate:
             return Reading(out, NOT_MEASURED, screen, None, False)
         if not text:
             return Reading(out, NOT_MEASURED, screen, GateReason.EMPTY_GENERATION, True)
-        if self.config.check_claims and uncovered(named_entities(text), state.docs):
-            return Reading(out, NOT_MEASURED, screen, GateReason.UNSUPPORTED_CLAIM, True)
-        band = self.config.cascade_band
-        if screen is not None and band is not None:
-            if screen.value <= band[0]:
-                return Reading(out, NOT_MEASURED, screen, GateReason.SURE_FROM_TOKENS, False)
-            if screen.value > band[1]:
-                return Reading(out, NOT_MEASURED, screen, GateReason.UNSURE_FROM_TOKENS, True)
+        decided = self.rules.read_step(state, text, out)
+        if decided is not None:
+            return Reading(out, NOT_MEASURED, screen, decided, decided in RETRIEVING)
         ((_, u),) = yield from self.calls.run(state, [call])  # the samples; the step stays the greedy text above
         reason = self.reason(text, u)
         return Reading(out, u, screen, reason, reason is GateReason.UNCERTAIN)

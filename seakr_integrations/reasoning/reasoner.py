@@ -16,7 +16,7 @@ from seakr_integrations.backends.scored import probe_scores
 from seakr_integrations.config_resolution import ResolvedConfig, resolve_config
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
-from seakr_integrations.reasoning.calls import ModelCalls
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, ModelCalls, RetrievalErrorPolicy
 from seakr_integrations.reasoning.calls import RetrievalError as RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
@@ -65,17 +65,30 @@ class Reasoner(ABC):
         backend: The LM (``HFBackend``, ``VLLMBackend`` or any ``SelfAwareBackend``).
         retriever: Anything with ``search(query, k) -> list[Passage]`` (e.g. ``BM25Index``) that allows concurrent
             calls, as searches run on several threads (the built-in and LangChain/LlamaIndex retrievers do).
-        config: The settings; the SeaKR authors' defaults when omitted.
+        config: The settings; ``SeaKRConfig()`` when omitted.
+        search_timeout: Seconds one search may take before it fails with a ``TimeoutError`` (handled by
+            ``on_retrieval_error``); ``None`` waits for ever.  How long to wait, not what is computed: results files
+            and calibration profiles do not record it.
+        on_retrieval_error: ``"raise"`` (the error names the question) or ``"answer_without"`` (answer with what was
+            gathered so far and record the failure in the trace).
     """
 
     def __init__(
-        self, backend: SelfAwareBackend, retriever: Retriever | None = None, config: SeaKRConfig | None = None
+        self,
+        backend: SelfAwareBackend,
+        retriever: Retriever | None = None,
+        config: SeaKRConfig | None = None,
+        *,
+        search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+        on_retrieval_error: RetrievalErrorPolicy = "raise",
     ) -> None:
         _check_parts(backend, retriever)
         self.backend = backend
         self.retriever = retriever
         self.config = config or SeaKRConfig()
-        self.calls = ModelCalls(backend, self.config)
+        self.calls = ModelCalls(
+            backend, self.config, search_timeout=search_timeout, on_retrieval_error=on_retrieval_error
+        )
 
     @abstractmethod
     def program(self, state: QuestionState) -> Program:
@@ -213,7 +226,7 @@ class SeaKR(Reasoner):
     """Self-aware knowledge retrieval over any self-aware back-end and any retriever.
 
     Args:
-        backend, retriever: As for :class:`Reasoner`.
+        backend, retriever, search_timeout, on_retrieval_error: As for :class:`Reasoner`.
         config: SeaKR's settings (the defaults when omitted), resolved here by ``resolve_config`` (``delta=None``:
             the calibrated delta and its cascade band), or that function's result for this back-end (reads no file).
 
@@ -240,12 +253,14 @@ class SeaKR(Reasoner):
         backend: SelfAwareBackend,
         retriever: Retriever | None = None,
         config: SeaKRConfig | ResolvedConfig | None = None,
+        *,
+        search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+        on_retrieval_error: RetrievalErrorPolicy = "raise",
     ) -> None:
         _check_parts(backend, retriever)
         given = config.requested if isinstance(config, ResolvedConfig) else config or SeaKRConfig()
-        check_estimators(
-            backend, [(n, getattr(given, n)) for n in ("estimator", "cascade_estimator", "final_estimator")]
-        )
+        screen = given.rule_set.screen_estimator()
+        check_estimators(backend, [("estimator", given.estimator), ("token-cascade estimator", screen)])
         if not isinstance(config, ResolvedConfig):
             config = resolve_config(backend, given)
         elif config.model != backend.model_name:
@@ -253,7 +268,9 @@ class SeaKR(Reasoner):
                 f"this config was resolved for {config.model}, not {backend.model_name}: pass "
                 "resolve_config(backend, config) for the back-end that runs"
             )
-        super().__init__(backend, retriever, config.config)
+        super().__init__(
+            backend, retriever, config.config, search_timeout=search_timeout, on_retrieval_error=on_retrieval_error
+        )
         self.requested_config = given
         self.profile = config.profile
         self.loop = SeaKRLoop(self.config, self.calls)

@@ -1,7 +1,10 @@
-"""SeaKR's algorithm (SPEC section 5): when to retrieve, which passage to keep, how to answer.
+"""SeaKR's algorithm (SPEC section 5, the paper's Algorithm 1): when to retrieve, which passage to keep, when to
+stop, how to answer.
 
 Each question runs as a program (see ``state``) whose model calls and searches are ``yield from`` requests the
-driver serves, so the algorithm reads as the paper's (walkthrough: ``docs/design/reasoning.md``).
+driver serves, so the algorithm reads as the paper's (walkthrough: ``docs/design/reasoning.md``).  At each of the
+four decisions the configuration's rules (``rules``, none in ``SeaKRConfig.paper()``) are consulted through a named
+hook of ``self.rules``; without rules every hook leaves the paper's decision as it is.
 """
 
 from __future__ import annotations
@@ -13,25 +16,17 @@ from typing import Any
 
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
-from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
-from seakr_integrations.reasoning.calls import FinalReading, ModelCalls
+from seakr_integrations.reasoning.answer import has_answer, is_unknown
+from seakr_integrations.reasoning.calls import ModelCalls
+from seakr_integrations.reasoning.choices import pick_final, pick_passage
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.entities import (
-    anchor_query,
-    compared_entities,
-    covers,
-    entity_query,
-    linked_entities,
-    named_entities,
-    option_answer,
-    uncovered,
-)
 from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.gate import Gate
 from seakr_integrations.reasoning.query import BuiltQuery
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
-from seakr_integrations.reasoning.rules import pick_final, pick_passage, repeats_earlier
+from seakr_integrations.reasoning.rules import Rule
+from seakr_integrations.reasoning.rules.base import FinalReading
 from seakr_integrations.reasoning.state import Program, QuestionState
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
@@ -45,8 +40,10 @@ class SeaKRLoop:
     def __init__(self, config: SeaKRConfig, calls: ModelCalls) -> None:
         self.config = config
         self.calls = calls
+        self.rules = config.rule_set
+        """The decision rules, consulted at the loop's hooks."""
         self.gate = Gate(config, calls)
-        """When to retrieve (the self-aware gate, read in stages when the config asks for it)."""
+        """When to retrieve (the self-aware gate, read in stages when a rule can decide from the greedy step)."""
 
     def program(self, state: QuestionState) -> Program:
         """The whole answer to ``state.question``, as a program that returns a ``SeaKRResult``."""
@@ -78,15 +75,12 @@ class SeaKRLoop:
         return (yield from self.finish(state, state.trace[-1].stop or StopReason.STEP_LIMIT))
 
     def finish(self, state: QuestionState, stop: StopReason) -> Program:
-        """How to answer, once the loop has ended (``stop`` says why): the stated answer (``answer_when_stated``),
-        else the chosen one of the final answers."""
-        stated = self.stated_answer(state)
-        if stated is not None:
-            return self._result(state, stated, {"stated": stated}, StopReason.ANSWER_FOUND)
+        """How to answer, once the loop has ended (``stop`` says why): the less uncertain of the final answers."""
         finals = yield from self.final_answers(state)
         if self.config.final_strategy == "choose" and len(finals) == 2:
-            winner = choose(finals["rationales"], finals["knowledge"], self.config.final_margin)
-        else:  # one strategy asked for, or no passage to reason from (knowledge_needs_passages)
+            rationales, knowledge = finals["rationales"], finals["knowledge"]
+            winner = self.rules.choose_final(rationales, knowledge) or choose(rationales, knowledge)
+        else:  # one strategy asked for, or a rule left one (NoKnowledgeWithoutPassages)
             winner = finals[self.config.final_strategy if self.config.final_strategy in finals else "rationales"]
         return self._result(state, winner, finals, stop)
 
@@ -99,19 +93,19 @@ class SeaKRLoop:
         step = StepTrace(len(state.trace), out.greedy.text, reading.uncertainty, "accept")
         step.reason, step.screen = reading.reason, reading.screen
         state.trace.append(step)
-        missing = self.missing_entities(state, searched)
-        if has_answer(text) and not missing:  # checked before the uncertainty gate
+        needed = self.needed_entities(state, searched)
+        if has_answer(text) and not needed:  # checked before the uncertainty gate
             step.decision, step.accepted, step.stop = "answer", text, StopReason.ANSWER_FOUND
             state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-        elif has_answer(text):  # cover_compared/bridge_entities: an entity the answer needs has no passage yet
+        elif has_answer(text):  # a rule's entity has no passage yet: search for it before answering
+            rule, entity = needed[0]
             step.decision, step.reason = "retrieve", GateReason.UNCOVERED_ENTITY
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
-            query = entity_query(missing[0], state.question)
-            state.note(f"round {step.index + 1} stated an answer before {quoted(missing[0])} had a passage")
-            yield from self.retrieve(state, step, searched, query, [], missing[:1])
+            state.note(f"round {step.index + 1} stated an answer before {quoted(entity)} had a passage ({rule})")
+            yield from self.retrieve(state, step, searched, rule.entity_query(state, entity), [], "", [entity])
         elif not reading.retrieve:
-            if not self.repeated(state, step, text, state.steps):
+            if not self.ends_at(state, step, text, state.steps):
                 step.accepted = text
                 state.steps.append(text)
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
@@ -119,25 +113,22 @@ class SeaKRLoop:
             step.decision = "retrieve"
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             query = self.search_query(state, out)
-            wanted = uncovered([*named_entities(text), *named_entities(state.question)], state.docs)
-            yield from self.retrieve(state, step, searched, query.text, list(query.masked), wanted)
+            yield from self.retrieve(state, step, searched, query.text, list(query.masked), text, [])
         if step.stop:
             return step
         if len(state.steps) >= self.config.max_steps:
             step.stop = StopReason.STEP_LIMIT
         elif len(state.docs) >= self.config.max_docs:
             step.stop = StopReason.PASSAGE_LIMIT
+        else:
+            step.stop = self.rules.limit(state)
         return step
 
     def search_query(self, state: QuestionState, out: SelfAwareOutput) -> BuiltQuery:
-        """The query an uncertain step searches for: its low-confidence words masked (SPEC section 6), kept on the
-        question with ``anchor_queries``.  One place, so the loop and a stand-alone gate (``SeaKR.search_query``)
-        search alike."""
+        """The query an uncertain step searches for: its low-confidence words masked (SPEC section 6), then as the
+        rules change it.  One place, so the loop and a stand-alone gate (``SeaKR.search_query``) search alike."""
         query = self.calls.query(state, out, self.config.mask_threshold)
-        if not self.config.anchor_queries:
-            return query
-        missing = uncovered(named_entities(state.question), state.docs)  # the question's entities without a passage
-        return replace(query, text=anchor_query(query.text, state.question, missing))
+        return replace(query, text=self.rules.search_query(state, query.text))
 
     def retrieve(
         self,
@@ -146,11 +137,12 @@ class SeaKRLoop:
         searched: set[str],
         query: str,
         masked: list[str],
-        wanted: Sequence[str],
+        text: str,
+        focus: Sequence[str],
     ) -> Generator[Any, Any, None]:
-        """Search ``query`` and keep a passage (preferring one that covers a ``wanted`` entity, see ``rerank``)
-        with the step written after it; sets ``step.stop`` when the loop must end (a repeated query, nothing new
-        found, a repeated step, an answer)."""
+        """Search ``query`` and keep a passage (``text``: the step that searched; ``focus``: the entity searched for,
+        see ``rerank``) with the step written after it; sets ``step.stop`` when the loop must end (a repeated query,
+        nothing new found, a repeated step, an answer)."""
         step.query, step.masked_words = query, masked
         if query in searched:
             step.stop = StopReason.REPEATED_QUERY
@@ -159,68 +151,51 @@ class SeaKRLoop:
         found = yield from self.calls.search(state, step, query)
         if found is None:
             return
-        yield from self.rerank(state, step, found, wanted)
+        yield from self.rerank(state, step, found, text, focus)
         if step.stop:
             return
-        if has_answer(state.steps[-1]):
-            if not self.missing_entities(state, searched):
-                step.stop = StopReason.ANSWER_FOUND
-                return
-            if self.config.cover_bridge_entities:  # an answer before the last entity's passage: not in the chain
-                state.steps.pop()
-                step.accepted = None
-                return
-        if self.repeated(state, step, state.steps[-1], state.steps[:-1]):
+        if has_answer(state.steps[-1]) and not self.needed_entities(state, searched):
+            step.stop = StopReason.ANSWER_FOUND
+            return
+        if self.ends_at(state, step, state.steps[-1], state.steps[:-1]):
             state.steps.pop()  # the passage stays: it was chosen for the knowledge answer
             step.accepted = None
 
-    def missing_entities(self, state: QuestionState, searched: set[str]) -> list[str]:
-        """The entities the answer needs that no kept passage covers and no query has searched for yet: with
-        ``cover_compared_entities``, those the question compares; with ``cover_bridge_entities``, the bridge
-        entities the kept passages link the question to."""
-        missing = []
-        if self.config.cover_compared_entities:
-            missing += uncovered(compared_entities(state.question), state.docs)
-        if self.config.cover_bridge_entities:
-            missing += linked_entities(state.question, state.docs)
-        return [e for e in missing if entity_query(e, state.question) not in searched]
+    def needed_entities(self, state: QuestionState, searched: set[str]) -> list[tuple[Rule, str]]:
+        """The entities a rule says the answer needs (no kept passage covers them) and no query has searched for
+        yet, each with the rule that needs it."""
+        needed = self.rules.needed_entities(state)
+        return [(rule, e) for rule, e in needed if rule.entity_query(state, e) not in searched]
 
-    def repeated(self, state: QuestionState, step: StepTrace, text: str, earlier: Sequence[str]) -> bool:
-        """With ``stop_on_repeated_step``: whether ``text`` repeats one of the ``earlier`` steps; then the loop ends
-        after this round (the caller leaves the repeat out of the chain)."""
-        if not self.config.stop_on_repeated_step or not repeats_earlier(text, earlier):
+    def ends_at(self, state: QuestionState, step: StepTrace, text: str, earlier: Sequence[str]) -> bool:
+        """Whether a rule ends the loop at ``text`` after the ``earlier`` steps (``StopOnRepeatedStep``); then the
+        loop ends after this round (the caller leaves the step out of the chain)."""
+        stop = self.rules.ends_at(state, text, earlier)
+        if stop is None:
             return False
-        step.stop = StopReason.REPEATED_STEP
-        state.note(f"round {step.index + 1} repeated an earlier step, so the loop stopped (stop_on_repeated_step)")
+        step.stop = stop
+        state.note(f"round {step.index + 1} ended the loop: {stop}")
         return True
 
     def rerank(
-        self, state: QuestionState, step: StepTrace, found: list[Passage], wanted: Sequence[str] = ()
+        self, state: QuestionState, step: StepTrace, found: list[Passage], text: str = "", focus: Sequence[str] = ()
     ) -> Generator[Any, Any, None]:
-        """Try each new passage in the prompt; keep the one whose step is least uncertain (by more than
-        ``rerank_margin`` than the search engine's first; else the first), and its step.  Without re-ranking the
-        search engine's first new passage is kept; with ``check_claims``, the first that covers one of the
-        ``wanted`` entities (those the step or the question names and no kept passage covers) when there is one."""
+        """Try each new passage the rules leave in the prompt and keep the one whose step is least uncertain, with
+        its step (the paper); a rule may narrow the candidates first (``ClaimCheck``: those covering what the step
+        ``text`` or the ``focus`` entity needs) or keep the first without re-ranking (``KeepFirstResult``)."""
         chosen = {d.id for d in state.docs}
-        new = [p for p in found if p.id not in chosen]
-        if not self.config.rerank:  # no self-aware choice (the paper re-ranks)
-            covering = [p for p in new if any(covers(p, e) for e in wanted)] if self.config.check_claims else []
-            new = (covering or new)[:1]
+        new = self.rules.narrow_candidates(state, [p for p in found if p.id not in chosen], text, focus)
         if not new:
             step.stop = StopReason.NO_NEW_PASSAGES
             return
-        scored = yield from self.score_candidates(state, new, measured=self.config.rerank)
+        measured = self.rules.reranks()  # without re-ranking nothing reads a candidate's uncertainty
+        scored = yield from self.score_candidates(state, new, measured=measured)
         # rank = position in the search results, counting the passages skipped as already chosen
         positions = {p.id: rank for rank, p in enumerate(found, 1)}
         step.candidates = [c for c, _ in scored]
         for c in step.candidates:
             c.rank = positions[c.passage.id]
-        i = pick_passage([c.rank_value for c in step.candidates], self.config.rerank_margin)
-        if i != best(step.candidates):
-            state.note(
-                f"round {step.index + 1} kept the search engine's first passage: no other was less uncertain by more "
-                f"than rerank_margin={self.config.rerank_margin:g}"
-            )
+        i = best(step.candidates)
         step.accepted = step.candidates[i].generation.strip()
         state.steps.append(step.accepted)
         self.keep(state, step, i)
@@ -270,18 +245,6 @@ class SeaKRLoop:
         candidates[best(candidates)].chosen = True
         return sorted(candidates, key=lambda c: (c.rank_value, c.rank))
 
-    def stated_answer(self, state: QuestionState) -> FinalTrace | None:
-        """With ``answer_when_stated``: the answer the loop's last step stated, when the loop ended there."""
-        last = state.trace[-1] if state.trace else None
-        if not self.config.answer_when_stated or last is None or last.stop != StopReason.ANSWER_FOUND:
-            return None
-        text = state.steps[-1] if state.steps else ""
-        answer = extract_answer(text)
-        if is_unknown(answer):
-            return None
-        state.note("the loop's last step stated the answer, so it is given without reasoning again")
-        return FinalTrace("stated", answer, text, last.uncertainty, False, [f"step {len(state.steps)}"], last.screen)
-
     def final_answers(self, state: QuestionState) -> Generator[Any, Any, dict[str, FinalTrace]]:
         """(a) reason from the rationales, (b) reason from the chosen passages, in one request (only the one
         ``config.final_strategy`` names, when it names one)."""
@@ -293,14 +256,9 @@ class SeaKRLoop:
         as_passages = [Passage(f"step {i}", "", s) for i, s in enumerate(rationale, 1)]
         contexts = {"rationales": as_passages, "knowledge": state.docs}
         wanted = [s for s in contexts if self.config.final_strategy in ("choose", s)]
-        if self.config.final_strategy != "rationales" and self.config.knowledge_needs_passages and not state.docs:
-            wanted = ["rationales"]  # reasoning from no passages would be a closed-book answer: one call fewer
-            state.note("no passage was kept, so the answer is reasoned from the rationales alone")
-        # only the choice between two answers reads their uncertainty; a greedy-only final_estimator needs no
-        # samples for it, and final_samples="deciding" draws them only when the choice depends on them
-        reading: FinalReading = "none" if len(wanted) < 2 else "greedy" if self.config.final_estimator else "deciding"
-        if reading == "deciding" and self.config.final_samples == "always":
-            reading = "sampled"
+        wanted = self.rules.final_strategies(state, wanted)
+        # only the choice between two answers reads their uncertainty (a rule may sample them only when it decides)
+        reading: FinalReading = self.rules.final_reading("sampled") if len(wanted) == 2 else "none"
         measured = reading == "sampled"
         calls = [self.calls.call(state, [], contexts[s], sentence=False, measured=measured) for s in wanted]
         scored = yield from self.calls.run(state, calls)
@@ -337,32 +295,22 @@ class SeaKRLoop:
     def _result(
         self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace], stop: StopReason
     ) -> SeaKRResult:
-        if self.config.answer_with_option and winner.answer:
-            others = [f.answer for f in finals.values() if f is not winner and f.answer]
-            option = option_answer(state.question, winner.answer, state.docs, others)
-            if option != winner.answer:
-                state.note(
-                    f"the answer {quoted(winner.answer)} names neither option the question offers, so {quoted(option)} "
-                    "is given (answer_with_option)"
-                )
-                winner = replace(winner, answer=option)
+        winner = self.rules.final_answer(state, winner, finals)
         return state.result(winner, finals, stop, self.config.to_dict())
 
 
 def best(candidates: Sequence[CandidateTrace]) -> int:
-    """Index of the least uncertain candidate; ties keep the search order (``rules.pick_passage`` with no margin:
-    the one "least uncertain" rule)."""
+    """Index of the least uncertain candidate; ties keep the search order (``choices.pick_passage``)."""
     return pick_passage([c.rank_value for c in candidates])
 
 
-def choose(rationales: FinalTrace, knowledge: FinalTrace, margin: float = 0.0) -> FinalTrace:
-    """The less uncertain of the two final answers (rationales only when less uncertain by more than ``margin``);
-    a missing or "unknown" answer loses; a tie goes to knowledge (see ``rules.pick_final``)."""
+def choose(rationales: FinalTrace, knowledge: FinalTrace) -> FinalTrace:
+    """The paper's choice: the less uncertain of the two final answers; a missing or "unknown" answer loses; a tie
+    goes to knowledge (``choices.pick_final``)."""
     strategy = pick_final(
         rationales.uncertainty.value,
         knowledge.uncertainty.value,
         rationales_unknown=is_unknown(rationales.answer),
         knowledge_unknown=is_unknown(knowledge.answer),
-        margin=margin,
     )
     return rationales if strategy == "rationales" else knowledge

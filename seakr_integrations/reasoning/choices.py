@@ -1,9 +1,8 @@
-"""SeaKR's decision rules as pure functions of the numbers they compare, so the loop and the offline analysis of
-stored traces (``bench/offline_rules.py``) run the same code (``docs/design/reasoning.md``)."""
+"""The paper's two choices as pure functions of the numbers they compare (which passage to keep, which final answer
+to give), so the loop, the rules and an analysis of stored traces run the same code (``docs/design/reasoning.md``)."""
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections.abc import Sequence
@@ -11,24 +10,16 @@ from collections.abc import Sequence
 from seakr_integrations.reasoning.answer import is_unknown
 
 
-def pick_passage(uncertainties: Sequence[float], margin: float = 0.0) -> int:
-    """Index of the candidate to keep; ``uncertainties`` are in search order (``inf``: unscorable, ranks last).
-
-    The least uncertain candidate wins when it is more than ``margin`` below the first (``margin=0``: the paper's
-    rule), else the first is kept; ties keep the search order, and an unscorable first loses to any scorable one.
+def pick_passage(uncertainties: Sequence[float]) -> int:
+    """Index of the candidate to keep: the least uncertain (``uncertainties`` in search order, ``inf`` for one that
+    cannot be scored); ties keep the search order.
 
     Raises:
-        ValueError: No candidates, or a negative or NaN margin.
+        ValueError: No candidates.
     """
     if not uncertainties:
         raise ValueError("pick_passage needs at least one candidate's uncertainty")
-    if not margin >= 0:
-        raise ValueError(f"margin={margin!r}: must be >= 0 (0 is the paper's least-uncertain rule)")
-    best = min(range(len(uncertainties)), key=lambda i: (uncertainties[i], i))
-    first = uncertainties[0]
-    if best == 0 or not math.isfinite(first):
-        return best
-    return best if uncertainties[best] < first - margin else 0
+    return min(range(len(uncertainties)), key=lambda i: (uncertainties[i], i))
 
 
 def pick_final(
@@ -61,20 +52,13 @@ def choice_needs_samples(rationales: str | None, knowledge: str | None) -> bool:
     and differ (compared as answers are scored); an unknown one always loses, and agreeing ones give the same answer."""
     if is_unknown(rationales) or is_unknown(knowledge):
         return False
-    return _words(rationales or "") != _words(knowledge or "")
+    return comparable_words(rationales or "") != comparable_words(knowledge or "")
 
 
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
-def _words(text: str) -> str:
-    """The step's words, compared as answers are scored: lower case, no punctuation, no a/an/the."""
+def comparable_words(text: str) -> str:
+    """A text's words as answers are compared when scored: lower case, no punctuation, no a/an/the."""
     return " ".join(_ARTICLES.sub(" ", text.casefold().translate(_PUNCTUATION)).split())
-
-
-def repeats_earlier(step: str, earlier: Sequence[str]) -> bool:
-    """Whether ``step`` says word for word what one of the ``earlier`` steps said (case, punctuation, spacing and
-    the articles a/an/the aside); a step without words repeats nothing."""
-    words = _words(step)
-    return bool(words) and any(words == _words(e) for e in earlier)

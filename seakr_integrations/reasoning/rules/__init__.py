@@ -1,0 +1,175 @@
+"""SeaKR's decision rules beyond the paper's, one small class per module (``base.Rule`` says what a rule is).
+
+``SeaKRConfig(rules=...)`` takes a tuple of them; ``SeaKRConfig()`` runs :data:`DEFAULT_RULES`, and
+``SeaKRConfig.paper()`` none.  :func:`parse_rules` reads the ``--rules`` form (``default,-claim-check``) and
+:func:`rules_from_json` the form results files and traces record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields
+from difflib import get_close_matches
+from typing import Any
+
+from seakr_integrations.reasoning.rules.anchor_queries import AnchorQueries
+from seakr_integrations.reasoning.rules.answer_with_option import AnswerWithOption
+from seakr_integrations.reasoning.rules.base import Decision, Rule, RuleSet
+from seakr_integrations.reasoning.rules.claim_check import ClaimCheck
+from seakr_integrations.reasoning.rules.cover_compared_entities import CoverComparedEntities
+from seakr_integrations.reasoning.rules.final_margin import FinalMargin
+from seakr_integrations.reasoning.rules.keep_first_result import KeepFirstResult
+from seakr_integrations.reasoning.rules.no_knowledge_without_passages import NoKnowledgeWithoutPassages
+from seakr_integrations.reasoning.rules.passage_limit import PassageLimit
+from seakr_integrations.reasoning.rules.sample_finals_when_they_differ import SampleFinalsWhenTheyDiffer
+from seakr_integrations.reasoning.rules.spacy_query_words import SpacyQueryWords
+from seakr_integrations.reasoning.rules.stop_on_repeated_step import StopOnRepeatedStep
+from seakr_integrations.reasoning.rules.token_cascade import TokenCascade
+
+__all__ = [
+    "DEFAULT_RULES",
+    "PRESETS",
+    "RULES",
+    "AnchorQueries",
+    "AnswerWithOption",
+    "ClaimCheck",
+    "CoverComparedEntities",
+    "Decision",
+    "FinalMargin",
+    "KeepFirstResult",
+    "NoKnowledgeWithoutPassages",
+    "PassageLimit",
+    "Rule",
+    "RuleSet",
+    "SampleFinalsWhenTheyDiffer",
+    "SpacyQueryWords",
+    "StopOnRepeatedStep",
+    "TokenCascade",
+    "check_rules",
+    "parse_rules",
+    "rules_from_json",
+]
+
+RULES: dict[str, type[Rule]] = {
+    cls.name: cls
+    for cls in (
+        ClaimCheck,
+        TokenCascade,
+        AnchorQueries,
+        SpacyQueryWords,
+        KeepFirstResult,
+        CoverComparedEntities,
+        StopOnRepeatedStep,
+        PassageLimit,
+        NoKnowledgeWithoutPassages,
+        SampleFinalsWhenTheyDiffer,
+        FinalMargin,
+        AnswerWithOption,
+    )
+}
+"""Every rule by the name ``--rules``, results files and traces use."""
+
+DEFAULT_RULES: tuple[Rule, ...] = (
+    ClaimCheck(),
+    TokenCascade(),
+    AnchorQueries(),
+    KeepFirstResult(),
+    CoverComparedEntities(),
+    StopOnRepeatedStep(),
+    PassageLimit(),
+    NoKnowledgeWithoutPassages(),
+    SampleFinalsWhenTheyDiffer(),
+    FinalMargin(),
+    AnswerWithOption(),
+)
+"""The ``default`` preset, what ``SeaKRConfig()`` runs: the rules whose evidence is in ``docs/decision_rules.md``,
+in the order the loop consults them (claims before the cascade, the covering passage before the first one)."""
+
+PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "paper": ()}
+"""Named rule sets: ``default`` (``SeaKRConfig()``) and ``paper`` (none: ``SeaKRConfig.paper()``)."""
+
+
+def check_rules(rules: object) -> tuple[Rule, ...]:
+    """``rules`` as a tuple of ``Rule`` objects, each at most once; a ``TypeError`` or ``ValueError`` that says what
+    to pass otherwise."""
+    if isinstance(rules, (str, bytes, Rule)) or not isinstance(rules, Iterable):
+        raise TypeError(
+            f"rules={rules!r}: pass a tuple of Rule objects, e.g. (ClaimCheck(), FinalMargin(0.5)), or "
+            "parse_rules('default,-claim-check')"
+        )
+    checked = tuple(rules)
+    for rule in checked:
+        if not isinstance(rule, Rule):
+            hint = f" (did you mean {rule.__name__}()?)" if isinstance(rule, type) and issubclass(rule, Rule) else ""
+            raise TypeError(f"rules: {rule!r} is not a Rule object{hint}")
+    names = [r.name for r in checked]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"rules: {', '.join(twice)} given more than once; give each rule once")
+    return checked
+
+
+def _unknown(name: str) -> ValueError:
+    known = [*PRESETS, *RULES]
+    close = get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValueError(
+        f"unknown rule {name!r}{hint}; the presets are {', '.join(PRESETS)}, the rules {', '.join(RULES)}"
+    )
+
+
+def parse_rules(text: str) -> tuple[Rule, ...]:
+    """Rules from the ``--rules`` form: comma-separated presets (``default``, ``paper``), rule names (added with
+    their default parameters) and ``-name`` (removed): ``"default,-claim-check"``, ``"paper,keep-first-result"``.
+    An empty text is ``paper`` (no rules)."""
+    rules: list[Rule] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if item.startswith("-"):
+            name = item[1:].strip()
+            if name not in RULES:
+                raise _unknown(name)
+            if not any(r.name == name for r in rules):
+                raise ValueError(f"--rules {text!r}: -{name} removes a rule not given before it")
+            rules = [r for r in rules if r.name != name]
+        elif item in PRESETS:
+            rules += [r for r in PRESETS[item] if all(r.name != s.name for s in rules)]
+        elif item in RULES:
+            if all(r.name != item for r in rules):
+                rules.append(RULES[item]())
+        else:
+            raise _unknown(item)
+    return tuple(rules)
+
+
+def rules_from_json(data: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
+    """Rules as ``Rule.to_dict`` wrote them (a results file's or trace's ``rules``)."""
+    from seakr_integrations.reasoning.entities import ENTITY_FINDERS
+
+    rules = []
+    for item in data:
+        if not isinstance(item, Mapping) or "rule" not in item:
+            raise ValueError(f"rules: {item!r} is not a recorded rule (a mapping with 'rule' and its parameters)")
+        params = {k: v for k, v in item.items() if k != "rule"}
+        cls = RULES.get(str(item["rule"]))
+        if cls is None:
+            raise _unknown(str(item["rule"]))
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(params) - known)
+        if extra:
+            raise ValueError(
+                f"rules: {cls.name} has no parameter {', '.join(extra)} (it has {sorted(known) or 'none'})"
+            )
+        if "entities" in params:
+            finder = ENTITY_FINDERS.get(params["entities"])
+            if finder is None:
+                raise ValueError(
+                    f"rules: {cls.name} used the entity finder {params['entities']!r}, which is not one of "
+                    f"{', '.join(ENTITY_FINDERS)}: add it to seakr_integrations.reasoning.entities.ENTITY_FINDERS"
+                )
+            params["entities"] = finder
+        if isinstance(params.get("band"), list):
+            params["band"] = tuple(params["band"])
+        rules.append(cls(**params))
+    return check_rules(rules)

@@ -1,0 +1,52 @@
+"""Claims checked against the kept passages: a step that names what no kept passage covers searches first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from seakr_integrations.reasoning.decisions import GateReason
+from seakr_integrations.reasoning.entities import ENGLISH_NAMES, EntityFinder, covers, uncovered
+from seakr_integrations.reasoning.rules.base import Decision, Rule, check_finder
+
+if TYPE_CHECKING:
+    from seakr_integrations.outputs import SelfAwareOutput
+    from seakr_integrations.reasoning.state import QuestionState
+    from seakr_integrations.retrieval.passage import Passage
+
+
+@dataclass(frozen=True)
+class ClaimCheck(Rule):
+    """A step that names an entity no kept passage covers is sent to retrieval, whatever its uncertainty, and the
+    passage kept from that search is one that covers an entity the step or the question still lacks (when one
+    does).  A small model writes confident, wrong claims about entities it has not read about ("The Blue Bead was
+    directed by Enrique Vico Carré", EigenScore far below delta); the paper's gate accepts them and stops searching.
+
+    Attributes:
+        entities: Where names are found (``EnglishNames``: capitalised runs and quoted titles).
+    """
+
+    name: ClassVar[str] = "claim-check"
+    decision: ClassVar[Decision] = "when to retrieve"
+    entities: EntityFinder = ENGLISH_NAMES
+
+    def __post_init__(self) -> None:
+        check_finder(self)
+
+    def reads_greedy_step(self) -> bool:
+        return True
+
+    def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
+        if uncovered(self.entities.names(text), state.docs):
+            return GateReason.UNSUPPORTED_CLAIM
+        return None
+
+    def narrow_candidates(
+        self, state: QuestionState, new: list[Passage], text: str, focus: Sequence[str]
+    ) -> list[Passage]:
+        wanted = list(focus) or uncovered(
+            [*self.entities.names(text), *self.entities.names(state.question)], state.docs
+        )
+        covering = [p for p in new if any(covers(p, e) for e in wanted)]
+        return covering or new
