@@ -18,6 +18,8 @@ def test_an_answer_naming_neither_option_gives_the_option_its_passage_leads_to()
     result = SeaKR(backend, retriever, SeaKRConfig(**SMALL)).answer(QUESTION)
     assert result.answer == "Hearts In Bondage"
     assert any("answer-with-option" in note for note in result.notes)
+    assert {"rule": "answer-with-option", "round": None, "what": "answer"} in result.rules_applied
+    assert "rule: answer-with-option (final answer: answer)" in result.format()
     assert result.finals[result.strategy].answer == "Lew Ayres"  # the final answer as generated stays in the trace
     without = SeaKRConfig(**SMALL, rules="default,-answer-with-option")
     assert SeaKR(backend, retriever, without).answer(QUESTION).answer == "Lew Ayres"

@@ -27,6 +27,7 @@ def test_a_claim_about_an_entity_no_passage_covers_retrieves_without_samples():
     result = SeaKR(backend, FakeRetriever(default=[TOWER]), SeaKRConfig(**SMALL)).answer(QUESTION)
     assert result.steps[0].reason == GateReason.UNSUPPORTED_CLAIM and result.steps[0].decision == "retrieve"
     assert result.passages == [TOWER] and result.answer == "France"
+    assert result.rules_applied[0] == {"rule": "claim-check", "round": 1, "what": "unsupported_claim"}
     first_step_calls = [c for batch in backend.batches for p, c in batch if is_step(c) and "Context:" not in p]
     assert first_step_calls and all(c.k == 0 for c in first_step_calls)
 

@@ -52,6 +52,7 @@ class SeaKRLoop:
     def assess(self, state: QuestionState) -> Generator[Any, Any, Assessment]:
         """The gate alone on the model's next step (multi-hop) or direct answer (single-hop)."""
         single = self.config.mode == "single_hop"
+        state.round = len(state.trace) + 1
         call = self.calls.call(state, state.steps, state.docs, sentence=not single)
         reading = yield from self.gate.read(state, call, stop_at_answer=False)
         text = reading.output.greedy.text.strip()
@@ -79,13 +80,14 @@ class SeaKRLoop:
         finals = yield from self.final_answers(state)
         if self.config.final_strategy == "choose" and len(finals) == 2:
             rationales, knowledge = finals["rationales"], finals["knowledge"]
-            winner = self.rules.choose_final(rationales, knowledge) or choose(rationales, knowledge)
+            winner = self.rules.choose_final(state, rationales, knowledge, choose(rationales, knowledge))
         else:  # one strategy asked for, or a rule left one (NoKnowledgeWithoutPassages)
             winner = finals[self.config.final_strategy if self.config.final_strategy in finals else "rationales"]
         return self._result(state, winner, finals, stop)
 
     def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:
         """One step of the loop; sets ``step.stop`` when the loop must end."""
+        state.round = len(state.trace) + 1
         call = self.calls.call(state, state.steps, state.docs, sentence=True)
         reading = yield from self.gate.read(state, call, stop_at_answer=True)
         out = reading.output
@@ -101,6 +103,7 @@ class SeaKRLoop:
         elif has_answer(text):  # a rule's entity has no passage yet: search for it before answering
             rule, entity = needed[0]
             step.decision, step.reason = "retrieve", GateReason.UNCOVERED_ENTITY
+            state.rule_applied(rule, str(GateReason.UNCOVERED_ENTITY))
             state.emit(StepAssessed(state.index, state.question, snapshot(step)))
             state.note(f"round {step.index + 1} stated an answer before {quoted(entity)} had a passage ({rule})")
             yield from self.retrieve(state, step, searched, rule.entity_query(state, entity), [], "", [entity])
@@ -258,7 +261,7 @@ class SeaKRLoop:
         wanted = [s for s in contexts if self.config.final_strategy in ("choose", s)]
         wanted = self.rules.final_strategies(state, wanted)
         # only the choice between two answers reads their uncertainty (a rule may sample them only when it decides)
-        reading: FinalReading = self.rules.final_reading("sampled") if len(wanted) == 2 else "none"
+        reading: FinalReading = self.rules.final_reading(state, "sampled") if len(wanted) == 2 else "none"
         measured = reading == "sampled"
         calls = [self.calls.call(state, [], contexts[s], sentence=False, measured=measured) for s in wanted]
         scored = yield from self.calls.run(state, calls)

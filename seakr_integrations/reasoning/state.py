@@ -61,6 +61,14 @@ class QuestionState:
         self.searches = 0
         self.outbox: list[Any] = []
         """Events waiting for the driver to yield them."""
+        self.round = 0
+        """The loop's round in progress, 1-based (0 before the first)."""
+        self.rules_applied: list[dict[str, Any]] = []
+        """Each decision a rule changed: ``{"rule", "round" (1-based; None: the final answer), "what"}``."""
+
+    def rule_applied(self, rule: Any, what: str, *, final: bool = False) -> None:
+        """Record that ``rule`` changed a decision of the current round (or of the final answer)."""
+        self.rules_applied.append({"rule": rule.name, "round": None if final else self.round, "what": what})
 
     def note(self, text: str) -> None:
         """Record something the user should know about this answer (once)."""
@@ -90,4 +98,5 @@ class QuestionState:
             generated_tokens=self.generated_tokens,
             searches=self.searches,
             config=config,
+            rules_applied=list(self.rules_applied),
         )

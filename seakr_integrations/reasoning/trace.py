@@ -47,6 +47,8 @@ class SeaKRResult:
         generated_tokens: Tokens generated for this question's prompts: greedy continuations and all k samples.
         searches: Searches run (retrievals), failed ones included.
         config: The settings used.
+        rules_applied: Each decision a rule changed (``{"rule", "round", "what"}``; ``round`` is 1-based, ``None``
+            for the final answer): which rules made this answer.
     """
 
     question: str
@@ -61,6 +63,7 @@ class SeaKRResult:
     generated_tokens: int = 0
     searches: int = 0
     config: dict[str, Any] = field(default_factory=dict)
+    rules_applied: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stop_reason = StopReason.parse(self.stop_reason)
@@ -120,6 +123,7 @@ class SeaKRResult:
                 generated_tokens=int(data.get("generated_tokens", 0)),
                 searches=int(data.get("searches", 0)),
                 config=_numbers_from_json(dict(data.get("config") or {})),
+                rules_applied=[dict(r) for r in data.get("rules_applied") or []],
             )
         except KeyError as err:
             raise ValueError(f"malformed SeaKR trace (schema_version {version}): the field {err} is missing") from None
@@ -165,5 +169,8 @@ class SeaKRResult:
             forced = " (forced)" if f.forced else ""
             lines.append(f" {mark}final from {name}: U={_score(f.uncertainty)} answer={f.answer!r}{forced}")
         lines.extend(f"note: {n}" for n in self.notes)
+        for r in self.rules_applied:
+            where = "final answer" if r.get("round") is None else f"step {r['round']}"
+            lines.append(f"rule: {r['rule']} ({where}: {r['what']})")
         lines.append(f"Answer: {self.answer}")
         return "\n".join(lines)

@@ -128,7 +128,9 @@ def _plain(value: Any) -> Any:
 
 
 class RuleSet:
-    """A configuration's rules as the loop consults them: each hook folded over the rules in order."""
+    """A configuration's rules as the loop consults them: each hook folded over the rules in order.  Every rule that
+    changes a decision is recorded on the question (``QuestionState.rule_applied``, the trace's ``rules_applied``),
+    so a trace says which rules made its answer."""
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
@@ -143,6 +145,7 @@ class RuleSet:
         for rule in self.rules:
             reason = rule.read_step(state, text, output)
             if reason is not None:
+                state.rule_applied(rule, str(reason))
                 return reason
         return None
 
@@ -151,7 +154,10 @@ class RuleSet:
 
     def search_query(self, state: QuestionState, query: str) -> str:
         for rule in self.rules:
-            query = rule.search_query(state, query)
+            changed = rule.search_query(state, query)
+            if changed != query:
+                state.rule_applied(rule, "query")
+            query = changed
         return query
 
     def content_filter(self) -> str:
@@ -161,7 +167,10 @@ class RuleSet:
         self, state: QuestionState, new: list[Passage], text: str, focus: Sequence[str]
     ) -> list[Passage]:
         for rule in self.rules:
-            new = rule.narrow_candidates(state, new, text, focus)
+            narrowed = rule.narrow_candidates(state, new, text, focus)
+            if [p.id for p in narrowed] != [p.id for p in new]:
+                state.rule_applied(rule, "candidates")
+            new = narrowed
         return new
 
     def reranks(self) -> bool:
@@ -172,27 +181,55 @@ class RuleSet:
         return [(r, e) for r in self.rules for e in r.needed_entities(state)]
 
     def ends_at(self, state: QuestionState, text: str, earlier: Sequence[str]) -> StopReason | None:
-        return next((s for r in self.rules if (s := r.ends_at(state, text, earlier)) is not None), None)
+        for rule in self.rules:
+            stop = rule.ends_at(state, text, earlier)
+            if stop is not None:
+                state.rule_applied(rule, str(stop))
+                return stop
+        return None
 
     def limit(self, state: QuestionState) -> StopReason | None:
-        return next((s for r in self.rules if (s := r.limit(state)) is not None), None)
+        for rule in self.rules:
+            stop = rule.limit(state)
+            if stop is not None:
+                state.rule_applied(rule, str(stop))
+                return stop
+        return None
 
     def final_strategies(self, state: QuestionState, wanted: list[str]) -> list[str]:
         for rule in self.rules:
-            wanted = rule.final_strategies(state, wanted)
+            changed = rule.final_strategies(state, wanted)
+            if changed != wanted:
+                state.rule_applied(rule, "final answers", final=True)
+            wanted = changed
         return wanted
 
-    def final_reading(self, reading: FinalReading) -> FinalReading:
+    def final_reading(self, state: QuestionState, reading: FinalReading) -> FinalReading:
         for rule in self.rules:
-            reading = rule.final_reading(reading)
+            changed = rule.final_reading(reading)
+            if changed != reading:
+                state.rule_applied(rule, f"final reading {changed}", final=True)
+            reading = changed
         return reading
 
-    def choose_final(self, rationales: FinalTrace, knowledge: FinalTrace) -> FinalTrace | None:
-        return next((w for r in self.rules if (w := r.choose_final(rationales, knowledge)) is not None), None)
+    def choose_final(
+        self, state: QuestionState, rationales: FinalTrace, knowledge: FinalTrace, paper: FinalTrace
+    ) -> FinalTrace:
+        """The first rule's choice, else ``paper`` (the paper's); a rule is recorded when it chose otherwise."""
+        for rule in self.rules:
+            winner = rule.choose_final(rationales, knowledge)
+            if winner is not None:
+                if winner is not paper:
+                    state.rule_applied(rule, f"final answer from {winner.strategy}", final=True)
+                return winner
+        return paper
 
     def final_answer(self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace]) -> FinalTrace:
         for rule in self.rules:
-            winner = rule.final_answer(state, winner, finals)
+            changed = rule.final_answer(state, winner, finals)
+            if changed.answer != winner.answer:
+                state.rule_applied(rule, "answer", final=True)
+            winner = changed
         return winner
 
 
