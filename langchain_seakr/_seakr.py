@@ -54,7 +54,7 @@ class SeaKRComponent(BaseModel):
             raise TypeError(f"config must be a SeaKRConfig (or a dict of its fields), got {type(value).__name__}")
         return value
 
-    @field_validator("search_timeout")
+    @field_validator("search_timeout", mode="before")
     @classmethod
     def _timeout(cls, value: Any) -> Any:
         return check_search_settings(value, "raise")[0]

@@ -1,10 +1,12 @@
-"""The paper's Table 3 ablations as settings of the one loop: always / never retrieve, no re-ranking, one final."""
+"""The paper's Table 3 ablations as settings of the one loop: always / never retrieve, no re-ranking (the
+``KeepFirstResult`` rule), one final."""
 
 import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.rules import KeepFirstResult
 from seakr_integrations.uncertainty.prompt import PROBE_SUFFIX
 
 DOCS = [passage("p1"), passage("p2"), passage("p3")]
@@ -50,7 +52,7 @@ def test_never_retrieve_accepts_an_uncertain_step():
 def test_without_reranking_the_search_engines_first_passage_is_kept_after_one_call():
     result, backend, _ = run(1.0)
     assert result.steps[0].chosen_passage_id == "p2"  # SeaKR: the least uncertain
-    result, backend, _ = run(1.0, rerank=False)
+    result, backend, _ = run(1.0, rules=(KeepFirstResult(),))
     step = result.steps[0]
     assert [(c.passage.id, c.rank, c.chosen) for c in step.candidates] == [("p1", 1, True)]
     assert step.chosen_passage_id == "p1" and step.accepted == "It is in France"
@@ -72,7 +74,7 @@ def test_one_final_strategy_generates_only_that_answer(strategy):
     ("changes", "message"),
     [
         ({"retrieve": "sometimes"}, "retrieve='sometimes'"),
-        ({"rerank": "no"}, "rerank='no'"),
+        ({"rules": "paper,keep-first"}, "unknown rule 'keep-first' \\(did you mean 'keep-first-result'\\?\\)"),
         ({"final_strategy": "both"}, "final_strategy='both'"),
     ],
 )

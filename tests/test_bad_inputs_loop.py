@@ -49,8 +49,8 @@ class NoneRetriever:
 def test_a_retriever_that_returns_none_is_named_with_what_it_must_return():
     with pytest.raises(RetrievalError, match=r"NoneRetriever returned NoneType .* must return a list of Passage"):
         SeaKR(ScriptedBackend(eiffel), NoneRetriever(), CONFIG).answer(QUESTION)
-    config = CONFIG.with_(on_retrieval_error="answer_without")
-    result = SeaKR(ScriptedBackend(eiffel), NoneRetriever(), config).answer(QUESTION)
+    seakr = SeaKR(ScriptedBackend(eiffel), NoneRetriever(), CONFIG, on_retrieval_error="answer_without")
+    result = seakr.answer(QUESTION)
     assert result.answer and any("NoneRetriever returned NoneType" in note for note in result.notes)
 
 
@@ -75,7 +75,7 @@ def test_the_cli_refuses_wordless_questions_and_bad_thresholds_before_loading_a_
     for argv, message in (
         (["ask", "???"], "has no words"),
         (["ask", "Who wrote Hamlet?", "--delta", "nan"], "delta=nan: must be a finite number"),
-        (["ask", "Who wrote Hamlet?", "--search-timeout", "-1"], "search_timeout=-1.0"),
+        (["ask", "Who wrote Hamlet?", "--search-timeout", "-1"], "--search-timeout -1: give seconds > 0, or 0 to wait for ever"),
     ):
         assert cli.main(argv) == 2
         assert message in capsys.readouterr().err

@@ -7,6 +7,7 @@ from test_reasoner import CONFIG
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning import SeaKR, SeaKRResult
 from seakr_integrations.reasoning.account import decision_account
+from seakr_integrations.reasoning.rules import ClaimCheck, TokenCascade
 
 
 def answer(delta, retrieve="uncertain"):
@@ -44,12 +45,12 @@ def test_without_the_gate_no_delta_is_claimed():
 
 def test_a_step_decided_before_the_samples_says_why_instead_of_citing_delta():
     retriever = FakeRetriever(default=[passage("p1", title="Landmarks"), passage("p2", title="Spain")])
-    config = CONFIG.with_(layer=1, delta=50.0, check_claims=True, cascade_estimator="min_token_prob")
-    seakr = SeaKR(ScriptedBackend(respond), retriever, config.with_(cascade_band=(0.0, 1.0)))
+    config = CONFIG.with_(layer=1, delta=50.0)
+    seakr = SeaKR(ScriptedBackend(respond), retriever, config.with_(rules=(ClaimCheck(), TokenCascade(band=(0, 1)))))
     claims = seakr.answer("Where is landmark 3?")
     first = decision_account(claims).splitlines()[0]
     assert claims.steps[0].reason == "unsupported_claim", claims.steps[0]
     assert first.startswith("step 1: it names something no kept passage covers -> searched for "), first
-    sure = SeaKR(ScriptedBackend(respond), retriever, config.with_(check_claims=False, cascade_band=(1.0, 1.0)))
+    sure = SeaKR(ScriptedBackend(respond), retriever, config.with_(rules=(TokenCascade(band=(1.0, 1.0)),)))
     first = decision_account(sure.answer("Where is landmark 3?")).splitlines()[0]
     assert first.startswith("step 1: sure from its tokens (1 - min p ") and "kept its own step" in first, first

@@ -91,9 +91,11 @@ def test_events_of_each_question_keep_their_order():
 
 
 def test_a_failed_search_affects_only_its_question():
-    config = CONFIG.with_(on_retrieval_error="answer_without")
     results = SeaKR(
-        ScriptedBackend(respond), SlowRetriever(default=by_last_word, failing=["Beta"]), config
+        ScriptedBackend(respond),
+        SlowRetriever(default=by_last_word, failing=["Beta"]),
+        CONFIG,
+        on_retrieval_error="answer_without",
     ).answer_many(QUESTIONS)
     assert [r.stop_reason for r in results][1] == "retrieval error"
     assert results[1].steps[0].error.startswith("ConnectionError: shard failed for ")

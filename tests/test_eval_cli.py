@@ -23,7 +23,7 @@ def _fails(*args, env_cache=None):
 
 def test_unknown_method_lists_the_known_ones_before_loading_anything():
     err = _fails("--dataset", DATASET, "--method", "flare9")
-    assert "unknown method 'flare9'" in err and "seakr-no-rerank:" in err
+    assert "unknown method 'flare9'" in err and "\n  seakr: " in err and "\n  skr-knn: " in err
 
 
 def test_question_file_problems_name_the_line(tmp_path):
@@ -123,16 +123,15 @@ def test_calibrate_saves_a_profile_that_ask_uses(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["config"]["delta"] == profiles["perplexity"]["delta"]
 
-    # seakr eval gives each estimator ablation its own estimator's delta; SeaKR itself keeps EigenScore's.
+    # seakr eval gives an estimator ablation (--estimator) its own estimator's delta.
     out = tmp_path / "run.jsonl"
-    methods = ("--method", "seakr", "--method", "seakr-ln-entropy")
+    ablation = ("--method", "seakr", "--estimator", "ln_entropy")
     done = _seakr(
-        "eval", "--dataset", DATASET, "--limit", "1", *methods, *small, "--calibrated", "--out", str(out), "-q"
+        "eval", "--dataset", DATASET, "--limit", "1", *ablation, *small, "--calibrated", "--out", str(out), "-q"
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    for name, estimator in (("seakr", "eigenscore"), ("seakr-ln-entropy", "ln_entropy")):
-        config = json.loads((tmp_path / f"run.{name}.jsonl").read_text().splitlines()[0])["config"]["seakr"]
-        assert config["estimator"] == estimator and config["delta"] == profiles[estimator]["delta"]
+    config = json.loads(out.read_text().splitlines()[0])["config"]["seakr"]
+    assert config["estimator"] == "ln_entropy" and config["delta"] == profiles["ln_entropy"]["delta"]
     done = _seakr("ask", "Which genus?", *SMOLLM2, *small[6:], "-k", "4", "--calibrated")
     assert done.returncode == 2 and "no calibrated delta" in done.stderr and "k=4" in done.stderr
 

@@ -13,6 +13,7 @@ from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.results import ResultsFile, read_results
 from seakr_integrations.evaluation.runner import evaluate, summarize
 from seakr_integrations.reasoning import SeaKRConfig
+from seakr_integrations.reasoning.rules import KeepFirstResult
 
 QUESTIONS = [
     Question(f"q{i}", f"Question {i}?", (f"answer {i}",), supporting_titles=("Gold",) if i == 0 else ())
@@ -106,42 +107,30 @@ def test_a_summary_needs_records():
 
 
 def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
-    names = known_methods()
-    for expected in (
-        "seakr",
-        "seakr-always-retrieve",
-        "seakr-no-rerank",
-        "seakr-rationales-only",
-        "seakr-knowledge-only",
-        "seakr-perplexity",
-        "seakr-ln-entropy",
-        "seakr-energy",
-    ):
-        assert expected in names
+    assert known_methods() == ["seakr", "closed-book", "cot", "single-retrieval", "ircot", "flare", "skr-knn"]
     with pytest.raises(ValueError, match=r"unknown method 'flare2'.*\n  seakr: SeaKR"):
         check_method("flare2")
 
 
 @pytest.mark.parametrize(
-    ("name", "setting"),
+    "changes",
     [
-        ("seakr-no-rerank", ("rerank", False)),
-        ("seakr-always-retrieve-no-rerank", ("rerank", False)),
-        ("seakr-always-retrieve-no-rerank", ("retrieve", "always")),
-        ("seakr-ln-entropy", ("estimator", "ln_entropy")),
-        ("seakr-paper", ("rerank", True)),
-        ("seakr-paper", ("stop_on_repeated_step", False)),
-        ("seakr-no-rerank", ("knowledge_needs_passages", False)),  # the paper's ablations keep its rules
+        {"rules": (KeepFirstResult(),)},  # the paper's "w/o re-ranking" ablation
+        {"rules": (KeepFirstResult(),), "retrieve": "always"},
+        {"estimator": "ln_entropy"},
+        {"rules": "default,-claim-check"},
     ],
 )
-def test_seakr_methods_run_the_loop_with_their_setting(tmp_path, name, setting):
+def test_the_seakr_method_runs_the_loop_with_the_config_it_is_given(changes):
+    config = CONFIG.with_(**changes)
     backend, retriever = ScriptedBackend(respond(1.0)), FakeRetriever(default=DOCS)
-    method = make_method(name, backend, retriever, CONFIG)
-    assert method.describe()["seakr"][setting[0]] == setting[1]
+    method = make_method("seakr", backend, retriever, config)
+    assert method.describe() == {"method": "seakr", "seakr": config.to_dict()}
     assert method.describe()["seakr"]["k"] == CONFIG.k  # the base configuration is kept
     [answer] = method.answer_many(["Which country is the Eiffel Tower in?"])
     assert answer.prediction == "France" and answer.retrievals == 1 and answer.lm_calls > 0
-    assert answer.trace["config"][setting[0]] == setting[1]
+    for name in changes:
+        assert answer.trace["config"][name] == config.to_dict()[name]
     with warnings.catch_warnings():  # the scripted model has no profile: the paper's delta (warned once before)
         warnings.simplefilter("ignore", UncalibratedDeltaWarning)
         described = make_method("seakr", backend, retriever).describe()["seakr"]

@@ -205,7 +205,8 @@ def test_chain_errors_are_clear():
     tolerant = SeaKRChain(
         llm=ScriptedBackend(eiffel),
         retriever=ListRetriever(fail=True),
-        config=CONFIG.with_(on_retrieval_error="answer_without"),
+        config=CONFIG,
+        on_retrieval_error="answer_without",
         return_trace=True,
     ).invoke("Which country is the Eiffel Tower in?")
     assert "search service down" in tolerant["trace"]["steps"][0]["error"]

@@ -93,7 +93,8 @@ def test_query_engine_errors():
     tolerant = SeaKRQueryEngine(
         NodeListRetriever(error=ConnectionError("index is down")),
         llm,
-        CONFIG.with_(on_retrieval_error="answer_without"),
+        CONFIG,
+        on_retrieval_error="answer_without",
     )
     response = tolerant.query(QUESTION)
     assert response.source_nodes == [] and "index is down" in response.metadata["trace"]["notes"][0]

@@ -236,7 +236,7 @@ def test_seakr_answers_with_a_logprob_estimator_on_a_plain_server(backend):
     from seakr_integrations.demo import demo_index
 
     config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1, max_steps=1)
-    seakr = SeaKR(backend, demo_index(), config.with_(check_claims=False, cascade_estimator=None))
+    seakr = SeaKR(backend, demo_index(), config.with_(rules="default,-claim-check,-token-cascade"))
     result = seakr.answer("Where is Paris?")
     assert result.steps and result.steps[0].uncertainty.estimator == "perplexity"
     assert seakr.profile is None  # nothing ships for a plain server: its profiles are its own

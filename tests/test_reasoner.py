@@ -278,8 +278,7 @@ def test_retriever_errors_raise_with_the_question_or_are_recorded():
     with pytest.raises(RetrievalError, match=r"'Who is X\?'.*ConnectionError: index offline.*answer_without"):
         SeaKR(ScriptedBackend(respond), broken, CONFIG).answer("Who is X?")
 
-    config = CONFIG.with_(on_retrieval_error="answer_without")
-    result = SeaKR(ScriptedBackend(respond), broken, config).answer("Who is X?")
+    result = SeaKR(ScriptedBackend(respond), broken, CONFIG, on_retrieval_error="answer_without").answer("Who is X?")
     assert result.steps[0].error == "ConnectionError: index offline"
     assert result.stop_reason == "retrieval error" and result.answer == "Paris"
     assert any("index offline" in n for n in result.notes)

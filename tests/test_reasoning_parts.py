@@ -8,9 +8,11 @@ from fakes import CharTokenizer
 from seakr_integrations.outputs import Continuation, token_offsets
 from seakr_integrations.reasoning import SeaKRConfig
 from seakr_integrations.reasoning.answer import extract_answer, has_answer, is_unknown
+from seakr_integrations.reasoning.calls import check_search_settings
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import build_query
+from seakr_integrations.reasoning.rules import PassageLimit
 
 
 @pytest.mark.parametrize(
@@ -114,7 +116,8 @@ def test_stops_and_config_validation():
     config = SeaKRConfig()
     assert config.stops(has_steps=False, one_sentence=False) == ("\n\n", "\nQuestion:", "\nContext")
     assert config.stops(has_steps=True, one_sentence=True) == ("\n\n", "\nQuestion:", "\nContext", "\n", ". ")
-    assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 2, None)
+    assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 5, None)
+    assert PassageLimit(max_passages=2) in config.rules  # the default rules stop at two passages, the paper at five
     assert config.style == "hotpotqa" and config.with_(mode="single_hop").style == "simple"
     sampling = config.call_sampling(("\n",))
     assert (sampling.k, sampling.top_k, sampling.top_p, sampling.temperature, sampling.stop) == (
@@ -130,11 +133,14 @@ def test_stops_and_config_validation():
         ({"n_candidates": 0}, "n_candidates"),
         ({"k": 1}, "at least 2"),
         ({"exemplar_style": "trivia"}, "2wiki"),
-        ({"on_retrieval_error": "ignore"}, "answer_without"),
         ({"mask_threshold": 2.0}, "probability"),
     ]:
         with pytest.raises(ValueError, match=message):
             SeaKRConfig(**bad)
+    with pytest.raises(ValueError, match="answer_without"):  # a constructor argument of SeaKR and the adapters
+        check_search_settings(120.0, "ignore")
+    with pytest.raises(TypeError, match="on_retrieval_error"):  # no longer a setting of the config
+        SeaKRConfig(on_retrieval_error="answer_without")
     with pytest.raises(TypeError, match="chat_answer_prefix"):  # removed: "Answer:" always opens the assistant turn
         SeaKRConfig(chat_answer_prefix=True)
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from seakr_integrations.evaluation.results import _ADDED_SETTINGS, ResultsFile, config_fingerprint, read_results
+from seakr_integrations.evaluation.results import ResultsFile, config_fingerprint, read_results
 
 CONFIG = {"method": "seakr", "model": "qwen", "seakr": {"k": 10, "delta": -6.0}}
 
@@ -36,39 +36,14 @@ def test_a_different_configuration_is_refused_naming_the_settings(tmp_path):
     assert config_fingerprint(CONFIG) != config_fingerprint(other)
 
 
-def test_a_file_from_before_a_setting_existed_resumes_only_with_the_old_value(tmp_path):
+def test_a_header_is_compared_as_it_is_so_a_file_with_a_setting_of_the_past_is_refused(tmp_path):
+    """Headers are not migrated: a file written with a setting that left ``SeaKRConfig`` names it and is refused."""
     path = tmp_path / "r.jsonl"
-    ResultsFile.open(path, CONFIG).close()  # its header has no chat_answer_prefix: written before it existed
-    old = {**CONFIG, "seakr": {**CONFIG["seakr"], **_ADDED_SETTINGS, "chat_answer_prefix": False}}  # as they were
-    with ResultsFile.open(path, old) as out:
-        out.append({"id": "q1", "f1": 1.0})
-    now = {**CONFIG, "seakr": {**CONFIG["seakr"], **_ADDED_SETTINGS}}  # today's form: no chat_answer_prefix
+    ResultsFile.open(path, {**CONFIG, "seakr": {**CONFIG["seakr"], "rerank": False}}).close()
     with pytest.raises(
-        ValueError, match=r"different configuration.*: seakr\.chat_answer_prefix: file has False, this run has True\. "
+        ValueError, match=r"will not resume into it: seakr\.rerank: file has False, this run has '<missing>'\. "
     ):
-        ResultsFile.open(path, now)  # today's prompts open the assistant turn with "Answer:": not what it ran
-
-
-def test_a_file_written_with_chat_answer_prefix_true_resumes_under_todays_config(tmp_path):
-    """``chat_answer_prefix`` left ``SeaKRConfig``; ``True`` (the prompts of every run in runs/) is what today's
-    prompts do, so such a file resumes.  ``False`` is refused: nothing today reproduces it."""
-    from seakr_integrations.reasoning import SeaKRConfig
-
-    today = {**CONFIG, "seakr": SeaKRConfig(delta=-1.0).to_dict()}
-    assert "chat_answer_prefix" not in today["seakr"]
-    path = tmp_path / "r.jsonl"
-    with ResultsFile.open(path, {**today, "seakr": {**today["seakr"], "chat_answer_prefix": True}}) as out:
-        out.append({"id": "q1", "f1": 1.0})
-    with ResultsFile.open(path, today) as out:
-        assert out.done == {"q1"}
-        out.append({"id": "q2", "f1": 0.0})
-    assert [r["id"] for r in read_results(path)[1]] == ["q1", "q2"]
-    other = tmp_path / "false.jsonl"
-    ResultsFile.open(other, {**today, "seakr": {**today["seakr"], "chat_answer_prefix": False}}).close()
-    with pytest.raises(ValueError, match=r"seakr\.chat_answer_prefix: file has False, this run has True\. "):
-        ResultsFile.open(other, today)
-    with pytest.raises(ValueError, match=r"will not resume into it: seakr\.k: file has 20, this run has 8\. "):
-        ResultsFile.open(path, {**today, "seakr": {**today["seakr"], "k": 8}})  # nothing said of the removed setting
+        ResultsFile.open(path, CONFIG)
 
 
 def test_a_line_cut_short_by_a_crash_is_removed_and_the_question_redone(tmp_path):

@@ -29,9 +29,9 @@ SCRIPT = textwrap.dedent(
             time.sleep(120)
             return [passage("p1")]
 
-    config = CONFIG.with_(search_timeout=0.5, on_retrieval_error={policy!r})
+    seakr = SeaKR(ScriptedBackend(eiffel), Sleepy(), CONFIG, search_timeout=0.5, on_retrieval_error={policy!r})
     try:
-        result = SeaKR(ScriptedBackend(eiffel), Sleepy(), config).answer(QUESTION)
+        result = seakr.answer(QUESTION)
         print("answered", any("search_timeout" in note for note in result.notes))
     except Exception as error:
         print("failed", type(error).__name__, "search_timeout" in str(error))

@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             'e.g. seakr ask "Who wrote Hamlet?"'
         )
     config = common.seakr_config(args)
+    search = common.search_settings(args)
     index, _ = common.open_retriever(args, progress=not (args.json or args.quiet))
     started = time.perf_counter()
     progress = not (args.json or args.quiet) and sys.stderr.isatty()
@@ -58,9 +59,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             log.info("loading %s (%s)", args.model, args.backend)
         with common.model_backend(args) as backend:
-            result = SeaKR(
-                backend, index, common.calibrated(args, backend, config), **common.search_settings(args)
-            ).answer(args.question)
+            result = SeaKR(backend, index, common.calibrated(args, backend, config), **search).answer(args.question)
         # the model that answered: a server's own, not the local default --model names
         model, where = (backend.model_name, "server") if args.server else (args.model, args.backend)
     elapsed = time.perf_counter() - started

@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--objective rate needs --target-rate R (the fraction of steps that should retrieve)")
     questions = common.load_questions(args)
     config = common.seakr_config(args)
+    search = common.search_settings(args)
     retriever, _ = common.checked_retriever(args, questions)
     estimators = [config.estimator]
     if args.all_estimators:
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
                 points=args.points,
                 dataset=os.path.basename(args.dataset),
                 progress=not args.quiet,
+                **search,
                 **({"agreement": args.cascade_agreement} if args.cascade_agreement is not None else {}),
             )
             saved.append((save_profile(profile, args.profile_dir), profile))

@@ -150,8 +150,14 @@ def dataset_style(args: argparse.Namespace) -> str | None:
 
 
 def search_settings(args: argparse.Namespace) -> dict[str, float | None]:
-    """The keyword arguments ``SeaKR`` and the baselines take from ``--search-timeout`` (0: wait for ever)."""
-    return {"search_timeout": args.search_timeout or None}
+    """The keyword arguments ``SeaKR`` and the baselines take from ``--search-timeout`` (0: wait for ever), checked
+    (a command calls it before it loads a model, so a bad value fails at once)."""
+    from seakr_integrations.reasoning.calls import check_search_settings
+
+    if args.search_timeout is not None and args.search_timeout < 0:
+        raise ValueError(f"--search-timeout {args.search_timeout:g}: give seconds > 0, or 0 to wait for ever")
+    timeout, _ = check_search_settings(args.search_timeout or None, "raise")
+    return {"search_timeout": timeout}
 
 
 def open_retriever(args: argparse.Namespace, progress: bool):  # noqa: ANN202 - returns (Retriever, description)

@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         options = {"skr_train": args.skr_train, "skr_k": args.skr_k}
     questions = common.load_questions(args)
     config = common.seakr_config(args)
+    search = common.search_settings(args)
     retriever, where = common.checked_retriever(args, questions)
     summaries = {}
     with common.model_backend(args) as model:
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         backend = CachedBackend(model) if len(methods) > 1 else model
         method_config = common.calibrated(args, backend, config)
         for name in methods:
-            method = make_method(name, backend, retriever, method_config, **options, **common.search_settings(args))
+            method = make_method(name, backend, retriever, method_config, **options, **search)
             setup = run_setup(args, method.describe(), model, where)
             out = results_path(args, name, len(methods))
             with ResultsFile.open(out, setup) as results:

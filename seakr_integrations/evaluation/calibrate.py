@@ -17,6 +17,7 @@ from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.uncertainty.estimate import estimate
@@ -89,6 +90,7 @@ def calibrate_delta(
     dataset: str = "",
     progress: bool = True,
     agreement: float = CASCADE_AGREEMENT,
+    search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
 ) -> DeltaProfile:
     """Choose delta for ``backend``'s model with ``config``'s other settings (not saved yet: ``save_profile``).
 
@@ -100,6 +102,7 @@ def calibrate_delta(
         target_rate: Fraction of first steps that should retrieve, in [0, 1] (objective ``"rate"``).
         points: Quantile thresholds in the sweep (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
+        search_timeout: Seconds one search may take (the F1 objective searches), ``None``: no limit.
         agreement: With a ``TokenCascade`` among ``config``'s rules, the :func:`cascade_band` of its estimator
             calibrated with delta.
     """
@@ -117,7 +120,7 @@ def calibrate_delta(
         warnings.simplefilter("ignore", UncalibratedDeltaWarning)  # that is what this function is fixing
         # every first step measured: no rule decides before the samples
         measure = base.with_(rules=())
-        assessed = SeaKR(cached, retriever, measure).assess_many(texts)
+        assessed = SeaKR(cached, retriever, measure, search_timeout=search_timeout).assess_many(texts)
         first = [a.uncertainty.value for a in assessed]
         grid = threshold_grid(first, points)
         sweep = [{"delta": d, "first_step_retrieval_rate": _rate(first, d)} for d in grid]
@@ -135,7 +138,9 @@ def calibrate_delta(
             total = len(grid) * len(texts)
             with tqdm(total=total, desc="calibrating delta", unit="answer", disable=not progress) as bar:
                 for row in sweep:
-                    results = SeaKR(cached, retriever, base.with_(delta=row["delta"])).answer_many(texts)
+                    results = SeaKR(
+                        cached, retriever, base.with_(delta=row["delta"]), search_timeout=search_timeout
+                    ).answer_many(texts)
                     scores = [score(r.answer, q.answers) for r, q in zip(results, questions, strict=True)]
                     row["f1"] = float(np.mean([s.f1 for s in scores]))
                     row["em"] = float(np.mean([s.em for s in scores]))

@@ -63,8 +63,8 @@ def _spacy() -> Any:
         return spacy.load("en_core_web_sm", disable=["parser", "ner", "lemmatizer"])
     except (ImportError, OSError) as exc:
         raise ValueError(
-            "content_filter='spacy' needs spaCy and its English model: pip install spacy and install "
-            "en_core_web_sm, or use content_filter='stopwords' (the default)"
+            "the spacy-query-words rule needs spaCy and its English model: pip install spacy and install "
+            "en_core_web_sm, or leave the rule out (the built-in stop-word list is the default)"
         ) from exc
 
 
