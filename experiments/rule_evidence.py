@@ -24,7 +24,8 @@ DATASETS = ("hotpotqa", "2wiki")
 
 # Where each rule came from (docs/evaluation_protocol.md): (description, lines it came from).
 DESIGNED: dict[str, tuple[str, Callable[[str, int], bool]]] = {
-    "claim-check": ("traces of lines 220-299; the smoke test of HotpotQA 0-7", lambda d, i: i >= 220 or (d == "hotpotqa" and i <= 7)),
+    "claim-check": ("traces of lines 220-299; the smoke test of HotpotQA 0-7",
+                    lambda d, i: i >= 220 or (d == "hotpotqa" and i <= 7)),
     "token-cascade": ("fold 0 (with and without); its signal from every line's first step", lambda d, i: i % 5 == 0),
     "anchor-queries": ("traces of lines 220-299", lambda d, i: i >= 220),
     "keep-first-result": ("lines 0-99; 2Wiki 220-299", lambda d, i: i <= 99 or (d == "2wiki" and i >= 220)),
