@@ -120,10 +120,15 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
             )
         band = tuple(args.cascade_band)
         rules = tuple(replace(r, band=band) if isinstance(r, TokenCascade) else r for r in rules)
+    preset = SeaKRConfig.light() if getattr(args, "preset", "default") == "light" else SeaKRConfig()
+
+    def given(value: object, name: str) -> object:
+        return getattr(preset, name) if value is None else value
+
     return SeaKRConfig(
         mode=args.mode,
-        k=args.k,
-        max_tokens=args.max_tokens,
+        k=given(args.k, "k"),
+        max_tokens=given(args.max_tokens, "max_tokens"),
         min_tokens=args.min_tokens,
         layer=args.layer,
         source=args.source,
@@ -131,10 +136,10 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
         seed=args.seed,
         delta=args.delta,
         n_candidates=args.candidates,
-        max_steps=args.max_steps,
+        max_steps=given(args.max_steps, "max_steps"),
         max_docs=args.max_docs,
         exemplar_style=args.style or dataset_style(args),
-        num_exemplars=args.exemplars,
+        num_exemplars=given(args.exemplars, "num_exemplars"),
         chat_template=False if args.no_chat_template else None,
         retrieve=args.retrieve,
         final_strategy=args.final_strategy,
@@ -325,7 +330,17 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         f"{DEFAULT_TIMEOUT:g}); a server that does not answer in time is an error naming its URL",
     )
     p.add_argument("--mode", choices=choices(Mode), default=d.mode)
-    p.add_argument("-k", type=int, default=d.k, help=f"samples per LM call (default {d.k})")
+    light = SeaKRConfig.light()
+    p.add_argument(
+        "--preset",
+        choices=("default", "light"),
+        default="default",
+        help=f"the sampling preset: default (SeaKRConfig(): k {d.k}, {d.max_tokens} tokens, {d.num_exemplars} "
+        f"exemplars, {d.max_steps} steps) or light (SeaKRConfig.light(): k {light.k}, {light.max_tokens} tokens, "
+        f"{light.num_exemplars} exemplars, {light.max_steps} steps); each has its shipped profiles. -k, --max-tokens, "
+        "--exemplars and --max-steps change one setting of it",
+    )
+    p.add_argument("-k", type=int, default=None, help=f"samples per LM call (default {d.k}; light {light.k})")
     p.add_argument(
         "--delta",
         type=float,
@@ -370,8 +385,8 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-steps",
         type=int,
-        default=d.max_steps,
-        help=f"reasoning steps after which the loop stops (default {d.max_steps})",
+        default=None,
+        help=f"reasoning steps after which the loop stops (default {d.max_steps}; light {light.max_steps})",
     )
     p.add_argument(
         "--max-docs",
@@ -388,7 +403,12 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         help=f"a search that takes longer fails like any retrieval error (default {DEFAULT_SEARCH_TIMEOUT:g}; 0: no "
         "limit)",
     )
-    p.add_argument("--max-tokens", type=int, default=d.max_tokens)
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help=f"tokens per call (default {d.max_tokens}; light {light.max_tokens})",
+    )
     p.add_argument(
         "--min-tokens",
         type=int,
@@ -415,8 +435,8 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--exemplars",
         type=int,
-        default=d.num_exemplars,
-        help=f"number of in-context exemplars (default {d.num_exemplars})",
+        default=None,
+        help=f"number of in-context exemplars (default {d.num_exemplars}; light {light.num_exemplars})",
     )
     p.add_argument("--no-chat-template", action="store_true", help="send plain prompts to chat models")
     p.add_argument(

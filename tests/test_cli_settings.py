@@ -1,0 +1,58 @@
+"""The command line's SeaKR settings: ``--rules``, ``--preset``, the dataset's own exemplars, and the options that
+build the config, read as ``SeaKRConfig`` reads them (no model is loaded)."""
+
+import pytest
+
+from seakr_integrations.cli import build_parser, common
+from seakr_integrations.reasoning import SeaKRConfig
+from seakr_integrations.reasoning.rules import DEFAULT_RULES, TokenCascade
+
+
+def config_of(*argv: str) -> SeaKRConfig:
+    return common.seakr_config(build_parser().parse_args(["eval", *argv]))
+
+
+def test_nothing_given_is_the_shipped_default():
+    assert config_of() == SeaKRConfig()
+    assert config_of("--dataset", "data/whatever.jsonl") == SeaKRConfig()
+
+
+@pytest.mark.parametrize(
+    ("dataset", "style"),
+    [
+        ("hotpotqa", "hotpotqa"),
+        ("2wiki", "2wiki"),
+        ("data/2wiki_dev.jsonl", "2wiki"),
+        ("/tmp/2wiki_dev_fold1.jsonl", "2wiki"),
+        ("data/HotpotQA_dev.jsonl", "hotpotqa"),
+        ("nq_open", None),
+        ("mine.jsonl", None),
+    ],
+)
+def test_a_hotpotqa_or_2wiki_file_brings_its_own_exemplars(dataset, style):
+    assert config_of("--dataset", dataset).exemplar_style == style
+    assert config_of("--dataset", dataset, "--style", "simple").exemplar_style == "simple"  # --style wins
+
+
+def test_the_rules_and_the_papers_ablations_are_settings():
+    assert config_of("--rules", "paper") == SeaKRConfig.paper()
+    without = config_of("--rules", "default,-claim-check")
+    assert [r.name for r in without.rules] == [r.name for r in DEFAULT_RULES if r.name != "claim-check"]
+    assert config_of("--retrieve", "always", "--rules", "paper").retrieve == "always"
+    assert config_of("--final-strategy", "knowledge").final_strategy == "knowledge"
+    assert config_of("--max-docs", "3").max_docs == 3
+    with pytest.raises(ValueError, match="did you mean 'claim-check'"):
+        config_of("--rules", "default,-claim-chek")
+
+
+def test_the_cascade_band_goes_to_the_token_cascade_rule():
+    banded = config_of("--cascade-band", "0.2", "0.9")
+    assert TokenCascade(band=(0.2, 0.9)) in banded.rules
+    with pytest.raises(ValueError, match="needs the token-cascade rule"):
+        config_of("--rules", "paper", "--cascade-band", "0.2", "0.9")
+
+
+def test_the_light_preset_and_a_setting_changed_on_top():
+    assert config_of("--preset", "light") == SeaKRConfig.light()
+    assert config_of("--preset", "light", "-k", "6") == SeaKRConfig.light(k=6)
+    assert config_of("-k", "6", "--max-tokens", "50") == SeaKRConfig(k=6, max_tokens=50)
