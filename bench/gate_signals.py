@@ -17,8 +17,8 @@ the full entropy, exact where the top 20 hold nearly all of it).
 
     python bench/gate_signals.py --dataset hotpotqa --start 0 --limit 300 --out runs/signals/hotpotqa.jsonl
 
-Rows are appended per batch and a rerun skips the lines already in the file.  ``bench/gate_table.py`` turns the rows
-and the baselines' results into the table of ``docs/gate_signals.md``.
+Rows are appended per batch and a rerun skips the lines already in the file.  ``experiments/gate_table.py`` turns
+the rows and the baselines' results into the table of ``docs/gate_signals.md``.
 """
 
 from __future__ import annotations

@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
-# The seconds-per-question comparison behind the target of docs/results.md, measured in one run with nothing else on
-# the machine: single retrieval, then the default SeaKR (delta and cascade band calibrated on the other folds, as in
-# the cross-validation), on the same 60 questions (fold 1) of each dataset, IN_FLIGHT in progress at once (seakr
-# eval's stream; 8 unless given), a fresh engine each. Seconds per question: the run's wall time over its questions
-# (each record holds its share). Results in OUT/DATASET_dev/fold1/; the ratios are printed and quoted in
-# docs/benchmarks.md.
+# Seconds per question of single retrieval and of the default SeaKR, measured in one run with nothing else on the
+# machine, on the same 60 questions of each dataset (lines i % 5 == 1 of the first 300), IN_FLIGHT in progress at once
+# (seakr eval's stream; 8 unless given), a fresh engine each, `seakr eval`'s defaults (SeaKRConfig(), the shipped
+# calibration profile). Seconds per question: the run's wall time over its questions (each record holds its share).
+# Results in OUT/DATASET_dev/fold1/; the ratios are printed.
 #
-#   bash bench/timing.sh [OUT] [IN_FLIGHT]    # OUT: the results root (default runs/timing), e.g. runs/timing-2
-#                                             # for a second run; IN_FLIGHT is written to OUT/in_flight
-#   DTYPE=bfloat16 bash bench/timing.sh runs/timing-bf16   # the weights' precision (default float32), written
+#   bash bench/timing.sh [OUT] [IN_FLIGHT]    # OUT: the results root (default runs/timing); IN_FLIGHT is written to
+#                                             # OUT/in_flight
+#   DTYPE=bfloat16 bash bench/timing.sh /tmp/timing-bf16   # the weights' precision (default float32), written
 #                                             # to OUT/dtype
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-runs/timing}"
 in_flight="${2:-8}"
-mkdir -p "$out"
+mkdir -p "$out/questions"
 echo "$in_flight" > "$out/in_flight"
 echo "${DTYPE:-float32}" > "$out/dtype"
 for ds in hotpotqa 2wiki; do
+  questions="$out/questions/${ds}_fold1.jsonl"
+  awk 'NR <= 300 && (NR - 1) % 5 == 1' "data/${ds}_dev.jsonl" > "$questions"
   for method in single-retrieval seakr; do
-    flock /tmp/seakr-heavy.lock .venv/bin/python bench/cv_seakr.py --dataset "$ds" --folds 1 --method "$method" \
-      --batch-size "$in_flight" --out "$out" --dtype "${DTYPE:-float32}"
+    flock /tmp/seakr-heavy.lock .venv/bin/seakr eval --dataset "$questions" --corpus "data/corpus_${ds}.jsonl" \
+      --style "$ds" --method "$method" --batch-size "$in_flight" --dtype "${DTYPE:-float32}" \
+      --out "$out/${ds}_dev/fold1/$method.jsonl" -q
   done
 done
 OUT="$out" .venv/bin/python - <<'PY'

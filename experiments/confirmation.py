@@ -20,7 +20,7 @@ __all__ = ["DEFAULT_RUN", "PAPER_RUN", "confirmation_section", "target_lines"]
 
 DEFAULT_RUN = "seakr"
 """The method of the library's default SeaKR (``--method seakr``): its run is ``seakr.jsonl``, or the one file of
-that method renamed for the rules it ran (``seakr-rules-0-99.jsonl`` in ``runs/confirmation/``); see
+that method renamed for the rules it ran (e.g. ``seakr-rules-0-99.jsonl``, a confirmation run of commit f0839c6); see
 ``method_runs.main_run``."""
 
 PAPER_RUN = "seakr-paper"

@@ -1,6 +1,7 @@
 """Do the rule objects decide as the flags they replaced?  Re-run questions of a committed run of the old default
-(``runs/timing-max-docs-2``: the flags, two passages, k = 10, 64 tokens, fold 1's delta and band) with today's code
-and the same settings written as rules, and compare answers, LM calls and searches question by question.
+(``runs/timing-max-docs-2`` at commit f0839c6, read from git history: the flags, two passages, k = 10, 64 tokens,
+fold 1's delta and band) with today's code and the same settings written as rules, and compare answers, LM calls and
+searches question by question.
 
     python experiments/rules_parity.py [--questions 16]
 """
@@ -9,10 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "runs" / "timing-max-docs-2"
+RUN = "f0839c6:runs/timing-max-docs-2"
+
+
+def committed(path: str) -> str:
+    """A file of the old run, as committed."""
+    return subprocess.run(["git", "show", path], cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
 def rules_of(flags: dict) -> tuple:
@@ -46,7 +53,7 @@ def main() -> None:
     report = []
     with load_backend("vllm", "qwen", dtype="float32") as backend:
         for ds in ("hotpotqa", "2wiki"):
-            lines = (RUN / f"{ds}_dev" / "fold1" / "seakr.jsonl").read_text().splitlines()
+            lines = committed(f"{RUN}/{ds}_dev/fold1/seakr.jsonl").splitlines()
             flags = json.loads(lines[0])["config"]["seakr"]
             made = {r["id"]: r for r in map(json.loads, lines[1:])}
             config = SeaKRConfig(

@@ -92,11 +92,12 @@ def decision_account(result: SeaKRResult) -> str:
     source = {
         "knowledge": "the passages it kept (knowledge)",
         "rationales": "its own reasoning (rationales)",
-        "stated": "the answer its last step stated",
     }
     if final is not None:
         line = f"answered from {source.get(result.strategy, result.strategy)}"
-        if other is not None and _unread(final.uncertainty) and _unread(other.uncertainty):  # final_samples
+        if (
+            other is not None and _unread(final.uncertainty) and _unread(other.uncertainty)
+        ):  # sample-finals-when-they-differ
             said = "no answer" if is_unknown(other.answer) else "the same answer"
             line += f"; {other.strategy} gave {said}, so neither was sampled"
         else:

@@ -41,15 +41,16 @@ class GateReason(StrEnum):
     """``SeaKRConfig(retrieve="never")``: retrieval is off."""
     SURE_FROM_TOKENS = "sure_from_tokens"
     """The cascade: the greedy continuation's own token probabilities put the model clearly on the sure side
-    (``cascade_estimator`` at or below the band's low edge), so no samples were drawn: no retrieval."""
+    (the ``token-cascade`` rule's reading at or below its band's low edge), so no samples were drawn: no retrieval."""
     UNSURE_FROM_TOKENS = "unsure_from_tokens"
     """The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above
     the band's high edge), so no samples were drawn: retrieve."""
     UNSUPPORTED_CLAIM = "unsupported_claim"
-    """The step names an entity that no kept passage covers (``check_claims``): retrieve, whatever the uncertainty."""
+    """The step names an entity that no kept passage covers (the ``claim-check`` rule): retrieve, whatever the
+    uncertainty."""
     UNCOVERED_ENTITY = "uncovered_entity"
-    """The step states the answer, but an entity the question compares (``cover_compared_entities``), or a bridge
-    entity a kept passage links it to (``cover_bridge_entities``), has no kept passage yet: search for it first."""
+    """The step states the answer, but an entity a rule says the answer needs (one the question compares, the
+    ``cover-compared-entities`` rule) has no kept passage yet: search for it first."""
 
 
 @dataclass(frozen=True)
@@ -194,8 +195,8 @@ class CandidateScore:
         uncertainty: The model's uncertainty after reading it, what the re-ranking compares (lower = better);
             ``inf`` when the passage is unscorable (the model wrote nothing after reading it; single-hop: no
             answer), which ranks it last.
-        chosen: Whether it is the passage kept: the least uncertain, ties keeping the search order (with
-            ``SeaKRConfig.rerank_margin``, see there; the trace's notes say when the margin decided).
+        chosen: Whether it is the passage kept: the least uncertain, ties keeping the search order (a rule such as
+            ``keep-first-result`` may have narrowed the candidates first).
         generation: What the model wrote after reading it.
     """
 

@@ -18,7 +18,7 @@ from seakr_integrations.uncertainty.estimate import Uncertainty
 __all__ = ["Assessment", "CandidateTrace", "Decision", "FinalTrace", "StepTrace", "StopReason", "Strategy"]
 
 Decision = Literal["answer", "accept", "retrieve"]
-Strategy = Literal["rationales", "knowledge", "stated", "direct", "passage", "chain"]
+Strategy = Literal["rationales", "knowledge", "direct", "passage", "chain"]
 
 
 class StopReason(StrEnum):
@@ -29,7 +29,7 @@ class StopReason(StrEnum):
     REPEATED_QUERY = "repeated query"
     """The search query was one already searched."""
     REPEATED_STEP = "repeated step"
-    """A step repeated an earlier one word for word (``SeaKRConfig.stop_on_repeated_step``)."""
+    """A step repeated an earlier one word for word (the ``stop-on-repeated-step`` rule)."""
     NO_NEW_PASSAGES = "no new passages"
     """The search returned only passages already chosen."""
     NO_PASSAGES_FOUND = "no passages found"
@@ -166,8 +166,8 @@ class StepTrace:
         stop: Why the loop ended after this round, if it did (a string is read as its ``StopReason``).
         error: The retrieval error, when one was tolerated (``on_retrieval_error="answer_without"``).
         reason: Why the gate decided as it did, a ``GateReason`` value (``None`` for a step that states the answer).
-        screen: The ``cascade_estimator``'s reading of the greedy step, if any (``uncertainty`` unmeasured where it
-            decided).
+        screen: The reading of the greedy step by the rules' greedy-only estimator (``token-cascade``'s), if any
+            (``uncertainty`` unmeasured where it decided).
     """
 
     index: int
@@ -223,14 +223,14 @@ class FinalTrace:
     """One candidate answer of the final self-aware reasoning.
 
     Attributes:
-        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"stated"`` (stated by the loop's last step,
-            ``answer_when_stated``), ``"direct"`` / ``"passage"`` (single-hop), ``"chain"`` (a baseline's chain).
+        strategy: ``"rationales"`` / ``"knowledge"`` (multi-hop), ``"direct"`` / ``"passage"`` (single-hop),
+            ``"chain"`` (a baseline's chain).
         answer: The extracted answer (``None`` if there was none).
         generation: The text the answer was read from.
         uncertainty: The uncertainty of the call the answer came from.
         forced: Whether " So the answer is " had to be appended to get an answer.
         context: Ids of passages (or "step N" for rationales) shown to the model.
-        screen: The ``cascade_estimator``'s reading of the same call, when one is set (kept for analysis).
+        screen: The rules' greedy-only estimator's reading of the same call, when one is set (kept for analysis).
     """
 
     strategy: Strategy

@@ -1,0 +1,183 @@
+"""What the first-step gate knows: AUROC of every signal for "retrieval helps" and for "the step's claim is wrong".
+
+Reads the first-step readings of ``bench/gate_signals.py`` (``runs/signals/DATASET.jsonl``) and labels each question
+from the baselines' results on the same lines (CoT and single retrieval on lines 0-299, Qwen2.5-Coder-0.5B-Instruct,
+64 tokens: four runs made at different times, kept compressed in ``runs/signals/baselines/`` under the folders they
+were made in):
+
+* **retrieval helps**: single retrieval's F1 is above CoT's on the question (same prompts, one search apart);
+* **the claim is wrong**: the first step says something the question's gold supporting paragraphs do not: fewer
+  than half of its content words that are not in the question occur in those paragraphs (a step that adds no
+  word of its own is left out).  A proxy, not a human judgement.
+
+Every signal is oriented "higher = more uncertain"; AUROC 0.5 is chance.  The 95% intervals resample questions
+(2,000 bootstrap draws).  Writes ``docs/gate_signals.md``, from the repository's root:
+
+    python experiments/gate_table.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ("hotpotqa", "2wiki")
+RESULTS = (
+    "runs/signals/baselines/answer-prefix/{ds}_dev",  # lines 0-99
+    "runs/signals/baselines/answer-prefix/train/{ds}",  # lines 100-199
+    "runs/signals/baselines/cv/{ds}_dev",  # lines 200-219
+    "runs/signals/baselines/confirmation/{ds}_dev",  # lines 220-299
+)
+SIGNALS = [  # (name, where it is in a row, what it needs, the library's estimator of it: None when it is none)
+    ("EigenScore (SeaKR)", ("scores", "eigenscore"), "k samples + their hidden-state read-outs", "eigenscore"),
+    ("LN-entropy", ("scores", "ln_entropy"), "k samples", "ln_entropy"),
+    ("multi-perplexity", ("scores", "multi_perplexity"), "k samples", "multi_perplexity"),
+    ("prompt probe", ("scores", "prompt"), "one more greedy call", "prompt"),
+    ("energy", ("scores", "energy"), "greedy + a logits hook in the engine", "energy"),
+    ("perplexity", ("scores", "perplexity"), "greedy only", "perplexity"),
+    ("1 - least token probability", ("cheap", "one_minus_min_prob"), "greedy only", "min_token_prob"),
+    ("mean token entropy", ("cheap", "mean_entropy"), "greedy + top-20 log-probabilities", None),
+    ("largest token entropy", ("cheap", "max_entropy"), "greedy + top-20 log-probabilities", None),
+    ("length in tokens", ("cheap", "length"), "greedy only", None),
+]
+_WORD = re.compile(r"\w+")
+
+
+def _on_plain_server(estimator: str | None) -> str:
+    """Whether SeaKR serves this signal from a stock ``vllm serve`` (token log-probabilities only, no plugin)."""
+    from seakr_integrations.backends.openai_plain import logprob_estimators
+
+    if estimator is None:
+        return "not a library estimator"
+    return "yes" if estimator in logprob_estimators() else "no (needs seakr serve)"
+
+
+def auroc_ci(scores: list[float], labels: list[bool], draws: int = 2000) -> tuple[float, float, float]:
+    if str(ROOT) not in sys.path:  # run as `python experiments/gate_table.py`: the package is the root's experiments/
+        sys.path.insert(0, str(ROOT))
+    from experiments.auroc import auroc
+
+    s, y = np.asarray(scores, float), np.asarray(labels, bool)
+    point = auroc(s, y)
+    rng = np.random.default_rng(0)
+    values = []
+    for _ in range(draws):
+        i = rng.integers(0, len(s), len(s))
+        if y[i].all() or not y[i].any():
+            continue
+        values.append(auroc(s[i], y[i]))
+    return point, float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+
+def baseline_f1(ds: str, method: str) -> dict[str, float]:
+    f1: dict[str, float] = {}
+    for pattern in RESULTS:
+        path = ROOT / pattern.format(ds=ds) / f"{method}.jsonl.gz"
+        if path.exists():
+            for line in gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()[1:]:
+                row = json.loads(line)
+                f1.setdefault(row["id"], float(row["f1"]))
+    return f1
+
+
+def claim_wrong(step: str, question: dict) -> bool | None:
+    from seakr_integrations.reasoning.query import STOP_WORDS
+
+    asked = {w.lower() for w in _WORD.findall(question["question"])}
+    new = {w.lower() for w in _WORD.findall(step)} - asked - STOP_WORDS
+    if not new:
+        return None
+    gold = " ".join(
+        f"{c['title']} {c['text']}" for c in question["context"] if c["title"] in question["supporting_titles"]
+    )
+    have = {w.lower() for w in _WORD.findall(gold)}
+    return len(new & have) / len(new) < 0.5
+
+
+def value(row: dict, where: tuple[str, str]) -> float:
+    v = row[where[0]].get(where[1])
+    return math.inf if v is None else float(v)
+
+
+def costs(rows: list[dict]) -> dict[str, float]:
+    batches = [r for r in rows if "batch" in r]
+    n = sum(len(b["batch"]) for b in batches)
+    return {
+        "greedy_s": sum(b["greedy_s"] for b in batches) / n,
+        "full_s": sum(b["full_s"] for b in batches) / n,
+        "probe_s": sum(b["probe_s"] for b in batches) / n,
+        "greedy_tokens": sum(b["greedy_tokens"] for b in batches) / n,
+        "full_tokens": sum(b["full_tokens"] for b in batches) / n,
+    }
+
+
+def main() -> None:
+    out = [
+        "# What the first-step gate knows",
+        "",
+        "Generated by `python experiments/gate_table.py` from `runs/signals/*.jsonl` (`bench/gate_signals.py`: SeaKR's",
+        "first multi-hop step of lines 0-299 of each dataset, Qwen2.5-Coder-0.5B-Instruct on vLLM, CPU, float32,",
+        "k = 10, 64 tokens, each dataset's exemplars) and the baselines' results on the same lines",
+        "(`runs/signals/baselines/`); do not edit.",
+        "",
+        'AUROC (0.5 is chance; 95% bootstrap interval) of each signal, oriented "higher = more uncertain", for two',
+        "labels: **retrieval helps** (single retrieval's F1 above CoT's on the question) and **claim wrong** (fewer",
+        "than half of the first step's own content words occur in the question's gold supporting paragraphs; steps",
+        "that add no word of their own are left out; a proxy, not a human judgement).",
+        "",
+    ]
+    for ds in DATASETS:
+        path = ROOT / "runs" / "signals" / f"{ds}.jsonl"
+        if not path.exists():
+            continue
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        firsts = [r for r in rows if "line" in r]
+        questions = {}
+        for i, line in enumerate((ROOT / "data" / f"{ds}_dev.jsonl").read_text().splitlines()):
+            questions[i] = json.loads(line)
+        single, cot = baseline_f1(ds, "single-retrieval"), baseline_f1(ds, "cot")
+        helps = [(r, single[r["id"]] > cot[r["id"]]) for r in firsts if r["id"] in single and r["id"] in cot]
+        wrong = [(r, w) for r in firsts if (w := claim_wrong(r["greedy"], questions[r["line"]])) is not None]
+        c = costs(rows)
+        out += [
+            f"## {ds}",
+            "",
+            f"{len(firsts)} first steps. Retrieval helps on {sum(h for _, h in helps)} of {len(helps)} questions with "
+            f"both baselines' results; the claim is wrong on {sum(w for _, w in wrong)} of {len(wrong)} steps that add "
+            "words of their own.",
+            "",
+            "| signal | needs | on a plain vLLM server | AUROC: retrieval helps | AUROC: claim wrong |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for name, where, needs, estimator in SIGNALS:
+            cells = []
+            for pairs in (helps, wrong):
+                scores = [value(r, where) for r, _ in pairs]
+                if any(math.isnan(s) for s in scores):
+                    cells.append("-")
+                    continue
+                point, low, high = auroc_ci(scores, [label for _, label in pairs])
+                cells.append(f"{point:.2f} ({low:.2f}-{high:.2f})")
+            out.append(f"| {name} | {needs} | {_on_plain_server(estimator)} | {cells[0]} | {cells[1]} |")
+        out += [
+            "",
+            f"Cost per question of this first step, measured in the same run (batches of 16 questions): the greedy "
+            f"step alone {c['greedy_s']:.2f} s and {c['greedy_tokens']:.0f} generated tokens; the greedy step with "
+            f"its k samples and their read-outs {c['full_s']:.2f} s more and {c['full_tokens']:.0f} tokens (the "
+            f"greedy step again included; it ran after the greedy-only call, so its prompt was cached); the prompt "
+            f"probe {c['probe_s']:.2f} s more.",
+            "",
+        ]
+    (ROOT / "docs" / "gate_signals.md").write_text("\n".join(out))
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
