@@ -89,7 +89,7 @@ def test_spacy_filter_without_spacy_is_a_clear_error():
     try:
         import spacy  # noqa: F401
     except ImportError:
-        with pytest.raises(ValueError, match="content_filter='stopwords'"):
+        with pytest.raises(ValueError, match="the spacy-query-words rule needs spaCy"):
             _query(_step("Jaws was directed by him"), content_filter="spacy")
     else:
         pytest.skip("spaCy is installed here; the missing-spaCy message cannot be triggered")
