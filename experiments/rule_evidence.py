@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "runs" / "results"
+RESULTS = Path(os.environ.get("SEAKR_RESULTS", ROOT / "runs" / "results"))
+"""The results page's runs (``SEAKR_RESULTS`` when they are in another checkout)."""
 DATASETS = ("hotpotqa", "2wiki")
 
 # Where each rule came from (docs/evaluation_protocol.md): (description, lines it came from).
