@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seakr_integrations.models import cache_dir, packaged_model
+from seakr_integrations.models import REFERENCE_DTYPE, cache_dir, packaged_model
 
 PAPER_DELTA = -6.0
 """The authors' threshold, set for Llama-2-7B's MLP output: the delta of a model without any profile."""
@@ -55,6 +55,8 @@ class DeltaProfile:
         sweep: The candidates tried: one dict per delta with the scores measured there.
         prompt: The calibration's prompt settings (:func:`prompt_settings`; empty in old profiles), not in the key.
         cascade: The cascade band calibrated with delta (``{"estimator", "band", "agreement", "decided"}``) or empty.
+        dtype: The dtype the model ran in (``None``: not recorded; the shipped profiles were made in
+            ``REFERENCE_DTYPE``).  A back-end that runs another gets a :class:`CalibrationMismatchWarning`.
     """
 
     model: str
@@ -70,6 +72,7 @@ class DeltaProfile:
     sweep: list[dict[str, Any]] = field(default_factory=list)
     prompt: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt", _current_prompt(self.prompt))  # as today's settings spell it
@@ -205,7 +208,7 @@ def shipped_profile(
     ``chat_default``: what ``chat_template=None`` means for the model (``prompt_settings``)."""
     key = profile_key(model, layer, config.source, config.estimator, config.k)
     paths = sorted(SHIPPED_PROFILES.glob(f"{key}__*.json"))
-    profiles = [DeltaProfile(**json.loads(path.read_text(encoding="utf-8"))) for path in paths]
+    profiles = [DeltaProfile(**{"dtype": REFERENCE_DTYPE, **json.loads(path.read_text("utf-8"))}) for path in paths]
     if not profiles:
         return None
     now = prompt_settings(config, chat_default)
@@ -214,22 +217,46 @@ def shipped_profile(
     )
 
 
-def _uncalibrated(model: str, layer: int | None, config: Any, delta: float) -> None:
+def calibrate_command(model: str, config: Any, server: str | None = None) -> str:
+    """The ``seakr calibrate`` command that makes a profile for these settings: with ``--server URL`` for a model
+    behind a server (it needs no torch in the app), else with ``--model``."""
+    where = f"--server {server}" if server else f"--model {canonical_model_name(model)}"
+    return f"seakr calibrate {where} --dataset QUESTIONS.jsonl --estimator {config.estimator} -k {config.k}"
+
+
+def _uncalibrated(model: str, layer: int | None, config: Any, delta: float, server: str | None = None) -> None:
     readout = "logprobs only, no hidden states" if layer is None else f"layer {layer}, {config.source}"
     _warn_once(
         profile_key(model, layer, config.source, config.estimator, config.k),
         f"delta={delta} is uncalibrated for {canonical_model_name(model)} ({readout}, "
         f"{config.estimator}, k={config.k}): no profile exists for these settings, the uncertainty's scale depends on "
         f"all of them, and the paper's {PAPER_DELTA} was set for Llama-2-7B, so retrieval may happen always or never. "
-        "Calibrate with `seakr calibrate --dataset QUESTIONS.jsonl --model MODEL` (the same settings); "
-        "SeaKRConfig() then uses it.",
+        f"Calibrate with `{calibrate_command(model, config, server)}` (and your other settings); SeaKRConfig() then "
+        "uses it.",
         UncalibratedDeltaWarning,
         5,
     )
 
 
+def warn_dtype_mismatch(profile: DeltaProfile, dtype: str | None, server: str | None = None) -> None:
+    """Warn once (:class:`CalibrationMismatchWarning`) when the back-end runs another dtype than ``profile`` was
+    made in: the uncertainties move with the precision, so its delta may not fit."""
+    if dtype is None or profile.dtype is None or dtype == profile.dtype:
+        return
+    where = f"the server at {server}" if server else "the back-end"
+    fix = "start it without --dtype (seakr serve runs float32)" if server else f"load it with dtype={profile.dtype!r}"
+    _warn_once(
+        f"dtype|{profile.key}|{dtype}",
+        f"{where} runs {profile.model} in {dtype}, but the delta profile {profile.key} was made in {profile.dtype}: "
+        f"the uncertainties move with the precision, so its delta may not fit; {fix}, or calibrate in {dtype} with "
+        f"`{calibrate_command(profile.model, profile, server)}`",
+        CalibrationMismatchWarning,
+        4,
+    )
+
+
 def resolve_delta(
-    model: str, layer: int | None, config: Any, chat_default: bool | None = None
+    model: str, layer: int | None, config: Any, chat_default: bool | None = None, server: str | None = None
 ) -> tuple[float, DeltaProfile | None]:
     """The delta a SeaKR run uses, and the profile it came from (``None``: no profile; a warning said so).
 
@@ -237,7 +264,8 @@ def resolve_delta(
     :class:`UncalibratedDeltaWarning`; a number is used as given and warns when no profile exists for these settings
     (one loaded from another directory counts when its delta is the number).  A profile applied to another prompt
     gives a :class:`CalibrationMismatchWarning`; each warning comes once per settings and process, none for
-    ``retrieve="always"``/``"never"``.  ``layer=None``: no hidden states read; ``chat_default``: ``prompt_settings``.
+    ``retrieve="always"``/``"never"``.  ``layer=None``: no hidden states read; ``chat_default``: ``prompt_settings``;
+    ``server``: the URL of the server the model runs on (the warning's ``seakr calibrate --server``).
     """
     given = config.delta
     if config.retrieve != "uncertain":
@@ -246,7 +274,7 @@ def resolve_delta(
         profile = load_profile(model, layer, config.source, config.estimator, config.k)
         profile = profile or shipped_profile(model, layer, config, chat_default)
         if profile is None:
-            _uncalibrated(model, layer, config, PAPER_DELTA)
+            _uncalibrated(model, layer, config, PAPER_DELTA, server)
             return PAPER_DELTA, None
         warn_prompt_mismatch(profile, config, stacklevel=4, chat_default=chat_default)
         return profile.delta, profile
@@ -256,7 +284,7 @@ def resolve_delta(
     found = [p for p in (mine, shipped_profile(model, layer, config, chat_default)) if p is not None]
     profile = next((p for p in (loaded, *found) if p is not None and p.delta == given), found[0] if found else None)
     if profile is None:
-        _uncalibrated(model, layer, config, given)
+        _uncalibrated(model, layer, config, given, server)
     elif profile.delta == given:
         warn_prompt_mismatch(profile, config, stacklevel=4, chat_default=chat_default)
     return given, profile

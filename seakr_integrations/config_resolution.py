@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 
 from seakr_integrations.calibration import (
     DeltaProfile,
+    calibrate_command,
     load_profile,
     profile_path,
     resolve_delta,
     resolve_rules,
     shipped_profile,
+    warn_dtype_mismatch,
     warn_prompt_mismatch,
 )
 
@@ -44,10 +46,22 @@ class ResolvedConfig:
 def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedConfig:
     """The config a SeaKR run on ``backend`` uses (:func:`resolve_delta`, :func:`resolve_band`): the calibration
     profiles are read here, once per ``SeaKR``; given this result, ``SeaKR`` reads no file (the adapters' caches)."""
+    from seakr_integrations.backends.openai_plain import check_estimators
+
+    check_estimators(backend, [("estimator", config.estimator)])  # refused first: no profile is sought for it
     layer = backend.profile_layer(config.layer)
-    delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template)
+    server = server_url(backend)
+    delta, profile = resolve_delta(backend.model_name, layer, config, backend.has_chat_template, server)
+    if profile is not None and config.retrieve == "uncertain":
+        warn_dtype_mismatch(profile, backend.dtype, server)
     resolved = config.with_(delta=delta, rules=resolve_rules(profile, config))
     return ResolvedConfig(resolved, profile, config, backend.model_name)
+
+
+def server_url(backend: object) -> str | None:
+    """The URL of the server ``backend`` talks to (a wrapper reads it through); ``None`` for a model loaded here."""
+    url = getattr(backend, "base_url", None)
+    return url if isinstance(url, str) else None
 
 
 def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path | None = None) -> SeaKRConfig:
@@ -71,11 +85,13 @@ def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path
     profile = load_profile(model, layer, source, estimator, k, root)
     if profile is None and root is None:
         profile = shipped_profile(model, layer, config, chat_default)
+    server = server_url(backend)
     if profile is None:
         raise LookupError(
             f"no calibrated delta for {model} ({'logprobs only' if layer is None else f'layer {layer}'}, {source}, "
-            f"{estimator}, k={k}) at {profile_path(model, layer, source, estimator, k, root)}; run `seakr calibrate "
-            "--dataset QUESTIONS.jsonl --model MODEL` with the same settings first"
+            f"{estimator}, k={k}) at {profile_path(model, layer, source, estimator, k, root)}; run "
+            f"`{calibrate_command(model, config, server)}` with the same settings first"
         )
     warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
+    warn_dtype_mismatch(profile, backend.dtype, server)
     return config.with_(delta=profile.delta, rules=resolve_rules(profile, config))

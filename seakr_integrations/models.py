@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from seakr_integrations.build_folders import TMP, build_lock
@@ -30,7 +31,9 @@ __all__ = [
     "cache_dir",
     "convert_here",
     "known_model_names",
+    "model_dir",
     "packaged_model",
+    "read_config",
     "resolve_model",
 ]
 
@@ -55,6 +58,8 @@ class PackagedModel:
         sha256: Digest of the whole GGUF; checked before conversion.
         license: The upstream model's license.
         aliases: Other accepted names.
+        config: What its converted ``config.json`` says that a server's command line needs (context, layers,
+            attention heads, dtype): ``seakr serve --dry-run`` prints the command before anything is converted.
     """
 
     name: str
@@ -64,6 +69,7 @@ class PackagedModel:
     sha256: str
     license: str
     aliases: tuple[str, ...] = ()
+    config: Mapping[str, object] = field(default_factory=dict, compare=False)
 
 
 PACKAGED_MODELS: tuple[PackagedModel, ...] = (
@@ -75,6 +81,15 @@ PACKAGED_MODELS: tuple[PackagedModel, ...] = (
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         license="Apache-2.0",
         aliases=("smollm2", "smollm2-135m"),
+        config={
+            "max_position_embeddings": 8192,
+            "num_hidden_layers": 30,
+            "num_attention_heads": 9,
+            "num_key_value_heads": 3,
+            "head_dim": 64,
+            "hidden_size": 576,
+            "dtype": "float32",
+        },
     ),
     PackagedModel(
         name="qwen2.5-coder-0.5b-instruct",
@@ -84,6 +99,14 @@ PACKAGED_MODELS: tuple[PackagedModel, ...] = (
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
         license="Apache-2.0",
         aliases=("qwen2.5-0.5b", "qwen"),
+        config={
+            "max_position_embeddings": 32768,
+            "num_hidden_layers": 24,
+            "num_attention_heads": 14,
+            "num_key_value_heads": 2,
+            "hidden_size": 896,
+            "dtype": "float32",
+        },
     ),
 )
 
@@ -147,11 +170,36 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
             f"unknown model {str(name_or_path)!r}: use one of {', '.join(known_model_names())}, "
             "or the path of a local Hugging Face model directory"
         )
-    target = cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
+    target = _target(model)
     if (target / _COMPLETE_MARKER).is_file():
         return target
     _convert(model, target)
     return target
+
+
+def _target(model: PackagedModel) -> Path:
+    return cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
+
+
+def model_dir(name_or_path: str | os.PathLike[str]) -> tuple[Path, bool]:
+    """The directory ``resolve_model`` returns, without converting anything, and whether it is ready (a packaged
+    model's is made on its first use).  A ``ValueError`` for an unknown name, as ``resolve_model``'s."""
+    path = Path(name_or_path).expanduser()
+    model = None if path.is_dir() else packaged_model(str(name_or_path))
+    if model is None:
+        return resolve_model(name_or_path), True
+    return _target(model), (_target(model) / _COMPLETE_MARKER).is_file()
+
+
+def read_config(model_dir: str | os.PathLike[str]) -> dict[str, object]:
+    """``model_dir``'s ``config.json``; for a packaged model's directory not converted yet, ``PackagedModel.config``
+    (what it will say)."""
+    path = Path(model_dir)
+    if not (path / "config.json").is_file():
+        for model in PACKAGED_MODELS:
+            if model.config and path == _target(model):
+                return dict(model.config)
+    return json.loads((path / "config.json").read_text())
 
 
 def _part_paths(model: PackagedModel) -> list[Path]:

@@ -37,7 +37,9 @@ MODEL_SAMPLING = ("k", "temperature", "top_k", "top_p", "max_tokens", "seed", "l
 """The sampling settings a model carries into the SeaKR loop (stops are the loop's own, per call)."""
 
 _servers: dict[tuple[str, str, float], SelfAwareBackend] = {}
+_connecting: dict[tuple[str, str, float], threading.Lock] = {}
 _servers_lock = threading.Lock()
+"""Guards the two dicts only, never a connection: a server that does not answer holds up no other client."""
 
 
 @dataclass(frozen=True)
@@ -124,18 +126,43 @@ class SelfAwareModel:
         """The back-end, loaded (or connected) on first use, once per process for the same model or server, as its
         process-wide ``ConcurrentBackend`` so that concurrent calls take turns and share batches."""
         if self.base_url is not None:
-            with _servers_lock:
-                key = self._server_key()
-                if key not in _servers:
-                    from seakr_integrations.backends.remote import RemoteBackend
-
-                    _servers[key] = RemoteBackend(self.base_url, api_key=self.api_key, timeout=self.timeout)
-                backend = _servers[key]
+            backend = self._server()
         elif isinstance(self.backend, SelfAwareBackend):
             backend = self.backend
         else:
             backend = shared_backend(self.backend, str(self.model))
         return concurrent_backend(backend)
+
+    def _server(self) -> SelfAwareBackend:
+        """The process's client of this server (URL, key and timeout), connected on first use.  Only the callers of
+        the same server and settings wait for each other's connection attempt, each up to its ``timeout``; the
+        module's lock guards the dictionaries alone, so a silent server holds up no other client."""
+        key = self._server_key()
+        with _servers_lock:
+            if key in _servers:
+                return _servers[key]
+            connecting = _connecting.setdefault(key, threading.Lock())
+        if not connecting.acquire(timeout=self.timeout):
+            from seakr_integrations.backends.remote_errors import ServerUnavailableError
+
+            raise ServerUnavailableError(
+                f"{self.base_url} did not answer a connection attempt of this process within timeout={self.timeout:g} "
+                "s; is `seakr serve` running and responsive there?",
+                base_url=self.base_url or "",
+                timeout=self.timeout,
+            )
+        try:
+            with _servers_lock:
+                if key in _servers:  # another caller connected while this one waited
+                    return _servers[key]
+            from seakr_integrations.backends.remote import RemoteBackend
+
+            backend = RemoteBackend(self.base_url or "", api_key=self.api_key, timeout=self.timeout)
+            with _servers_lock:
+                _servers[key] = backend
+            return backend
+        finally:
+            connecting.release()
 
     def _server_key(self) -> tuple[str, str, float]:
         return (check_base_url(self.base_url), self.api_key or "", self.timeout)

@@ -123,3 +123,51 @@ def _took(out: str) -> str:
     found = re.search(r"took [\d.]+ s", out)
     assert found, out
     return found.group(0)
+
+
+@pytest.mark.parametrize("command", ["eval", "calibrate"])
+def test_eval_and_calibrate_keep_the_engines_output_as_quiet_as_ask(tmp_path, capfd, monkeypatch, command):
+    """What a starting engine prints (vLLM's Triton and NUMA lines, its weight-loading bar: here a stand-in that
+    writes to descriptor 2 and to ``sys.stderr``) goes to the log; the command's progress bar and results do not."""
+    import json
+
+    from fakes import ScriptedBackend
+    from test_reasoner_components import eiffel
+
+    import seakr_integrations.cli as cli
+    from seakr_integrations import calibration
+    from seakr_integrations.retrieval.bm25 import BM25Index
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": p, "title": p, "text": f"text of {p}"}) + "\n" for p in ("p1", "p2")))
+    BM25Index.build(str(corpus), str(tmp_path / "index"))
+    questions = tmp_path / "questions.jsonl"
+    rows = [{"id": f"q{i}", "question": "Which country is the Eiffel Tower in?", "answers": ["France"]} for i in (1, 2)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibration, "_warned", set())
+
+    def noisy_engine(args):
+        os.write(2, b"[W utils.cpp:68] Warning: NUMA binding: Using MEMBIND policy\n")
+        print("WARNING:vllm.triton_utils.importing:Triton is installed, no CPU backend", file=sys.stderr)
+        print("Loading safetensors checkpoint shards: 100% Completed | 1/1", file=sys.stderr)
+        return ScriptedBackend(eiffel)
+
+    monkeypatch.setattr(cli, "_build_backend", noisy_engine)
+    # as outside pytest: Python's standard error writes to descriptor 2 (capfd gives it a file of its own)
+    monkeypatch.setattr(sys, "stderr", open(2, "w", buffering=1, closefd=False))  # noqa: SIM115
+    argv = [command, "--dataset", str(questions), "--index", str(tmp_path / "index"), "--no-coverage-check"]
+    argv += ["-k", "4", "--exemplars", "0", "--max-tokens", "10", "--delta", "-6"]
+    argv += ["--out", str(tmp_path / "out.jsonl")] if command == "eval" else ["--profile-dir", str(tmp_path / "p")]
+    argv += ["--points", "2"] if command == "calibrate" else []
+    before = _fd2()
+    assert cli.main(argv) == 0
+    assert _fd2() == before
+    quiet = capfd.readouterr()
+    for noise in ("NUMA", "Triton", "safetensors"):
+        assert noise not in quiet.err and noise not in quiet.out
+        assert noise in (tmp_path / "cache" / "logs" / "engine.log").read_text()
+    assert "EM" in quiet.out if command == "eval" else "delta =" in quiet.out
+    assert "100%" in quiet.err  # the command's own progress bar still reaches the terminal
+    assert cli.main([*argv, "-v"]) == 0
+    assert "NUMA" in capfd.readouterr().err

@@ -109,6 +109,8 @@ INFO = {
     "estimators": ["eigenscore"],
     "supports_logits": False,
     "chat_template": False,
+    "seeded_sampling": True,
+    "dtype": "float32",
 }
 
 
@@ -210,7 +212,21 @@ def test_the_generate_body_the_client_sends_is_one_the_server_accepts(stub):
 
     Stub.script = []
     backend = RemoteBackend(stub)
+    assert backend.seeded  # the server says it takes seeds (seeded_sampling in /v1/seakr/info)
     config = SamplingConfig(k=3, max_tokens=5, stop=("\n",), seed=11, layer=2)
     body = backend._body(["a prompt"], config, layer=2)
     assert set(body) <= set(GenerateRequest.model_fields)
     assert parse_generate(body, Limits()).config == config
+
+
+def test_a_seakr_server_that_does_not_say_it_takes_seeds_gets_none(stub, monkeypatch):
+    from seakr_integrations.backends.remote import RemoteBackend
+    from seakr_integrations.params import SamplingConfig
+
+    monkeypatch.setitem(INFO, "seeded_sampling", False)
+    backend = RemoteBackend(stub)
+    body = backend._body(["a prompt"], SamplingConfig(k=3, seed=11), layer=1)
+    assert not backend.seeded and "seed" not in body
+    assert parse_generate(body, Limits()).seed is None  # the server sees no seed, and draws unseeded
+    monkeypatch.delitem(INFO, "seeded_sampling")  # an older server that says nothing: no seed either
+    assert not RemoteBackend(stub).seeded

@@ -12,8 +12,8 @@ from http.server import ThreadingHTTPServer
 import pytest
 from test_client_faults import INFO, Handler, free_url, serve  # noqa: F401 - the stub server and its fixtures
 
-from seakr_integrations.backends import remote
 from seakr_integrations.backends.remote import FIRST_CONTACT, RemoteBackend, RemoteBackendError
+from seakr_integrations.backends.remote_checks import RETRY_AFTER_RANGE, backoff, retry_after
 
 
 def _info(path: str) -> tuple[int, str, bytes]:
@@ -52,11 +52,19 @@ def test_the_server_sets_the_wait_with_retry_after() -> None:
     class Reply:
         headers = {"Retry-After": "3"}
 
-    assert remote._retry_after(Reply(), 0.5) == 3.0
+    assert retry_after(Reply(), 0.5) == 3.0
     Reply.headers = {"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}  # a date: the usual backoff
-    assert remote._retry_after(Reply(), 0.5) == 0.5
+    assert retry_after(Reply(), 2.0) == 2.0
     Reply.headers = {"Retry-After": "86400"}  # capped: a client never sleeps a day on one header
-    assert remote._retry_after(Reply(), 0.5) == 60.0
+    assert retry_after(Reply(), 0.5) == 60.0
+    for storm in ("0", "-5", "-inf", "1e-9"):  # at least half a second: no request storm
+        Reply.headers = {"Retry-After": storm}
+        assert retry_after(Reply(), 4.0) == RETRY_AFTER_RANGE[0] == 0.5
+    Reply.headers = {"Retry-After": "inf"}
+    assert retry_after(Reply(), 0.5) == 60.0
+    Reply.headers = {"Retry-After": "nan"}
+    assert retry_after(Reply(), 1.0) == 1.0
+    assert [backoff(a) for a in (1, 2, 3, 4, 5, 6, 2000)] == [0.5, 1, 2, 4, 8, 8, 8]  # no overflow, however many
 
 
 def test_a_server_that_restarts_mid_question_is_waited_for() -> None:

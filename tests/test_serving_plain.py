@@ -1,8 +1,9 @@
 """SeaKR through a stock `vllm serve` of SmolLM2 (CPU) without seakr's plugin, on a free 127.0.0.1 port.
 
 The server is `seakr serve`'s command line less everything of seakr's (the plugin, the worker extension, the
-logits processor), started with ``VLLM_PLUGINS`` empty so that no plugin loads: what a team that runs its own
-vLLM has.  RemoteBackend finds no /v1/seakr/info there, answers with a logprob estimator, and refuses EigenScore.
+logits processor), started with ``VLLM_PLUGINS`` empty so that no plugin loads: what a team that runs vLLM tuned as
+seakr's server is has.  RemoteBackend finds no /v1/seakr/info there, answers with a logprob estimator, and refuses
+EigenScore.  The server exactly as docs/serving.md starts it (vLLM's defaults) is test_serving_plain_docs.py's.
 """
 
 from __future__ import annotations
@@ -103,8 +104,7 @@ def test_seakr_answers_through_a_stock_vllm_server_and_refuses_eigenscore(stock_
             max_tokens=24,
             num_exemplars=2,
             max_steps=2,
-            check_claims=False,
-            cascade_estimator=None,
+            rules="default,-claim-check,-token-cascade",
         )
         seakr = SeaKR(backend, demo_index(), config)
         results = seakr.answer_many(["Who directed the film Jaws?", "What is the capital of France?"])

@@ -41,6 +41,8 @@ class SelfAwareBackend(ABC):
     eos_token_id: int
     supports_logits: bool = False
     """Whether greedy continuations carry ``logit_lse`` (needed by the energy estimator)."""
+    dtype: str | None = None
+    """The dtype the model runs in (``"float32"``...), where known: a calibration profile records it."""
     reads_hidden_states: bool = True
     """Whether samples carry EOS vectors (or a server's scores of them): what EigenScore needs.  ``False`` only for
     a plain OpenAI-compatible server (``RemoteBackend`` without seakr's routes), which returns logprobs alone: it has

@@ -107,6 +107,7 @@ class HFBackend(SelfAwareBackend):
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(path))
             self.model_name = str(model)
         self.model.to(self.device).eval()
+        self.dtype = str(getattr(self.model, "dtype", "")).removeprefix("torch.") or None
         self.tokenizer = tokenizer
         self.layers = find_decoder_layers(self.model)
         config = self.model.config

@@ -127,10 +127,25 @@ class PlainTokenizer(ServerTokenizer):
         return self.decode([int(t) for t in self._request("POST", "/tokenize", body)["tokens"]])
 
 
-def completion_bodies(model: str, prompt_ids: list[list[int]], config: SamplingConfig) -> list[dict[str, Any]]:
+def check_sampling(config: SamplingConfig, where: str) -> None:
+    """Refuse (``ValueError``, saying why) a setting a plain server cannot serve: a hidden-state ``source`` other than
+    the default (nothing is read there; ``layer`` is refused by ``resolve_layer``)."""
+    if config.source != "mlp":
+        raise ValueError(
+            f"source={config.source!r}: the server at {where} is a plain OpenAI-compatible server, which returns no "
+            f"hidden states, so there is no source to read; leave source unset, or start a server with seakr's "
+            f"plugin: {PLUGIN_COMMAND}"
+        )
+
+
+def completion_bodies(
+    model: str, prompt_ids: list[list[int]], config: SamplingConfig, *, seeded: bool = False
+) -> list[dict[str, Any]]:
     """The ``/v1/completions`` requests of one self-aware call of these prompts: the greedy one (temperature 0), and
     the k samples' (``n=k``, the config's sampling) unless ``k`` is 0.  Both return each token's log-probability
-    (``logprobs=0``: the chosen token's only) and the token ids (vLLM's ``return_token_ids``)."""
+    (``logprobs=0``: the chosen token's only) and the token ids (vLLM's ``return_token_ids``).  The samples carry
+    the config's ``seed`` only when ``seeded``: a plain server cannot say that it takes one, and a stock vLLM on CPU
+    with chunked prefill (its default there) exits on a seeded request whose prefill is chunked."""
     shared = {
         "model": model,
         "prompt": prompt_ids,
@@ -143,7 +158,7 @@ def completion_bodies(model: str, prompt_ids: list[list[int]], config: SamplingC
     bodies = [{**shared, "n": 1, "temperature": 0.0}]
     if config.k > 0:
         sampling = {"temperature": config.temperature, "top_p": config.top_p, "top_k": max(config.top_k, 0)}
-        bodies.append({**shared, "n": config.k, **sampling, "seed": config.seed})
+        bodies.append({**shared, "n": config.k, **sampling, **({"seed": config.seed} if seeded else {})})
     return bodies
 
 

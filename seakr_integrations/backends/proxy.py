@@ -35,6 +35,10 @@ class ProxyBackend(SelfAwareBackend):
         return self.inner.reads_hidden_states
 
     @property
+    def dtype(self) -> str | None:  # type: ignore[override]
+        return self.inner.dtype
+
+    @property
     def last_timings(self) -> dict[str, float]:  # type: ignore[override]
         return self.inner.last_timings
 

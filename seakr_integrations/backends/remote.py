@@ -18,16 +18,23 @@ from seakr_integrations.backends import openai_plain
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.remote_checks import (
     DEFAULT_TIMEOUT,
+    backoff,
     check_api_key,
     check_base_url,
     check_timeout,
     reply_field,
+    retry_after,
     server_message,
 )
-from seakr_integrations.backends.remote_errors import RemoteBackendError, ServerUnavailableError, ServerWatch
+from seakr_integrations.backends.remote_errors import (
+    RemoteBackendError,
+    ServerUnavailableError,
+    ServerWatch,
+    warn_unseeded,
+)
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.params import HiddenSource, SamplingConfig
+from seakr_integrations.params import HiddenSource, SamplingConfig, check_int
 from seakr_integrations.serving.wire import decode_vectors, output_from_json
 
 __all__ = ["RemoteBackend", "RemoteBackendError", "ServerUnavailableError"]
@@ -35,6 +42,8 @@ __all__ = ["RemoteBackend", "RemoteBackendError", "ServerUnavailableError"]
 RETRY_STATUSES = (502, 503, 504)
 FIRST_CONTACT = 5.0
 """Seconds of retries before a server has answered once: a wrong URL or a server not started fails fast."""
+MIN_ATTEMPT = 0.5
+"""Seconds a retry must have left of the patience after its wait: one that could not finish is not sent."""
 
 
 class RemoteBackend(SelfAwareBackend):
@@ -44,18 +53,24 @@ class RemoteBackend(SelfAwareBackend):
         base_url: The server, e.g. ``"http://127.0.0.1:8000"`` (a trailing ``/v1`` is accepted).
         api_key: The server's ``--api-key``, if it has one (sent as a bearer token; never logged or shown).
         timeout: Seconds one request may take, retries included (a connection error or a 502/503/504 is retried with
-            backoff; before the server first answered, for ``FIRST_CONTACT`` seconds at most).
+            backoff, or after the server's ``Retry-After`` clamped to 0.5..60 s; before the server first answered,
+            for ``FIRST_CONTACT`` seconds at most).
         return_vectors: Also fetch the samples' EOS vectors (to compute estimators locally); off by default, as
-            the server computes every estimator it serves.
-        max_connections: Requests in flight at once (the server batches them in its engine).
+            the server computes every estimator it serves.  Refused for a plain server, which has none.
+        max_connections: Requests in flight at once (the server batches them in its engine), at least 1.
 
     Attributes:
         kind: ``"seakr"`` (the server has seakr's routes: every estimator) or ``"openai"`` (a plain
             OpenAI-compatible server: the estimators that need only logprobs; ``reads_hidden_states`` is ``False``).
+        seeded: Whether requests carry ``SamplingConfig.seed``: only to a server that says it takes one
+            (``seeded_sampling`` in ``/v1/seakr/info``).  A plain server cannot say so (a stock vLLM on CPU exits on
+            a seeded request whose prefill is chunked), so its samples are drawn unseeded: not reproducible, and
+            the first call that samples warns once.
 
     Raises:
-        ValueError: ``base_url`` is not an http(s) URL, ``timeout`` is not a positive number, or ``api_key`` cannot
-            be sent (a newline, whitespace, a non-ASCII character: the message says which, never the key).
+        ValueError: ``base_url`` is not an http(s) URL, ``timeout`` is not a positive number, ``api_key`` cannot
+            be sent (a newline, whitespace, a non-ASCII character: the message says which, never the key),
+            ``max_connections`` is below 1, or ``return_vectors`` is asked of a plain server.
         RemoteBackendError: The server cannot be reached, does not answer within ``timeout``, refuses the key,
             answers something that is not a seakr or OpenAI-compatible reply, or is a plain server without the
             ``/tokenize`` route SeaKR's prompts need.  The first two (and 502/503/504 past ``timeout``) are a
@@ -85,12 +100,22 @@ class RemoteBackend(SelfAwareBackend):
         self._answered = False  # whether the server has answered once: then a gap is a restart, worth waiting for
         self._watch = ServerWatch(self.base_url, self.timeout)  # once it failed, a quick check before each request
         self.return_vectors = bool(return_vectors)
-        self.max_connections = int(max_connections)
+        self.max_connections = check_int("max_connections", max_connections, "an integer >= 1 (default 32)", 1)
+        self.seeded = False
+        self._warned_unseeded = False
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         limits = httpx.Limits(max_connections=self.max_connections, max_keepalive_connections=self.max_connections)
         self._client = httpx.Client(headers=headers, timeout=self.timeout, limits=limits)
-        info = self._request("GET", "/v1/seakr/info", absent=(404,))
         self.last_timings = {}
+        try:
+            self._connect()
+        except BaseException:
+            self._client.close()  # no pooled connection outlives a refused or failed construction
+            raise
+
+    def _connect(self) -> None:
+        """Ask the server what it is: seakr's routes (``/v1/seakr/info``), else a plain OpenAI-compatible server."""
+        info = self._request("GET", "/v1/seakr/info", absent=(404,))
         if info is None:
             self._connect_plain()
             return
@@ -108,6 +133,8 @@ class RemoteBackend(SelfAwareBackend):
         if not isinstance(estimators, list) or not all(isinstance(e, str) for e in estimators):
             raise RemoteBackendError(f"{where} answered estimators={estimators!r:.80}, not a list of names")
         self.estimators = tuple(estimators)
+        self.seeded = info.get("seeded_sampling") is True
+        self.dtype = info.get("dtype") if isinstance(info.get("dtype"), str) else None
         self.tokenizer = _RemoteTokenizer(self, bool(info.get("chat_template")))
 
     @staticmethod
@@ -122,6 +149,12 @@ class RemoteBackend(SelfAwareBackend):
         """Set up a server without seakr's routes: its model, its tokenizer routes, no layers to read."""
         self.kind = "openai"
         self.reads_hidden_states = False
+        if self.return_vectors:
+            raise ValueError(
+                f"return_vectors=True: {self.base_url} is a plain OpenAI-compatible server (no /v1/seakr/info), which "
+                f"returns no hidden states; leave return_vectors off, or start a server with seakr's plugin: "
+                f"{openai_plain.PLUGIN_COMMAND}"
+            )
         try:
             self.model_name, context = openai_plain.served_model(self._request, self.base_url)
         except (KeyError, TypeError, ValueError, AttributeError) as error:
@@ -152,7 +185,7 @@ class RemoteBackend(SelfAwareBackend):
         """One JSON request with retries; the parsed reply (``None`` when the status is in ``absent``: a route the
         server may lack), or a ``RemoteBackendError`` naming URL and status.  Retries stop when their next wait
         would end after the patience (``timeout``, or ``FIRST_CONTACT`` before the server first answered), so a
-        request fails within its time limit."""
+        request fails within its time limit (each attempt is given what is left of ``timeout``)."""
         import httpx
 
         url = self.base_url + path
@@ -160,15 +193,18 @@ class RemoteBackend(SelfAwareBackend):
         started = time.monotonic()
         patience = self.timeout if self._answered else min(self.timeout, FIRST_CONTACT)
         for attempt in itertools.count(1):
-            wait = min(0.5 * 2 ** (attempt - 1), 8.0)
+            wait = backoff(attempt)
+            left = self.timeout - (time.monotonic() - started)  # each attempt gets what is left of the timeout
             try:
-                response = self._client.request(method, url, json=body)
+                if left <= 0:
+                    raise httpx.TimeoutException("no time left for another attempt")
+                response = self._client.request(method, url, json=body, timeout=left)
             except httpx.TimeoutException as exc:
                 raise self._watch.error(
                     f"{method} {url} timed out after {self.timeout:g} s ({type(exc).__name__})"
                 ) from None
             except httpx.TransportError as exc:
-                if time.monotonic() - started + wait < patience:
+                if time.monotonic() - started + wait + MIN_ATTEMPT < patience:
                     time.sleep(wait)
                     continue
                 raise self._watch.error(
@@ -176,8 +212,8 @@ class RemoteBackend(SelfAwareBackend):
                     f"{type(exc).__name__}: {exc}; is `seakr serve` running there?"
                 ) from None
             if response.status_code in RETRY_STATUSES:
-                wait = _retry_after(response, wait)
-                if time.monotonic() - started + wait < patience:
+                wait = retry_after(response, wait)
+                if time.monotonic() - started + wait + MIN_ATTEMPT < patience:
                     time.sleep(wait)
                     continue
             self._answered = True
@@ -212,6 +248,10 @@ class RemoteBackend(SelfAwareBackend):
     def _generate(
         self, prompts: list[str], prompt_ids: list[list[int]], configs: list[SamplingConfig], layer: int
     ) -> list[SelfAwareOutput]:
+        for config in configs:
+            if self.kind == "openai":
+                openai_plain.check_sampling(config, self.base_url)
+            self._note_unseeded(config)
         groups: dict[SamplingConfig, list[int]] = {}
         for i, config in enumerate(configs):
             groups.setdefault(config, []).append(i)
@@ -232,7 +272,7 @@ class RemoteBackend(SelfAwareBackend):
         """The outputs of prompts that share one sampling config: one seakr request, or a plain server's greedy and
         sample requests at once."""
         if self.kind == "openai":
-            bodies = openai_plain.completion_bodies(self.model_name, prompt_ids, config)
+            bodies = openai_plain.completion_bodies(self.model_name, prompt_ids, config, seeded=False)
             with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
                 replies = list(pool.map(lambda b: self._request("POST", "/v1/completions", b), bodies))
             try:
@@ -255,7 +295,15 @@ class RemoteBackend(SelfAwareBackend):
         """The ``/v1/seakr/generate`` request of prompts that share one sampling config: every ``SamplingConfig``
         field (the server reads each one), with the resolved ``layer``."""
         body = {"prompts": prompts, **dataclasses.asdict(config), "stop": list(config.stop), "layer": layer}
+        if not self.seeded:  # a server that has not said it takes seeds gets none
+            del body["seed"]
         return {**body, "estimators": list(self.estimators), "return_vectors": self.return_vectors}
+
+    def _note_unseeded(self, config: SamplingConfig) -> None:
+        """Warn once, at the first call that samples, when the samples go without their seed."""
+        if config.k and not self.seeded and not self._warned_unseeded:
+            self._warned_unseeded = True
+            warn_unseeded(self.base_url, self.kind == "openai", stacklevel=5)
 
     def stream(self) -> GenerationStream:
         """Each submitted prompt is one HTTP request at once (the server batches concurrent requests in its
@@ -284,7 +332,9 @@ class _RemoteStream(GenerationStream):
         backend._checked_prompts([prompt])
         layer = backend.resolve_layer(config.layer)
         ids: list[int] = []
+        backend._note_unseeded(config)
         if backend.kind == "openai":  # a seakr server tokenises and checks the prompt itself
+            openai_plain.check_sampling(config, backend.base_url)
             ids = backend.tokenize(prompt)
             backend._check_fits(0, ids, config)
         ticket = self._next_ticket
@@ -341,11 +391,3 @@ class _RemoteTokenizer(openai_plain.ServerTokenizer):
 
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
         return self._ask("chat_prompt", {"messages": messages}, "prompt", str)
-
-
-def _retry_after(response: Any, default: float) -> float:
-    """The wait a 503 asks for (``Retry-After`` in seconds, at most 60), else ``default``."""
-    try:
-        return min(max(float(response.headers.get("Retry-After", default)), 0.0), 60.0)
-    except ValueError:  # an HTTP date: rare from a server; back off as usual
-        return default

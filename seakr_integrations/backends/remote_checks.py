@@ -5,6 +5,7 @@ server's answer), apart from the HTTP code so that every entry point validates t
 from __future__ import annotations
 
 import html
+import math
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -16,6 +17,10 @@ from seakr_integrations.params import check_seconds
 DEFAULT_TIMEOUT = 600.0
 """Seconds one request to a model server may take, by default (a generate call of many samples on a CPU server can
 take minutes).  ``RemoteBackend(timeout=)``, ``ChatSeaKR`` / ``SeaKRLLM(timeout=)`` and ``seakr ... --timeout``."""
+
+RETRY_AFTER_RANGE = (0.5, 60.0)
+"""Seconds a ``Retry-After`` may ask a client to wait: at least half a second (a server that says 0, or less, would
+otherwise draw a request storm: 1,024 requests in 2 s), at most a minute."""
 
 _SCHEME_TYPO = re.compile(r"^(h?t?t?p?s?)(:/{0,3}|/{1,3})", re.IGNORECASE)
 _TYPE_NAMES = {"str": "string", "int": "integer", "float": "number", "list": "list", "dict": "object"}
@@ -131,3 +136,21 @@ def server_message(response: Any) -> str:
             error = error.get("message", error)
         return str(error)[:500]
     return str(data)[:500]
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry number ``attempt`` (1, 2, ...): 0.5 doubling to 8."""
+    return 0.5 * 2 ** min(max(attempt, 1) - 1, 4)
+
+
+def retry_after(response: Any, default: float) -> float:
+    """The wait a 502/503/504 asks for (``Retry-After`` in seconds, clamped to ``RETRY_AFTER_RANGE``), else
+    ``default`` (an HTTP date, rare from a server, or a value that is not a finite number: back off as usual)."""
+    raw = response.headers.get("Retry-After")
+    try:
+        wait = float(raw) if raw is not None else default
+    except ValueError:
+        return default
+    if not math.isfinite(wait):
+        return default if math.isnan(wait) else RETRY_AFTER_RANGE[1] if wait > 0 else RETRY_AFTER_RANGE[0]
+    return min(max(wait, RETRY_AFTER_RANGE[0]), RETRY_AFTER_RANGE[1])

@@ -5,11 +5,33 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from typing import Any
 
 QUICK_CHECK = 5.0
 """Seconds a server seen unavailable gets to answer its ``/health`` before a request is sent to it (and the seconds
 after a failure during which a request fails at once, without a check)."""
+
+
+class UnseededSamplesWarning(UserWarning):
+    """A server draws a client's samples without their seed: the samples (and what they decide) are not
+    reproducible from run to run."""
+
+
+def warn_unseeded(base_url: str, plain: bool, stacklevel: int = 2) -> None:
+    """Say once per client that ``base_url``'s samples go without their seed, and why."""
+    why = (
+        "it is a plain OpenAI-compatible server, which cannot say whether it takes per-request seeds (a stock vLLM "
+        "server on CPU with chunked prefill, vLLM's default there, exits on a seeded request)"
+        if plain
+        else "it says it takes no per-request seed (it runs on CPU with chunked prefill)"
+    )
+    warnings.warn(
+        f"the samples from {base_url} are drawn without SamplingConfig.seed, so they are not reproducible: {why}. "
+        "For reproducible samples, serve the model with `seakr serve MODEL` (it says it takes seeds)",
+        UnseededSamplesWarning,
+        stacklevel=stacklevel,
+    )
 
 
 class RemoteBackendError(RuntimeError):

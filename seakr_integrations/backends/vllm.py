@@ -16,6 +16,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.vllm_settings import (
+    CHUNKED_PREFILL_SEEDS,
     CPU_BLOCK_SIZE,
     TOP_K_TOP_P,
     WORKER_EXTENSION,
@@ -23,6 +24,7 @@ from seakr_integrations.backends.vllm_settings import (
     engine_environment,
     kv_cache_bytes,
     request_params,
+    takes_seeds,
 )
 from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
 from seakr_integrations.backends.vllm_stream import VLLMStream
@@ -124,6 +126,11 @@ class VLLMBackend(SelfAwareBackend):
         from vllm.platforms import current_platform
 
         on_cpu = current_platform.is_cpu()
+        if not takes_seeds(on_cpu, bool(engine_kwargs.get("enable_chunked_prefill"))):
+            raise ValueError(
+                f"enable_chunked_prefill=True: {CHUNKED_PREFILL_SEEDS}, and SeaKR's samples are seeded "
+                "(SamplingConfig.seed); leave it out: on CPU VLLMBackend runs whole prefills"
+            )
         start_env = engine_environment(on_cpu, kv_cache_space_gib, preload_intel_openmp)
         if max_model_len is None:
             max_model_len = default_max_model_len(path)
@@ -142,6 +149,7 @@ class VLLMBackend(SelfAwareBackend):
         self._sampling_params = vllm.SamplingParams
         self.tokenizer = self.llm.get_tokenizer()
         hf_config = self.llm.llm_engine.model_config.hf_text_config
+        self.dtype = str(self.llm.llm_engine.model_config.dtype).removeprefix("torch.")
         self.num_layers = int(hf_config.num_hidden_layers)
         self.hidden_size = int(hf_config.hidden_size)
         self.max_context = int(max_model_len)

@@ -6,13 +6,13 @@ from vLLM at import time, so the launcher and torch-free tests can read it.
 from __future__ import annotations
 
 import ctypes.util
-import json
 import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from seakr_integrations.models import read_config
 from seakr_integrations.params import SamplingConfig
 
 LOAD_FORMAT = "seakr"
@@ -43,14 +43,14 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 
 def max_model_len(model_dir: str | os.PathLike[str]) -> int:
     """The context to allocate: the model's own, capped at 8,192 tokens (SeaKR's prompts are a few thousand)."""
-    config = json.loads((Path(model_dir) / "config.json").read_text())
+    config = read_config(model_dir)
     return min(int(config.get("max_position_embeddings") or 8192), 8192)
 
 
 def kv_bytes_per_token(model_dir: str | os.PathLike[str], dtype: str = "auto") -> int:
     """Bytes one token's keys and values take in every layer: 2 x layers x KV heads x head size x the dtype's bytes
     (``"auto"``: the checkpoint's; 4 when unknown, which over- rather than under-sizes)."""
-    config = json.loads((Path(model_dir) / "config.json").read_text())
+    config = read_config(model_dir)
     config = config.get("text_config", config)
     heads = int(config["num_attention_heads"])
     head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
@@ -93,6 +93,19 @@ def cpu_engine_settings(context: int, kv_cache_memory_bytes: int | None = None) 
     if kv_cache_memory_bytes is not None:
         settings["kv_cache_memory_bytes"] = int(kv_cache_memory_bytes)
     return settings
+
+
+CHUNKED_PREFILL_SEEDS = (
+    "vLLM's CPU runner crashes on a request with a per-request seed whose prefill is chunked (the worker raises "
+    "`RuntimeError: CPU Generator does not use offset`, and the engine and its server exit)"
+)
+"""Why a CPU engine with chunked prefill takes no per-request seed, in the words of an error message."""
+
+
+def takes_seeds(on_cpu: bool, chunked_prefill: bool) -> bool:
+    """Whether an engine can run requests with their own seed: not a CPU engine that chunks prefills
+    (``CHUNKED_PREFILL_SEEDS``; vLLM's CPU default, which ``cpu_engine_settings`` turns off)."""
+    return not (on_cpu and chunked_prefill)
 
 
 def _intel_openmp() -> str | None:
@@ -139,11 +152,12 @@ def single_process_environment() -> dict[str, str]:
 
 
 def request_params(
-    sampling_params: Any, config: SamplingConfig, *, custom_top_k_top_p: bool = True
+    sampling_params: Any, config: SamplingConfig, *, custom_top_k_top_p: bool = True, seeded: bool = True
 ) -> tuple[Any, Any, Any]:
     """vLLM ``SamplingParams`` (``sampling_params``, passed in: this module does not import vLLM) of ``config``'s
     greedy request, its ``n=k`` request (``None`` for k=0) and the read-outs; ``custom_top_k_top_p``: the engine runs
-    seakr's top-k/top-p logits processor (else vLLM's, which sorts)."""
+    seakr's top-k/top-p logits processor (else vLLM's, which sorts); ``seeded=False``: the samples carry no seed
+    (an engine that cannot take one, ``takes_seeds``)."""
     from vllm.sampling_params import RequestOutputKind
 
     common = {"max_tokens": config.max_tokens, "min_tokens": config.min_tokens, "stop": list(config.stop)}
@@ -159,7 +173,7 @@ def request_params(
         sampled = sampling_params(
             n=config.k,
             temperature=config.temperature,
-            seed=config.seed,
+            seed=config.seed if seeded else None,
             logprobs=0,
             output_kind=RequestOutputKind.CUMULATIVE,
             **top,

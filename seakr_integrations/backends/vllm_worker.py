@@ -5,6 +5,7 @@ Workers import this module: it must stay light (torch and our layer lookup only)
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,28 @@ from seakr_integrations.backends.vllm_cpu_memory import RELEASED_BYTES, register
 __all__ = ["SeaKRWorkerExtension", "raise_v2_runner", "token_digest", "unpack_popped"]
 
 register_loader()  # vLLM imports this module into each worker before the model loads: its load format is known there
+
+CAST_LOGGER = "vllm.model_executor.models.utils"
+"""vLLM's logger that warns once per weight when the checkpoint's dtype is not the engine's (122 lines for SmolLM2)."""
+
+
+class _FirstCastOnly(logging.Filter):
+    """Lets the first "Attempted to load weight ... with dtype" warning through, saying the rest are alike."""
+
+    seen = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Attempted to load weight"):
+            return True
+        if self.seen:
+            return False
+        self.seen = True
+        record.msg = f"{record.msg} (and every other weight alike: the checkpoint's dtype is not --dtype)"
+        return True
+
+
+if not any(isinstance(f, _FirstCastOnly) for f in logging.getLogger(CAST_LOGGER).filters):
+    logging.getLogger(CAST_LOGGER).addFilter(_FirstCastOnly())
 
 V2_RUNNER_HINT = (
     "this vLLM worker uses the V2 model runner, which has no `input_batch` to map hidden-state rows to requests: "

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 from seakr_integrations.cli import common
-from seakr_integrations.cli.quiet import engine_output_to_log
+from seakr_integrations.cli.quiet import add_verbose_argument, quiet_command
 
 log = logging.getLogger("seakr")
 
@@ -25,13 +25,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ask.add_argument(
         "-q", "--quiet", action="store_true", help="no progress lines (shown on a terminal: each decision as made)"
     )
-    ask.add_argument(
-        "-v",
-        "--verbose",
-        dest="engine_output",
-        action="store_true",
-        help="show what vLLM and torch print (otherwise kept in <cache>/logs/engine.log, shown when a command fails)",
-    )
+    add_verbose_argument(ask)
     ask.set_defaults(func=run)
 
 
@@ -51,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     progress = not (args.json or args.quiet) and sys.stderr.isatty()
     with (
-        engine_output_to_log(enabled=not args.engine_output and not args.server) as console,
+        quiet_command(args) as console,
         show_progress(wanted=progress, stream=console),
     ):
         if args.server:

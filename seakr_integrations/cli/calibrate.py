@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from seakr_integrations.cli import common
+from seakr_integrations.cli.quiet import add_verbose_argument, own_stderr, quiet_command
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     cal.add_argument("--json", action="store_true", help="print the profile as JSON")
     common.add_seakr_arguments(cal)
+    add_verbose_argument(cal)
     cal.set_defaults(func=run)
 
 
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if args.all_estimators:
         estimators += [e for e in estimator_names() if e != config.estimator]
     saved = []
-    with common.model_backend(args) as backend:
+    with quiet_command(args) as console, common.model_backend(args) as backend, own_stderr(console):
         shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
         for estimator in estimators:
             if args.all_estimators and not backend.reads_hidden_states and REGISTRY[estimator].needs & HIDDEN_NEEDS:

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from seakr_integrations.cli import common
+from seakr_integrations.cli.quiet import add_verbose_argument, own_stderr, quiet_command
 
 STOPPED = 3
 """The exit status of a run stopped because the server did not answer (rerun to resume); 2 is a usage error."""
@@ -40,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")
     ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
     common.add_seakr_arguments(ev)
+    add_verbose_argument(ev)
     ev.set_defaults(func=run)
 
 
@@ -90,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     search = common.search_settings(args)
     retriever, where = common.checked_retriever(args, questions)
     summaries = {}
-    with common.model_backend(args) as model:
+    with quiet_command(args) as console, common.model_backend(args) as model, own_stderr(console):
         # Methods run in one process share identical calls (same prompt and settings, seeded sampling): an ablation
         # that follows SeaKR's path pays only where it leaves it.  Records' seconds count only the calls made.
         backend = CachedBackend(model) if len(methods) > 1 else model

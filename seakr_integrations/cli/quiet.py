@@ -25,6 +25,34 @@ OWN_LOGGERS = ("seakr", "seakr_integrations", "langchain_seakr", "llamaindex_sea
 the terminal while the engine's output is logged."""
 
 
+def add_verbose_argument(parser: Any) -> None:
+    """``-v/--verbose`` (``args.engine_output``): show what vLLM and torch print instead of logging it."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        dest="engine_output",
+        action="store_true",
+        help="show what vLLM and torch print (otherwise kept in <cache>/logs/engine.log, shown when a command fails)",
+    )
+
+
+@contextlib.contextmanager
+def quiet_command(args: Any) -> Iterator[TextIO]:
+    """For a command's block: the engine's output goes to the log (:func:`engine_output_to_log`) unless ``-v`` or
+    ``--server`` (no engine here) was given; yields the terminal's stream.  Python's ``sys.stderr`` stays the
+    descriptor, so what the engine's Python code prints while it starts is logged too: pass the stream to
+    :func:`own_stderr` around the command's own progress once the model is loaded."""
+    enabled = not getattr(args, "engine_output", False) and not getattr(args, "server", None)
+    with engine_output_to_log(enabled=enabled) as console:
+        yield console
+
+
+def own_stderr(console: TextIO) -> contextlib.AbstractContextManager[Any]:
+    """``sys.stderr`` as ``console`` for the block: the command's progress bars and messages reach the terminal
+    while the engine's output (file descriptor 2) stays in the log."""
+    return contextlib.redirect_stderr(console) if console is not sys.stderr else contextlib.nullcontext()
+
+
 def engine_log_path() -> Path:
     """Where the engine's output goes: ``<cache>/logs/engine.log`` (``SEAKR_CACHE_DIR`` moves it)."""
     from seakr_integrations.models import cache_dir

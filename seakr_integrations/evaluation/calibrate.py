@@ -164,6 +164,7 @@ def calibrate_delta(
         sweep=sweep,
         prompt=prompt_settings(base),
         cascade=_cascade(base, assessed, first, float(delta), agreement),
+        dtype=getattr(backend, "dtype", None),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.backends.base import eos_scoring_sequence
-from seakr_integrations.backends.vllm_settings import request_params
+from seakr_integrations.backends.vllm_settings import request_params, takes_seeds
 from seakr_integrations.backends.vllm_stream import continuation, greedy_logsumexp
 from seakr_integrations.backends.vllm_worker import raise_v2_runner
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
@@ -36,6 +36,16 @@ class ModelFacts:
     vocab_size: int
 
 
+def _on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def _scheduler(engine: Any) -> Any:
+    return getattr(getattr(engine, "vllm_config", None), "scheduler_config", None)
+
+
 class ServerEngine:
     """The self-aware generation of one ``vllm serve`` process on vLLM's ``EngineClient``, reading one ``layer`` and
     ``source`` (requests for another are refused).  ``custom_top_k_top_p``: whether seakr's top-k/top-p logits
@@ -50,9 +60,17 @@ class ServerEngine:
         source: str,
         supports_logits: bool,
         custom_top_k_top_p: bool,
+        *,
+        takes_seeds: bool = True,
+        dtype: str | None = None,
     ) -> None:
         from vllm import SamplingParams
 
+        self.takes_seeds = takes_seeds
+        """Whether requests may carry their own seed (``vllm_settings.takes_seeds``: not on a CPU engine that chunks
+        prefills); without, the samples are drawn unseeded and a request that sends a seed is refused."""
+        self.dtype = dtype
+        """The dtype the model runs in (``"float32"``...)."""
         self.engine = engine
         self.facts = facts
         self.tokenizer = tokenizer
@@ -97,7 +115,17 @@ class ServerEngine:
             int(tokenizer.eos_token_id),
             int(config.get_vocab_size()),
         )
-        return cls(engine, facts, tokenizer, layer, source, bool(installed.get("logits")), custom_top_k_top_p)
+        return cls(
+            engine,
+            facts,
+            tokenizer,
+            layer,
+            source,
+            bool(installed.get("logits")),
+            custom_top_k_top_p,
+            takes_seeds=takes_seeds(_on_cpu(), bool(getattr(_scheduler(engine), "enable_chunked_prefill", False))),
+            dtype=str(getattr(config, "dtype", "")).removeprefix("torch.") or None,
+        )
 
     @property
     def estimators(self) -> tuple[str, ...]:
@@ -118,6 +146,8 @@ class ServerEngine:
             "estimators": list(self.estimators),
             "supports_logits": self.supports_logits,
             "chat_template": bool(getattr(self.tokenizer, "chat_template", None)),
+            "seeded_sampling": self.takes_seeds,
+            "dtype": self.dtype,
         }
 
     async def generate(self, prompt: str, ids: list[int], config: SamplingConfig) -> SelfAwareOutput:
@@ -125,7 +155,7 @@ class ServerEngine:
         from vllm.inputs import TokensPrompt
 
         greedy_params, sample_params, readout_params = request_params(
-            self._params, config, custom_top_k_top_p=self._custom
+            self._params, config, custom_top_k_top_p=self._custom, seeded=self.takes_seeds
         )
         tag = uuid.uuid4().hex
         greedy_id = f"{GREEDY_PREFIX}{tag}"

@@ -4,6 +4,7 @@ options after the model win over seakr's defaults (docs/design/backends.md)."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -19,21 +20,23 @@ from seakr_integrations.backends.vllm_settings import (
 
 
 def _given(args: Sequence[str], flag: str) -> bool:
-    """Whether ``flag`` (or its ``--no-`` form, or ``flag=value``) is among ``args``."""
-    negative = "--no-" + flag[2:]
-    return any(a == flag or a.startswith(flag + "=") or a == negative for a in args)
+    """Whether ``flag`` (or its other ``--no-`` form, or ``flag=value``) is among ``args``."""
+    other = "--" + flag[5:] if flag.startswith("--no-") else "--no-" + flag[2:]
+    return any(a == flag or a.startswith(flag + "=") or a == other for a in args)
 
 
 def serve_command(
-    model: str, extra: Sequence[str] = (), *, on_cpu: bool | None = None
+    model: str, extra: Sequence[str] = (), *, on_cpu: bool | None = None, convert: bool = True
 ) -> tuple[list[str], dict[str, str]]:
-    """The command line and environment of ``seakr serve`` (for tests and for printing with ``--dry-run``)."""
-    from seakr_integrations.models import known_model_names, resolve_model
+    """The command line and environment of ``seakr serve`` (for tests and for printing with ``--dry-run``);
+    ``convert=False``: a packaged model not converted yet is named by the directory it will be converted into."""
+    from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, model_dir, resolve_model
 
-    path = resolve_model(model)
+    path = resolve_model(model) if convert else model_dir(model)[0]
     args = [sys.executable, "-m", *_server_module(), str(path)]
     defaults: list[tuple[str, list[str]]] = [
         ("--host", ["127.0.0.1"]),
+        ("--dtype", [REFERENCE_DTYPE]),  # the shipped calibration profiles' (vLLM's CPU default is bfloat16)
         ("--worker-extension-cls", [WORKER_EXTENSION]),
         ("--enforce-eager", []),
         ("--enable-prefix-caching", []),
@@ -49,7 +52,8 @@ def serve_command(
     if on_cpu:
         kv_bytes = None
         if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-            kv_bytes = kv_cache_bytes(path, context, _dtype(extra), prompts=SERVER_KV_CACHE_PROMPTS)
+            dtype = _dtype(extra) or REFERENCE_DTYPE
+            kv_bytes = kv_cache_bytes(path, context, dtype, prompts=SERVER_KV_CACHE_PROMPTS)
         defaults += _flags(cpu_engine_settings(context, kv_bytes))
     if _given(extra, "--worker-extension-cls"):  # seakr's load format is registered by seakr's extension only
         defaults = [(flag, values) for flag, values in defaults if flag != "--load-format"]
@@ -64,14 +68,14 @@ def serve_command(
     return args, env
 
 
-def _dtype(args: Sequence[str]) -> str:
-    """The ``--dtype`` among ``args`` (``auto`` when none): the KV cache's element size follows it."""
+def _dtype(args: Sequence[str]) -> str | None:
+    """The ``--dtype`` among ``args`` (``None`` when none): the KV cache's element size follows it."""
     for i, a in enumerate(args):
         if a == "--dtype" and i + 1 < len(args):
             return args[i + 1]
         if a.startswith("--dtype="):
             return a.split("=", 1)[1]
-    return "auto"
+    return None
 
 
 def _flags(settings: dict[str, object]) -> list[tuple[str, list[str]]]:
@@ -106,12 +110,31 @@ def _on_cpu() -> bool:
     return bool(current_platform.is_cpu())
 
 
+def command_line(args: Sequence[str], env: dict[str, str]) -> str:
+    """``args`` as one shell line, after the variables ``env`` sets or changes (what ``--dry-run`` prints)."""
+    changed = [f"{k}={shlex.quote(v)}" for k, v in env.items() if os.environ.get(k) != v]
+    return " ".join([*changed, *map(shlex.quote, args)])
+
+
 def serve(model: str, extra: Sequence[str] = (), *, dry_run: bool = False) -> int:
-    """Replace this process with ``vllm serve`` (so signals and the exit status are the server's)."""
-    args, env = serve_command(model, extra)
+    """Replace this process with ``vllm serve`` (so signals and the exit status are the server's); ``dry_run``:
+    print its command line and stop, converting nothing.  The server's own settings (``SEAKR_SERVE_*``) are checked
+    first: a bad one is a ``ValueError`` that names it, and no server starts."""
+    from seakr_integrations.models import model_dir
+    from seakr_integrations.serving.protocol import Limits, readout_from_environment
+
+    Limits.from_environment()
+    readout_from_environment()
+    args, env = serve_command(model, extra, convert=not dry_run)
     if dry_run:
-        changed = {k: env[k] for k in ("VLLM_PLUGINS", "VLLM_USE_V2_MODEL_RUNNER") if k in env}
-        print(" ".join(f"{k}={v}" for k, v in changed.items()), " ".join(args))
+        print(command_line(args, env))
+        path, ready = model_dir(model)
+        if not ready:
+            print(
+                f"seakr: {path} does not exist yet: `seakr serve {model}` converts the model into it first "
+                f"(or `seakr models --convert {model}`)",
+                file=sys.stderr,
+            )
         return 0
     sys.stdout.flush()
     os.execve(sys.executable, args, env)

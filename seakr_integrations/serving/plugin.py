@@ -3,7 +3,6 @@ in docs/serving.md; errors and the worker side: docs/design/backends.md."""
 
 import asyncio
 import logging
-import os
 from argparse import Namespace
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from seakr_integrations.backends.base import chat_template_prompt
+from seakr_integrations.backends.vllm_settings import CHUNKED_PREFILL_SEEDS
 from seakr_integrations.serving.admission import Overloaded, SampleBudget
 from seakr_integrations.serving.launch import TOP_K_TOP_P
 from seakr_integrations.serving.protocol import (
@@ -23,10 +23,13 @@ from seakr_integrations.serving.protocol import (
     VectorsRequest,
     parse,
     parse_generate,
+    readout_from_environment,
 )
 from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
 
-log = logging.getLogger("seakr.serve")
+log = logging.getLogger("vllm.seakr")
+"""Under vLLM's logger: the plugin's lines reach the server's log with vLLM's, in its format and at its level
+(``VLLM_LOGGING_LEVEL``); a logger outside ``vllm`` printed nothing there."""
 
 Handler = Callable[[Request, Any, Any], Any]
 
@@ -43,24 +46,49 @@ class SeaKREndpointPlugin:
     async def init_state(self, engine_client: Any, state: Any, args: Namespace) -> None:
         from seakr_integrations.serving.engine import ServerEngine
 
-        state.seakr_limits = limits = Limits.from_environment()
-        state.seakr_budget = SampleBudget(limits.max_samples_in_flight, limits.queue_seconds)
         state.seakr = None
         state.seakr_error = "this server has no engine (render-only)"
+        try:  # a bad SEAKR_SERVE_* setting: the standard routes keep working; seakr's answer 503 with the reason
+            state.seakr_limits = limits = Limits.from_environment()
+            layer, source = readout_from_environment()
+        except ValueError as exc:
+            state.seakr_error = f"seakr's routes are off: {exc}"
+            log.error("seakr routes disabled: %s", exc)
+            return
+        state.seakr_budget = SampleBudget(limits.max_samples_in_flight, limits.queue_seconds)
         if engine_client is None:
             return
         processors = [str(p) for p in (getattr(args, "logits_processors", None) or [])]
-        layer = os.environ.get("SEAKR_SERVE_LAYER")
-        source = os.environ.get("SEAKR_SERVE_SOURCE", "mlp")
         try:
-            state.seakr = await ServerEngine.start(
-                engine_client, None if layer is None else int(layer), source, TOP_K_TOP_P in processors
-            )
+            state.seakr = await ServerEngine.start(engine_client, layer, source, TOP_K_TOP_P in processors)
         except Exception as exc:  # the standard routes keep working; seakr's answer 503 with the reason
             state.seakr_error = str(exc)
             log.error("seakr routes disabled: %s", exc)
             return
         log.info("seakr routes ready: %s", state.seakr.info())
+        for warning in start_warnings(state.seakr):
+            log.warning("%s", warning)
+
+
+def start_warnings(engine: Any) -> list[str]:
+    """What a server's log says once at start about settings that cost its clients: samples without seeds, and a
+    dtype other than the one seakr's shipped calibration profiles were made in."""
+    from seakr_integrations.models import REFERENCE_DTYPE
+
+    warnings = []
+    if not engine.takes_seeds:
+        warnings.append(
+            f"this server takes no per-request seed: {CHUNKED_PREFILL_SEEDS}, and it runs on CPU with chunked "
+            "prefill; its samples are drawn unseeded (not reproducible) and a request with a seed is refused. Start "
+            "it with --no-enable-chunked-prefill (seakr serve's default on CPU) for seeded samples"
+        )
+    if engine.dtype is not None and engine.dtype != REFERENCE_DTYPE:
+        warnings.append(
+            f"this server runs {engine.dtype}; seakr's shipped calibration profiles were made in {REFERENCE_DTYPE}, "
+            f"so their delta may not fit its uncertainties: start it without --dtype (seakr serve runs "
+            f"{REFERENCE_DTYPE}), or calibrate against it (seakr calibrate --server URL --dataset QUESTIONS.jsonl)"
+        )
+    return warnings
 
 
 def endpoint_plugin() -> SeaKREndpointPlugin:
@@ -119,6 +147,12 @@ def _router() -> APIRouter:
     async def generate(raw_request: Request, engine: Any, body: Any) -> Any:
         request = parse_generate(body, raw_request.app.state.seakr_limits)
         config = request.config
+        if request.seed is not None and not engine.takes_seeds:
+            raise BadRequest(
+                f"seed={request.seed!r}: this server takes no per-request seed ({CHUNKED_PREFILL_SEEDS}, and it runs "
+                "on CPU with chunked prefill): leave seed out (its samples are then not reproducible), or restart it "
+                "with --no-enable-chunked-prefill (seakr serve's default on CPU)"
+            )
         if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
             raise BadRequest(
                 f"this server reads layer {engine.layer} ({engine.source}); the request asks for layer "

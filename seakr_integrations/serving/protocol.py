@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from seakr_integrations.params import SamplingConfig
+from seakr_integrations.params import MAX_K, MAX_TOKENS, SamplingConfig
 from seakr_integrations.reasoning.config import check_alpha
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import estimators_for
@@ -42,8 +42,22 @@ class Limits:
     max_samples_in_flight: int = 1024
     queue_seconds: int = 30
 
+    def __post_init__(self) -> None:
+        caps = {"max_k": MAX_K, "max_tokens": MAX_TOKENS}  # what any caller may ask for: a higher limit says nothing
+        for f in fields(self):
+            value, low, high = getattr(self, f.name), 0 if f.name == "queue_seconds" else 1, caps.get(f.name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+                within = f">= {low}" if high is None else f"from {low} to {high}"
+                raise ValueError(
+                    f"SEAKR_SERVE_{f.name.upper()}={value!r}: must be a whole number {within} (default {f.default}); "
+                    "set it to one, or unset it"
+                )
+
     @classmethod
     def from_environment(cls) -> Limits:
+        """The limits ``SEAKR_SERVE_<NAME>`` set (the defaults for the others); a ``ValueError`` naming the variable
+        for a value that is not a whole number in range, so a server never starts with limits that refuse
+        everything or nothing."""
         values = {}
         for f in fields(cls):
             raw = os.environ.get(f"SEAKR_SERVE_{f.name.upper()}")
@@ -51,8 +65,31 @@ class Limits:
                 try:
                     values[f.name] = int(raw)
                 except ValueError:
-                    raise ValueError(f"SEAKR_SERVE_{f.name.upper()}={raw!r}: must be an integer") from None
+                    raise ValueError(
+                        f"SEAKR_SERVE_{f.name.upper()}={raw!r}: must be a whole number (default {f.default}); set it "
+                        "to one, or unset it"
+                    ) from None
         return cls(**values)
+
+
+def readout_from_environment() -> tuple[int | None, str]:
+    """The layer (``None``: the model's L/2 - 1) and source a server reads, from ``SEAKR_SERVE_LAYER`` and
+    ``SEAKR_SERVE_SOURCE``; a ``ValueError`` naming the variable for a bad value."""
+    raw = os.environ.get("SEAKR_SERVE_LAYER")
+    layer = None
+    if raw is not None and raw.strip():
+        try:
+            layer = int(raw)
+        except ValueError:
+            layer = -1
+        if layer < 0:
+            raise ValueError(
+                f"SEAKR_SERVE_LAYER={raw!r}: must be a 0-based decoder layer index (unset: the model's L/2 - 1)"
+            )
+    source = os.environ.get("SEAKR_SERVE_SOURCE", "mlp")
+    if source not in ("mlp", "residual"):
+        raise ValueError(f"SEAKR_SERVE_SOURCE={source!r}: choose 'mlp' (the default) or 'residual'")
+    return layer, source
 
 
 class _Body(BaseModel):

