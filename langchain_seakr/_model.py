@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from langchain_seakr._keywords import KnownKeywords
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend
 from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
@@ -20,6 +21,7 @@ from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.self_aware_model import NOT_SELF_AWARE, SelfAwareModel
+from seakr_integrations.setting_conflicts import model_place_conflict
 from seakr_integrations.uncertainty.record import Uncertainty
 
 __all__ = ["SelfAwareModelMixin", "as_self_aware_model"]
@@ -44,7 +46,7 @@ def as_self_aware_model(llm: Any) -> SelfAwareModel:
     raise TypeError(NOT_SELF_AWARE.format(what=type(llm).__name__))
 
 
-class SelfAwareModelMixin(BaseModel):
+class SelfAwareModelMixin(KnownKeywords):
     """Fields and the scored call common to ``SeaKRLLM`` and ``ChatSeaKR``.
 
     The greedy continuation is always decoded at temperature 0; ``temperature``, ``top_k`` and ``top_p`` shape the
@@ -84,6 +86,16 @@ class SelfAwareModelMixin(BaseModel):
     chat_template: bool | None = None
     """Put prompts (and chat messages) in the model's chat template with the assistant turn opened (``None``: when
     the model has one; ``False``: send them as they are, e.g. prompts already formatted)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_place(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            model = data.get("model", data.get("model_name"))
+            conflict = model_place_conflict(cls.__name__, data.get("backend"), model, data.get("base_url"))
+            if conflict:
+                raise ValueError(conflict)
+        return data
 
     @field_validator("backend")
     @classmethod

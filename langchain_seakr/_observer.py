@@ -22,7 +22,7 @@ from seakr_integrations.reasoning.events import Observer, SeaKREvent, langchain_
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = ["LangChainObserver", "LangChainSearch", "emit_event", "search_documents"]
+__all__ = ["LangChainObserver", "LangChainSearch", "checked_documents", "emit_event", "search_documents"]
 
 
 def emit_event(callbacks: CallbackManager | Any, event: SeaKREvent, run_id: Any) -> None:
@@ -38,9 +38,21 @@ def search_documents(retriever: BaseRetriever, query: str, k: int, callbacks: An
         TypeError: The retriever returned something other than a list of Documents.
     """
     docs = retriever.invoke(query, config={"callbacks": callbacks} if callbacks is not None else None, k=k)
+    return checked_documents(retriever.get_name(), docs)[:k]
+
+
+def checked_documents(name: str, docs: Any) -> list[Document]:
+    """``docs`` when it is a list of Documents, else a ``TypeError`` saying what the retriever ``name`` returned
+    and what it must return."""
     if not isinstance(docs, list):
-        raise TypeError(f"{type(retriever).__name__} returned {type(docs).__name__}; expected a list of Documents")
-    return docs[:k]
+        raise TypeError(
+            f"{name} returned {type(docs).__name__}; a retriever must return a list of Documents (an empty list when "
+            "nothing matches)"
+        )
+    bad = [type(d).__name__ for d in docs if not isinstance(d, Document)]
+    if bad:
+        raise TypeError(f"{name} returned {bad[0]} objects; a retriever must return a list of Documents")
+    return docs
 
 
 class LangChainSearch:

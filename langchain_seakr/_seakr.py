@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_serializer, field_validator
 
+from langchain_seakr._keywords import KnownKeywords
 from langchain_seakr._model import SelfAwareModelMixin, as_self_aware_model
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, check_search_settings
@@ -17,7 +18,7 @@ from seakr_integrations.self_aware_model import LoopCache, SelfAwareModel
 __all__ = ["SeaKRComponent"]
 
 
-class SeaKRComponent(BaseModel):
+class SeaKRComponent(KnownKeywords):
     """Holds the self-aware model (``llm``) and SeaKR's settings (``config``) for a chain, gate or re-ranker.
 
     ``llm`` may be a ``SeaKRLLM``, a ``ChatSeaKR``, a ``SelfAwareBackend`` or ``None`` (the default model on
@@ -26,7 +27,7 @@ class SeaKRComponent(BaseModel):
     rule of every SeaKR component in both packages (``SelfAwareModel.loop_config``).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     llm: Any = Field(default=None, exclude=True)
     config: SeaKRConfig = Field(default_factory=SeaKRConfig)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentCompressor, Document
-from pydantic import field_validator
+from pydantic import ConfigDict, field_validator, model_validator
 
 from langchain_seakr._conversions import to_passage
 from langchain_seakr._observer import LangChainObserver
 from langchain_seakr._seakr import SeaKRComponent
 from seakr_integrations.reasoning.decisions import CandidateScore
+from seakr_integrations.setting_conflicts import SEARCH_SETTINGS, searches_nothing
 
 __all__ = ["SelfAwareReranker"]
 
@@ -32,16 +34,36 @@ class SelfAwareReranker(SeaKRComponent, BaseDocumentCompressor):
 
     Example:
         ```python
-        from langchain_classic.retrievers import ContextualCompressionRetriever
+        from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 
-        retriever = ContextualCompressionRetriever(
-            base_compressor=SelfAwareReranker(top_n=2), base_retriever=vectorstore.as_retriever(search_kwargs={"k": 6})
+        reranker = SelfAwareReranker(llm=ChatSeaKR(), top_n=2)
+        retriever = vectorstore.as_retriever(search_kwargs={"k": 6})
+        reranked = {"docs": retriever, "query": RunnablePassthrough()} | RunnableLambda(
+            lambda x: reranker.compress_documents(x["docs"], x["query"])
         )
+        reranked.invoke("Who directed Santa Sangre?")  # the 2 documents the model is surest after
         ```
+
+    LangChain's ``ContextualCompressionRetriever(base_compressor=reranker, base_retriever=...)`` takes it too; LangChain
+    v1 moved that class to ``langchain-classic`` (``pip install langchain-classic``), outside this package's install.
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     top_n: int = 3
     """How many documents to keep."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _searches_nothing(cls, data: Any) -> Any:
+        given = sorted(set(data) & SEARCH_SETTINGS) if isinstance(data, dict) else []
+        if given:
+            raise searches_nothing(
+                "SelfAwareReranker (it re-ranks the documents it is given)",
+                given[0],
+                "the component that searches (SeaKRChain, UncertaintyGatedRetriever, SeaKRMiddleware)",
+            )
+        return data
 
     @field_validator("top_n")
     @classmethod

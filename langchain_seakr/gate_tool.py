@@ -15,8 +15,13 @@ from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.tools import BaseTool, StructuredTool
 
 from langchain_seakr.agent_gate import AgentGate
+from seakr_integrations.keywords import accepted_keywords, check_keywords
+from seakr_integrations.setting_conflicts import searches_nothing
 
 __all__ = ["seakr_gate_tool"]
+
+TOOL_SETTINGS = ("llm", "config")
+"""The gate's settings the tool uses."""
 
 DESCRIPTION = (
     "Check whether you know the answer to a question without looking it up. Input: the question. Output: whether "
@@ -33,6 +38,8 @@ def seakr_gate_tool(
         gate: The gate's settings (``llm``, ``config``); or leave it out and pass them as keywords.
         name: The tool's name, as the agent's model sees it.
         description: What the tool is for, as the agent's model reads it.
+        **settings: ``llm`` and ``config``.  The tool searches nothing, so the middleware's search settings
+            (``retriever``, ``search_timeout``...) are refused here rather than ignored.
 
     Returns:
         A ``StructuredTool`` taking ``question``; its reply says ``sure`` or ``unsure`` with the explanation, and
@@ -44,8 +51,18 @@ def seakr_gate_tool(
         agent = create_agent(model, tools=[search, seakr_gate_tool(llm=ChatSeaKR(model="smollm2"))])
         ```
     """
+    unused = sorted(set(settings) & (accepted_keywords(AgentGate) - set(TOOL_SETTINGS)))
+    if unused:
+        raise searches_nothing(
+            "seakr_gate_tool (it tells the agent whether the model is sure; it takes llm= and config=)",
+            unused[0],
+            "SeaKRMiddleware",
+        )
+    check_keywords("seakr_gate_tool", settings, (*TOOL_SETTINGS, "gate", "name", "description"), config=True)
     if gate is not None and settings:
         raise TypeError("pass either gate= or its settings as keywords, not both")
+    if gate is not None and not isinstance(gate, AgentGate):
+        raise TypeError(f"gate must be an AgentGate (or pass its settings as keywords), got {type(gate).__name__}")
     checker = gate if gate is not None else AgentGate(**settings)
 
     def am_i_sure(question: str, callbacks: Callbacks = None) -> tuple[str, dict[str, Any]]:

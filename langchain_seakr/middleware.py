@@ -17,7 +17,7 @@ The decision and the kept passage are in the agent's state (``SeaKRAgentState``)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
@@ -28,6 +28,7 @@ from langgraph.types import Command
 
 from langchain_seakr.agent_gate import AgentGate
 from langchain_seakr.agent_state import SeaKRAgentState, document_from_state, document_to_state
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.decisions import GateDecision
 
 __all__ = ["SeaKRMiddleware"]
@@ -38,7 +39,12 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
 
     Args:
         gate: The settings as an ``AgentGate``; or leave it out and pass its fields as keywords: ``llm``,
-            ``config``, ``retriever``, ``retriever_tool``, ``skip_tool_when_sure``, ``context_template``.
+            ``config``, ``retriever``, ``retriever_tool``, ``skip_tool_when_sure``, ``context_template``,
+            ``search_timeout``, ``on_retrieval_error``.
+
+    Raises:
+        TypeError: An unknown keyword (the error names the nearest one), or ``gate`` is not an ``AgentGate``.
+        ValueError: A bad setting, or settings that contradict each other (``AgentGate`` says which).
 
     Example:
         ```python
@@ -62,22 +68,30 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
 
     def __init__(self, gate: AgentGate | None = None, **settings: Any) -> None:
         super().__init__()
+        check_keywords("SeaKRMiddleware", settings, accepted_keywords(AgentGate), config=True)
         if gate is not None and settings:
             raise TypeError("pass either gate= or its settings as keywords, not both")
+        if gate is not None and not isinstance(gate, AgentGate):
+            raise TypeError(f"gate must be an AgentGate (or pass its settings as keywords), got {type(gate).__name__}")
         self.gate = gate if gate is not None else AgentGate(**settings)
         """The settings and the gate they run."""
         self.tools = []
 
     # ------------------------------------------------------------------------------------------- the gate
     def before_model(self, state: SeaKRAgentState[Any], runtime: Any) -> dict[str, Any] | None:
-        """Decide once per turn, before its first model call: the decision and the kept passage go to the state."""
-        turn = _last_human(state["messages"])
-        if turn is None or state.get("seakr_turn") == _turn_id(turn, state["messages"]):
+        """Decide once per turn, before its first model call: the decision and the kept passage go to the state.
+
+        Raises:
+            ValueError: ``state`` has no ``messages`` (an agent's state always has them).
+        """
+        messages = _messages(state)
+        turn = _last_human(messages)
+        if turn is None or state.get("seakr_turn") == _turn_id(turn, messages):
             return None
         callbacks = get_callback_manager_for_config(ensure_config())
         decision = self.gate.decide(turn.text, callbacks=callbacks)
         return {
-            "seakr_turn": _turn_id(turn, state["messages"]),
+            "seakr_turn": _turn_id(turn, messages),
             "seakr_decision": decision.to_dict(),
             "seakr_passages": [document_to_state(d) for d in decision.documents],
         }
@@ -141,6 +155,19 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
             name=call["name"],
             artifact={"seakr_decision": stored},
         )
+
+
+def _messages(state: Any) -> list[AnyMessage]:
+    """The state's messages, or a ``ValueError`` saying what the middleware reads and where it runs."""
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    if not isinstance(messages, list):
+        got = f"keys {sorted(state)}" if isinstance(state, Mapping) else type(state).__name__
+        raise ValueError(
+            f"SeaKRMiddleware reads the user's question from the agent state's 'messages', and this state has none "
+            f"({got}): run it in create_agent(model, middleware=[...]), or pass a state such as "
+            "{'messages': [HumanMessage('...')]}"
+        )
+    return messages
 
 
 def _last_human(messages: list[AnyMessage]) -> HumanMessage | None:

@@ -8,13 +8,15 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_seakr._observer import LangChainObserver, emit_event, search_documents
+from langchain_seakr._keywords import KnownKeywords
+from langchain_seakr._observer import LangChainObserver, checked_documents, emit_event, search_documents
 from langchain_seakr._seakr import SeaKRComponent
 from seakr_integrations.reasoning.decisions import GateDecision
 from seakr_integrations.reasoning.events import GateDecided
-from seakr_integrations.reasoning.reasoner import RetrievalError
+from seakr_integrations.reasoning.gate_search import gate_search
+from seakr_integrations.setting_conflicts import gate_never_searches
 
 __all__ = ["GateDecision", "PassageIndexRetriever", "UncertaintyGatedRetriever"]
 
@@ -25,7 +27,7 @@ def _check_k(value: int | None) -> int | None:
     return value
 
 
-class PassageIndexRetriever(BaseRetriever):
+class PassageIndexRetriever(KnownKeywords, BaseRetriever):
     """Any core passage index (the embedded ``BM25Index``, or anything with ``search(query, k)`` returning
     ``Passage`` objects) as a LangChain retriever.
 
@@ -40,7 +42,7 @@ class PassageIndexRetriever(BaseRetriever):
         ```
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     index: Any = Field(exclude=True)
     """The core retriever (e.g. ``BM25Index.open(path)``)."""
@@ -96,7 +98,9 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
     ``seakr_gate_reason``, ``seakr_gate_uncertainty``, ``seakr_gate_delta``, the same as LlamaIndex's gated
     retriever puts on its nodes); when the gate skips, the result is an empty list.  Every decision goes to the
     callbacks as the custom event ``seakr_gate_decided`` (``GateDecision.to_dict()``, visible in
-    ``astream_events``); ``decide()`` returns it directly.
+    ``astream_events``); ``decide()`` returns it directly.  The search keeps ``search_timeout`` and
+    ``on_retrieval_error`` as ``SeaKRChain`` does; ``config.retrieve="never"`` is refused (the retriever would never
+    run).
 
     Example:
         ```python
@@ -104,6 +108,8 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
         docs = gated.invoke("Who directed Santa Sangre?")  # [] when the model is sure of its own answer
         ```
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     retriever: BaseRetriever
     """The retriever to gate."""
@@ -120,13 +126,24 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
     def _valid_k(cls, value: int | None) -> int | None:
         return _check_k(value)
 
+    @model_validator(mode="after")
+    def _searches(self) -> UncertaintyGatedRetriever:
+        conflict = gate_never_searches(type(self).__name__, self.config.retrieve)
+        if conflict:
+            raise ValueError(conflict)
+        return self
+
     def decide(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun | None = None, k: int | None = None
     ) -> GateDecision:
-        """Run the gate for ``query`` and return the documents with the decision behind them.
+        """Run the gate for ``query`` and return the documents with the decision behind them.  The wrapped
+        retriever gets ``search_timeout`` seconds; a failure raises, or with ``on_retrieval_error="answer_without"``
+        the gate returns no documents and ``decision.error`` says why.
 
         Raises:
             ValueError: Empty query or ``k`` < 1.
+            RetrievalError: The wrapped retriever failed, returned no list of Documents or took longer than
+                ``search_timeout`` (``on_retrieval_error="raise"``, the default).
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("the query is empty: the gate needs a question to assess")
@@ -138,17 +155,18 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
         (assessment,) = seakr.assess_many([query], observers=[observer])
         decision = GateDecision.from_assessment(assessment, seakr.config, always_retrieve=self.always_retrieve)
         docs: list[Document] = []
+        error = None
         if decision.retrieve:
-            try:
-                found = search_documents(self.retriever, query, k, callbacks) if k else self._all(query, callbacks)
-            except Exception as exc:
-                raise RetrievalError(
-                    f"the wrapped retriever {type(self.retriever).__name__} failed for query {query!r}: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+            found, error = gate_search(
+                lambda: search_documents(self.retriever, query, k, callbacks) if k else self._all(query, callbacks),
+                query,
+                what=f"the wrapped retriever {self.retriever.get_name()}",
+                search_timeout=self.search_timeout,
+                on_retrieval_error=self.on_retrieval_error,
+            )
             metadata = decision.to_metadata()
             docs = [Document(page_content=d.page_content, id=d.id, metadata={**d.metadata, **metadata}) for d in found]
-        decision = decision.with_documents(docs)
+        decision = decision.with_documents(docs, error)
         self._last_decision = decision
         if callbacks is not None:
             emit_event(callbacks, GateDecided(0, query, decision), run_id)
@@ -162,9 +180,7 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
 
     def _all(self, query: str, callbacks: Any) -> list[Document]:
         docs = self.retriever.invoke(query, config={"callbacks": callbacks} if callbacks is not None else None)
-        if not isinstance(docs, list):
-            raise TypeError(f"{type(self.retriever).__name__} returned {type(docs).__name__}, not a list")
-        return docs
+        return checked_documents(self.retriever.get_name(), docs)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None

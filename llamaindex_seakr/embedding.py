@@ -15,6 +15,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 
 from seakr_integrations.embeddings import DEFAULT_EMBEDDER, SentenceEmbedder, shared_embedder
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 
 __all__ = ["MiniLMEmbedding"]
 
@@ -42,6 +43,7 @@ class MiniLMEmbedding(BaseEmbedding):
     def __init__(
         self, model_dir: str | Path | None = None, embedder: SentenceEmbedder | None = None, **kwargs: Any
     ) -> None:
+        check_keywords("MiniLMEmbedding", kwargs, accepted_keywords(type(self)))
         if embedder is not None and not isinstance(embedder, SentenceEmbedder):
             raise TypeError(f"embedder must be a SentenceEmbedder, got {type(embedder).__name__}")
         loaded = embedder or shared_embedder(model_dir)

@@ -35,11 +35,13 @@ from llama_index.core.llms.custom import CustomLLM
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend
 from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.models import DEFAULT_MODEL
 from seakr_integrations.outputs import SelfAwareOutput, text_pieces
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.self_aware_model import NOT_SELF_AWARE, SelfAwareModel
+from seakr_integrations.setting_conflicts import model_place_conflict
 from seakr_integrations.uncertainty.estimate import Uncertainty
 from seakr_integrations.uncertainty.registry import check_estimator, estimator_names
 
@@ -73,8 +75,10 @@ class SeaKRLLM(CustomLLM):
         **kwargs: The fields below, and ``LLM``'s (``callback_manager``, ``system_prompt``...).
 
     Raises:
-        TypeError: ``backend`` is not self-aware (e.g. a LlamaIndex ``OpenAI`` LLM): SeaKR needs hidden states.
-        ValueError: Bad sampling settings or estimator.
+        TypeError: ``backend`` is not self-aware (e.g. a LlamaIndex ``OpenAI`` LLM): SeaKR needs hidden states; or an
+            unknown keyword (the error names the nearest one).
+        ValueError: Bad sampling settings or estimator, or ``base_url`` with a ``backend`` or ``model`` it would
+            drop.
 
     Example:
         >>> llm = SeaKRLLM(backend="hf", model="smollm2", k=10)  # doctest: +SKIP
@@ -119,6 +123,10 @@ class SeaKRLLM(CustomLLM):
         timeout: float = DEFAULT_TIMEOUT,
         **kwargs: Any,
     ) -> None:
+        check_keywords("SeaKRLLM", kwargs, accepted_keywords(type(self)))
+        conflict = model_place_conflict("SeaKRLLM", backend, model, base_url)
+        if conflict:
+            raise ValueError(conflict)
         if backend is not None and not isinstance(backend, (str, SelfAwareBackend)):
             raise TypeError(NOT_SELF_AWARE.format(what=f"backend={type(backend).__name__}"))
         # where the model runs, resolved now (LlamaIndex reads the context window and the template); the sampling

@@ -9,12 +9,14 @@ serves LlamaIndex pipelines.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.retrieval.passage import Passage, Retriever
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
@@ -23,6 +25,8 @@ __all__ = [
     "PassageRetriever",
     "annotate",
     "as_llama_retriever",
+    "checked_nodes",
+    "explained_retrieval",
     "node_to_passage",
     "passage_to_node",
     "plain_uncertainty",
@@ -76,6 +80,42 @@ def annotate(node: NodeWithScore, values: Mapping[str, Any], score: float | None
     return NodeWithScore(node=inner, score=node.score if score is ... else score)
 
 
+@contextmanager
+def explained_retrieval(name: str) -> Iterator[None]:
+    """Around a LlamaIndex retriever's ``retrieve``/``aretrieve``: the errors LlamaIndex raises when ``_retrieve``
+    returned strings or ``None`` become a ``TypeError`` that says what it must return."""
+    try:
+        yield
+    except AttributeError as exc:  # LlamaIndex reads ``.node`` of each item _retrieve returned
+        if exc.name != "node":
+            raise
+        got = type(exc.obj).__name__
+        returned = "a string (or a list of strings)" if got == "str" else f"{got} objects"
+        raise TypeError(
+            f"the retriever {name} returned {returned} where NodeWithScore objects are expected: its "
+            "_retrieve(query_bundle) must return a list of NodeWithScore (e.g. NodeWithScore(node=TextNode("
+            "text=...), score=...)), an empty list when nothing matches"
+        ) from None
+    except TypeError as exc:  # LlamaIndex iterates what _retrieve returned before handing it back
+        if "NoneType" not in str(exc):
+            raise
+        raise TypeError(
+            f"the retriever {name} failed with TypeError ({exc}); if its _retrieve(query_bundle) returned None, it "
+            "must return a list of NodeWithScore instead (an empty list when nothing matches)"
+        ) from exc
+
+
+def checked_nodes(name: str, nodes: Any) -> list[NodeWithScore]:
+    """``nodes`` when it is a list of ``NodeWithScore``, else a ``TypeError`` saying what the retriever ``name``
+    returned and what it must return."""
+    if nodes is None or not isinstance(nodes, list):
+        raise TypeError(f"the retriever {name} returned {type(nodes).__name__}: it must return a list of NodeWithScore")
+    bad = [type(n).__name__ for n in nodes if not isinstance(n, NodeWithScore)]
+    if bad:
+        raise TypeError(f"the retriever {name} returned {bad[0]} objects instead of NodeWithScore")
+    return nodes
+
+
 class NodeSearch:
     """A LlamaIndex retriever seen as a core ``Retriever`` (``search(query, k) -> list[Passage]``).
 
@@ -94,33 +134,9 @@ class NodeSearch:
     def search_nodes(self, query: str, k: int = 3) -> list[tuple[Passage, NodeWithScore]]:
         """The at most ``k`` first nodes the retriever returns for ``query``, with their passages."""
         name = type(self.retriever).__name__
-        try:
+        with explained_retrieval(name):
             nodes = self.retriever.retrieve(QueryBundle(query))
-        except AttributeError as exc:  # LlamaIndex reads ``.node`` of each item _retrieve returned
-            if exc.name != "node":
-                raise
-            got = type(exc.obj).__name__
-            returned = "a string (or a list of strings)" if got == "str" else f"{got} objects"
-            raise TypeError(
-                f"the retriever {name} returned {returned} where NodeWithScore objects are expected: its "
-                "_retrieve(query_bundle) must return a list of NodeWithScore (e.g. NodeWithScore(node=TextNode("
-                "text=...), score=...)), an empty list when nothing matches"
-            ) from None
-        except TypeError as exc:  # LlamaIndex iterates what _retrieve returned before handing it back
-            if "NoneType" not in str(exc):
-                raise
-            raise TypeError(
-                f"the retriever {name} failed with TypeError ({exc}); if its _retrieve(query_bundle) returned None, it "
-                "must return a list of NodeWithScore instead (an empty list when nothing matches)"
-            ) from exc
-        if nodes is None or not isinstance(nodes, list):
-            raise TypeError(
-                f"the retriever {name} returned {type(nodes).__name__}: it must return a list of NodeWithScore"
-            )
-        bad = [type(n).__name__ for n in nodes if not isinstance(n, NodeWithScore)]
-        if bad:
-            raise TypeError(f"the retriever {name} returned {bad[0]} objects instead of NodeWithScore")
-        return [(node_to_passage(n), n) for n in nodes[:k]]
+        return [(node_to_passage(n), n) for n in checked_nodes(name, nodes)[:k]]
 
     def search(self, query: str, k: int = 3) -> list[Passage]:
         return [p for p, _ in self.search_nodes(query, k)]
@@ -141,6 +157,7 @@ class PassageRetriever(BaseRetriever):
     """
 
     def __init__(self, retriever: Retriever, top_k: int = 3, **kwargs: Any) -> None:
+        check_keywords("PassageRetriever", kwargs, accepted_keywords(type(self)))
         if not callable(getattr(retriever, "search", None)):
             raise TypeError(
                 f"PassageRetriever needs a search(query, k) method returning Passages, got {type(retriever).__name__}"

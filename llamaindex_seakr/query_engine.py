@@ -15,12 +15,13 @@ from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.query_engine import CustomQueryEngine
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import NodeSearch, as_llama_retriever
 from llamaindex_seakr.observer import NodeTracker
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import QuestionAnswered
@@ -51,13 +52,16 @@ class SeaKRQueryEngine(CustomQueryEngine):
             in the trace instead of an error.
 
     Raises:
-        TypeError: ``llm`` is not self-aware or ``retriever`` is not a retriever (at construction).
+        TypeError: ``llm`` is not self-aware, ``retriever`` is not a retriever, or an unknown keyword (the error
+            names the nearest one, or the ``SeaKRConfig`` setting it belongs to), at construction.
 
     Example:
         >>> engine = SeaKRQueryEngine(index.as_retriever(similarity_top_k=3), SeaKRLLM(backend="hf"))  # doctest: +SKIP
         >>> response = engine.query("Who lived longer, Alejandro Jodorowsky or Philip Saville?")  # doctest: +SKIP
         >>> response.response, response.metadata["trace"]["steps"]  # doctest: +SKIP
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     retriever: BaseRetriever = Field(description="The LlamaIndex retriever SeaKR searches with.")
     llm: SeaKRLLM = Field(description="The self-aware model.", exclude=True)
@@ -77,6 +81,7 @@ class SeaKRQueryEngine(CustomQueryEngine):
         on_retrieval_error: RetrievalErrorPolicy = "raise",
         **kwargs: Any,
     ) -> None:
+        check_keywords("SeaKRQueryEngine", kwargs, accepted_keywords(type(self)), config=True)
         llm = as_seakr_llm(llm, "SeaKRQueryEngine")
         retriever = as_llama_retriever(retriever, "SeaKRQueryEngine")
         if config is not None and not isinstance(config, SeaKRConfig):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_validator
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -18,10 +18,12 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import annotate, node_to_passage
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, CandidateScore
 from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.self_aware_model import LoopCache
+from seakr_integrations.setting_conflicts import SEARCH_SETTINGS, searches_nothing
 
 __all__ = ["RERANK_METADATA_KEYS", "SelfAwareReranker"]
 
@@ -57,9 +59,11 @@ class SelfAwareReranker(BaseNodePostprocessor):
         keep_retrieval_score: Keep the retriever's score in metadata as ``retrieval_score``.
 
     Raises:
-        TypeError: ``llm`` is not self-aware.
+        TypeError: ``llm`` is not self-aware, or an unknown keyword (the error names the nearest one).
         ValueError: ``top_n`` < 1 (pydantic ``ValidationError``).
     """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     top_n: int = Field(default=3, description="Number of nodes to return, least uncertain first.")
     keep_retrieval_score: bool = Field(default=True, description="Keep the retriever's score in metadata.")
@@ -76,6 +80,14 @@ class SelfAwareReranker(BaseNodePostprocessor):
         keep_retrieval_score: bool = True,
         **kwargs: Any,
     ) -> None:
+        given = sorted(set(kwargs) & SEARCH_SETTINGS)
+        if given:
+            raise searches_nothing(
+                "SelfAwareReranker (it re-ranks the nodes it is given)",
+                given[0],
+                "the component that searches (SeaKRQueryEngine, SeaKRWorkflow, UncertaintyGatedRetriever)",
+            )
+        check_keywords("SelfAwareReranker", kwargs, accepted_keywords(type(self)), config=True)
         llm = as_seakr_llm(llm, "SelfAwareReranker")
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")

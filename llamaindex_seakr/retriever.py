@@ -17,13 +17,17 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
-from llamaindex_seakr.nodes import annotate, as_llama_retriever
+from llamaindex_seakr.nodes import annotate, as_llama_retriever, checked_nodes, explained_retrieval
+from seakr_integrations.keywords import accepted_keywords, check_keywords
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
 from seakr_integrations.reasoning.events import GateDecided
-from seakr_integrations.reasoning.reasoner import RetrievalError, SeaKR
+from seakr_integrations.reasoning.gate_search import agate_search, gate_search
+from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.records import Assessment
 from seakr_integrations.self_aware_model import LoopCache
+from seakr_integrations.setting_conflicts import gate_never_searches
 
 __all__ = ["GATE_METADATA_KEYS", "GateDecidedEvent", "GateDecision", "UncertaintyGatedRetriever"]
 
@@ -79,10 +83,16 @@ class UncertaintyGatedRetriever(BaseRetriever):
             ``config`` changes a setting from its default (``SeaKRLLM.loop_config``).
         always_retrieve: Retrieve whatever the uncertainty; the uncertainty is still measured and recorded
             (reason ``always_retrieve``), e.g. to log uncertainties before trusting the gate.
+        search_timeout: Seconds the wrapped retriever may take before the search fails like any retrieval error
+            (``None``: no limit); as for ``SeaKRQueryEngine``.
+        on_retrieval_error: ``"raise"`` (the default: a ``RetrievalError`` naming the retriever and the query), or
+            ``"answer_without"``: the gate returns ``[]`` and ``last_decision.error`` says why.
         **kwargs: ``BaseRetriever``'s (``callback_manager``, ``verbose``...).
 
     Raises:
-        TypeError: ``llm`` is not self-aware, or ``retriever`` is not a retriever (at construction).
+        TypeError: ``llm`` is not self-aware, ``retriever`` is not a retriever, or an unknown keyword (the error
+            names the nearest one), at construction.
+        ValueError: ``config.retrieve='never'`` (the retriever would never be called), or a bad search setting.
 
     Example:
         >>> gated = UncertaintyGatedRetriever(index.as_retriever(), SeaKRLLM(backend="hf"))  # doctest: +SKIP
@@ -97,15 +107,22 @@ class UncertaintyGatedRetriever(BaseRetriever):
         config: SeaKRConfig | None = None,
         *,
         always_retrieve: bool = False,
+        search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+        on_retrieval_error: RetrievalErrorPolicy = "raise",
         **kwargs: Any,
     ) -> None:
+        check_keywords("UncertaintyGatedRetriever", kwargs, accepted_keywords(type(self)), config=True)
         self.llm = as_seakr_llm(llm, "UncertaintyGatedRetriever")
         self.retriever = as_llama_retriever(retriever, "UncertaintyGatedRetriever")
         if config is not None and not isinstance(config, SeaKRConfig):
             raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
         self.given_config = config
         """The config as given (``config`` is what the gate runs with)."""
+        conflict = gate_never_searches("UncertaintyGatedRetriever", config.retrieve) if config is not None else None
+        if conflict:
+            raise ValueError(conflict)
         self.always_retrieve = bool(always_retrieve)
+        self.search_timeout, self.on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
         self._loops = LoopCache()
         self.last_decision: GateDecision | None = None
         """The decision for the latest query (with concurrent queries: whichever finished last)."""
@@ -130,7 +147,9 @@ class UncertaintyGatedRetriever(BaseRetriever):
 
         Raises:
             ValueError: Empty query.
-            RetrievalError: The wrapped retriever failed while the model was uncertain.
+            RetrievalError: The wrapped retriever failed, returned no list of ``NodeWithScore`` or took longer than
+                ``search_timeout`` while the model was uncertain (``on_retrieval_error="raise"``, the default; with
+                ``"answer_without"`` the decision has no nodes and its ``error`` says why).
         """
         self._retrieve(QueryBundle(query_str=query))
         assert self.last_decision is not None
@@ -145,10 +164,12 @@ class UncertaintyGatedRetriever(BaseRetriever):
     def _decide(self, assessment: Assessment) -> GateDecision:
         return GateDecision.from_assessment(assessment, self._seakr.config, always_retrieve=self.always_retrieve)
 
-    def _finish(self, decision: GateDecision, nodes: list[NodeWithScore] | None) -> list[NodeWithScore]:
+    def _finish(
+        self, decision: GateDecision, nodes: list[NodeWithScore] | None, error: str | None = None
+    ) -> list[NodeWithScore]:
         metadata = decision.to_metadata()
         out = [annotate(n, metadata) for n in nodes or []]
-        decision = decision.with_documents(out)
+        decision = decision.with_documents(out, error)
         self.last_decision = decision
         data = GateDecided(0, decision.query, decision).to_dict()
         dispatcher.event(
@@ -166,11 +187,26 @@ class UncertaintyGatedRetriever(BaseRetriever):
         )
         return out
 
-    def _wrapped_failed(self, query: str, exc: Exception) -> RetrievalError:
-        return RetrievalError(
-            f"the gated retriever {type(self.retriever).__name__} failed for query {query!r} "
-            f"(the model was uncertain, so it had to search): {type(exc).__name__}: {exc}"
-        )
+    def _nodes(self, query_bundle: QueryBundle) -> Any:
+        with explained_retrieval(type(self.retriever).__name__):
+            return self.retriever.retrieve(query_bundle)
+
+    async def _anodes(self, query_bundle: QueryBundle) -> Any:
+        with explained_retrieval(type(self.retriever).__name__):
+            return await self.retriever.aretrieve(query_bundle)
+
+    @property
+    def _search_settings(self) -> dict[str, Any]:
+        """How the wrapped retriever is searched: within ``search_timeout``, its nodes checked, a failure as
+        ``on_retrieval_error`` says."""
+        name = type(self.retriever).__name__
+        return {
+            "what": f"the gated retriever {name}",
+            "search_timeout": self.search_timeout,
+            "on_retrieval_error": self.on_retrieval_error,
+            "why": " (the model was uncertain, so it had to search)",
+            "check": lambda nodes: checked_nodes(name, nodes),
+        }
 
     def assess(self, query: str) -> Assessment:
         """The gate's measurement alone (no retrieval): what the model writes for ``query`` and how sure it is."""
@@ -179,21 +215,15 @@ class UncertaintyGatedRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._check(query_bundle)
         decision = self._decide(self._seakr.assess(query))
-        nodes = None
+        nodes, error = None, None
         if decision.retrieve:
-            try:
-                nodes = self.retriever.retrieve(query_bundle)
-            except Exception as exc:
-                raise self._wrapped_failed(query, exc) from exc
-        return self._finish(decision, nodes)
+            nodes, error = gate_search(lambda: self._nodes(query_bundle), query, **self._search_settings)
+        return self._finish(decision, nodes, error)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._check(query_bundle)
         decision = self._decide(await asyncio.to_thread(self._seakr.assess, query))
-        nodes = None
+        nodes, error = None, None
         if decision.retrieve:
-            try:
-                nodes = await self.retriever.aretrieve(query_bundle)
-            except Exception as exc:
-                raise self._wrapped_failed(query, exc) from exc
-        return self._finish(decision, nodes)
+            nodes, error = await agate_search(self._anodes(query_bundle), query, **self._search_settings)
+        return self._finish(decision, nodes, error)

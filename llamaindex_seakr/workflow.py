@@ -28,6 +28,7 @@ from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import NodeSearch, annotate, as_llama_retriever, plain_uncertainty
 from llamaindex_seakr.observer import NodeTracker
 from llamaindex_seakr.threads import iterate_in_thread
+from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CandidateScore
@@ -70,7 +71,8 @@ class SeaKRWorkflow(Workflow):
         **kwargs: ``Workflow``'s (``verbose``, ``num_concurrent_runs``...).
 
     Raises:
-        TypeError: ``llm`` is not self-aware or ``retriever`` is not a retriever (at construction).
+        TypeError: ``llm`` is not self-aware, ``retriever`` is not a retriever, or an unknown keyword (the error
+            names the nearest one), at construction.
         ValueError: From a run: an empty question.  ``RetrievalError``: the retriever failed.
     """
 
@@ -85,6 +87,7 @@ class SeaKRWorkflow(Workflow):
         timeout: float | None = None,
         **kwargs: Any,
     ) -> None:
+        check_keywords("SeaKRWorkflow", kwargs, accepted_keywords(type(self)), config=True)
         self.llm = as_seakr_llm(llm, "SeaKRWorkflow")
         self.retriever = as_llama_retriever(retriever, "SeaKRWorkflow")
         if config is not None and not isinstance(config, SeaKRConfig):

@@ -79,9 +79,11 @@ def test_flare_retrieves_only_for_a_low_probability_sentence_and_regenerates_it(
 
 def test_a_chain_that_never_states_the_answer_is_asked_for_it():
     def respond(prompt, config):
+        if prompt.endswith("So the answer is"):
+            return Reply(" France.")  # the forced " So the answer is" continuation
         if is_step(config):
             return Reply("The tower is tall")
-        return Reply("France")  # the forced " So the answer is" continuation
+        return Reply("The tower stands in Paris")  # a sentence that states no answer
 
     result = IRCoT(ScriptedBackend(respond), FakeRetriever(default=DOCS), CONFIG.with_(max_steps=2)).answer(QUESTION)
     assert result.stop_reason == "step limit" and result.answer == "France" and result.finals["chain"].forced

@@ -111,7 +111,8 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.reasoning.rules import TokenCascade, parse_rules
 
-    rules = parse_rules(args.rules)
+    preset = SeaKRConfig.light() if getattr(args, "preset", "default") == "light" else SeaKRConfig()
+    rules = preset.rules if args.rules is None else parse_rules(args.rules)
     if args.cascade_band:
         if not any(isinstance(r, TokenCascade) for r in rules):
             raise ValueError(
@@ -120,7 +121,6 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
             )
         band = tuple(args.cascade_band)
         rules = tuple(replace(r, band=band) if isinstance(r, TokenCascade) else r for r in rules)
-    preset = SeaKRConfig.light() if getattr(args, "preset", "default") == "light" else SeaKRConfig()
 
     def given(value: object, name: str) -> object:
         return getattr(preset, name) if value is None else value
@@ -359,10 +359,10 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--rules",
-        default="default",
+        default=None,
         metavar="RULES",
         help=f"the decision rules, comma-separated: presets ({', '.join(PRESETS)}: none, the authors' SeaKR), rule "
-        f"names to add, -NAME to remove (e.g. default,-claim-check). Rules: {', '.join(RULES)} (default: default)",
+        f"names to add, -NAME to remove (e.g. default,-claim-check). Rules: {', '.join(RULES)} (default: the preset's)",
     )
     p.add_argument(
         "--retrieve",

@@ -24,7 +24,8 @@ def has_answer(text: str) -> bool:
     return "the answer is" in text.lower()
 
 
-def _cut(rest: str) -> str:
+def cut_answer(rest: str) -> str:
+    """``rest`` up to where a stated answer ends: a sentence end, a line end or a comma (not the one in a date)."""
     for match in _END.finditer(rest):
         if match.group() != "," or _DAY_BEFORE_COMMA.search(rest[: match.start()]) is None:
             return rest[: match.start()]
@@ -39,12 +40,17 @@ def extract_answer(text: str) -> str | None:
     """
     match = _ANSWER_IS.search(text)
     if match is not None:
-        answer = _cut(text[match.end() :]).strip().strip("\"'").strip()
+        answer = cut_answer(text[match.end() :]).strip().strip("\"'").strip()
         return answer or None
     match = _IS_THE_ANSWER.search(text)
     if match is not None:
         return match.group(1).strip() or None
     return None
+
+
+def ends_answer(text: str) -> bool:
+    """Whether ``text`` holds a mark that ends a stated answer (a sentence end, a line end, a comma)."""
+    return _END.search(text) is not None
 
 
 def is_unknown(answer: str | None) -> bool:

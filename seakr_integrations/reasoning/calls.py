@@ -15,7 +15,7 @@ from seakr_integrations.backends.scored import probe_calls, probe_uncertainty, p
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig, max_tokens_too_large
 from seakr_integrations.quoting import quoted
-from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer
+from seakr_integrations.reasoning.answer import ANSWER_PROMPT, extract_answer, has_answer
 from seakr_integrations.reasoning.choices import choice_needs_samples
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import PassagesRetrieved
@@ -69,6 +69,8 @@ class ModelCalls:
         self.backend = backend
         self.config = config
         self.search_timeout, self.on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
+        self.rules = config.rule_set
+        """The decision rules the final answers consult (``AnswerAlone``)."""
         self.screen_estimator = config.rule_set.screen_estimator()
         """The greedy-only estimator whose reading every call records (``TokenCascade``'s), if any."""
         self.content_filter = config.rule_set.content_filter()
@@ -170,8 +172,9 @@ class ModelCalls:
         *,
         reading: FinalReading = "sampled",
     ) -> Generator[Generate, Any, list[FinalTrace]]:
-        """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets
-        " So the answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5).
+        """Final candidates from ``(prompt, scored, strategy, context ids)``; one that states no answer gets " So the
+        answer is" appended and is generated again (its uncertainty is then that call's, SPEC section 5), unless a
+        rule reads its answer (``AnswerAlone``; not from a generation cut short).
         ``reading``: ``"sampled"``, from the calls' samples (the call asking again is sampled too); ``"deciding"``
         (two answers), each answer's own call sampled afterwards, only when the choice depends on it
         (``SampleFinalsWhenTheyDiffer``); ``"none"``, not read."""
@@ -179,6 +182,8 @@ class ModelCalls:
         answer_calls = [(prompt, self._final_sampling(has_steps=False)) for prompt, *_ in items]
         for i, (prompt, (out, u), strategy, context) in enumerate(items):
             answer = extract_answer(out.greedy.text)
+            if answer is None and not has_answer(out.greedy.text) and out.greedy.finish_reason != "length":
+                answer = self.rules.answer_of(state, out.greedy.text)
             finals.append(FinalTrace(strategy, answer, out.greedy.text.strip(), u, False, context, self.screen(out)))  # type: ignore[arg-type]
             if answer is None:
                 again = prompt + out.greedy.text.rstrip() + ANSWER_PROMPT.rstrip()

@@ -13,7 +13,15 @@ from typing import Any, Literal
 
 from seakr_integrations.params import SamplingConfig, check_choice, check_flag, check_int, check_real
 from seakr_integrations.reasoning.flat_sampling import SAMPLING_SETTINGS, SEAKR_SAMPLING, flat_sampling
-from seakr_integrations.reasoning.rules import DEFAULT_RULES, Rule, RuleSet, check_rules, parse_rules, rules_from_json
+from seakr_integrations.reasoning.rules import (
+    DEFAULT_RULES,
+    LIGHT_RULES,
+    Rule,
+    RuleSet,
+    check_rules,
+    parse_rules,
+    rules_from_json,
+)
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import check_estimator
 
@@ -179,7 +187,8 @@ class SeaKRConfig:
     @classmethod
     def light(cls, **changes: Any) -> SeaKRConfig:
         """A light preset for a laptop CPU, the notebooks' settings: about a minute a question with SmolLM2-135M on two
-        cores, with delta profiles shipped for it too; ``changes`` set other fields (``SeaKRConfig.light(k=8)``)."""
+        cores, with delta profiles shipped for it too, and the light rules (``rules.LIGHT_RULES``: the default ones
+        and ``AnswerAlone``); ``changes`` set other fields (``SeaKRConfig.light(k=8)``)."""
         return cls(**{**LIGHT, **changes})
 
     @classmethod
@@ -206,7 +215,7 @@ class SeaKRConfig:
         return out
 
 
-LIGHT: dict[str, Any] = {"k": 10, "max_tokens": 32, "num_exemplars": 4, "max_steps": 2}
+LIGHT: dict[str, Any] = {"k": 10, "max_tokens": 32, "num_exemplars": 4, "max_steps": 2, "rules": LIGHT_RULES}
 """What ``SeaKRConfig.light()`` changes (its calibration profiles are shipped with these settings)."""
 
 

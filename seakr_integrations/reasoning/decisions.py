@@ -66,6 +66,8 @@ class GateDecision:
         generation: What the model wrote when assessed (its next step; single-hop: its direct answer).
         states_answer: Whether that generation already states an answer.
         single_hop: Whether the single-hop rule applied (retrieve when the uncertainty is not below delta).
+        error: Why the search failed, when it did and the adapter went on without it
+            (``on_retrieval_error="answer_without"``); ``None`` otherwise.
         documents: What the adapter returned: LangChain ``Document`` s or LlamaIndex ``NodeWithScore`` s (empty when
             the gate skipped retrieval).  Not part of :meth:`to_dict` or equality.
         assessment: The core's full uncertainty check (samples included), when at hand.
@@ -79,6 +81,7 @@ class GateDecision:
     generation: str = ""
     states_answer: bool = False
     single_hop: bool = False
+    error: str | None = None
     documents: Sequence[Any] = field(default=(), compare=False, repr=False)
     assessment: Assessment | None = field(default=None, compare=False, repr=False)
 
@@ -121,9 +124,10 @@ class GateDecision:
             assessment=assessment,
         )
 
-    def with_documents(self, documents: Sequence[Any]) -> GateDecision:
-        """This decision with the documents (nodes) the adapter returned."""
-        return replace(self, documents=list(documents))
+    def with_documents(self, documents: Sequence[Any], error: str | None = None) -> GateDecision:
+        """This decision with the documents (nodes) the adapter returned, and the search's ``error`` when it failed
+        and the adapter went on without it."""
+        return replace(self, documents=list(documents), error=error)
 
     @property
     def explanation(self) -> str:
@@ -143,7 +147,9 @@ class GateDecision:
             GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage covers, so it retrieves",
             GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no kept passage yet, so "
             "it retrieves",
-        }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})")
+        }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})") + (
+            f"; the search failed ({self.error}), so nothing was retrieved" if self.error else ""
+        )
 
     def to_metadata(self) -> dict[str, Any]:
         """The keys put on every document (node) the gated retriever returns (``GATE_METADATA_KEYS``)."""
@@ -167,6 +173,7 @@ class GateDecision:
             "generation": self.generation,
             "states_answer": self.states_answer,
             "single_hop": self.single_hop,
+            "error": self.error,
             "num_documents": len(self.documents),
         }
 
@@ -182,6 +189,7 @@ class GateDecision:
             generation=data.get("generation", ""),
             states_answer=bool(data.get("states_answer", False)),
             single_hop=bool(data.get("single_hop", False)),
+            error=data.get("error"),
         )
 
 

@@ -17,10 +17,9 @@ from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.outputs import SelfAwareOutput
-from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.events import Observer, SeaKREvent
 from seakr_integrations.reasoning.progress import log_progress
-from seakr_integrations.reasoning.search_pool import DaemonPool
+from seakr_integrations.reasoning.search_pool import DaemonPool, timed_out
 from seakr_integrations.reasoning.state import Call, Generate, Program, QuestionState, Search
 from seakr_integrations.retrieval.passage import Retriever
 
@@ -162,7 +161,7 @@ class Driver:
                     del deadlines[future]
                     abandoned.add(future)
                     searching -= 1
-                    ready.append((state, program, None, _timed_out(request)))
+                    ready.append((state, program, None, timed_out(request.query, request.timeout)))
                 for state, program, future in done:
                     deadlines.pop(future, None)
                     if future in abandoned:
@@ -178,13 +177,6 @@ class Driver:
             pool.shutdown(wait=False, cancel_futures=True)
             for program in alive.values():
                 program.close()
-
-
-def _timed_out(request: Search) -> TimeoutError:
-    return TimeoutError(
-        f"the search for {quoted(request.query)} took longer than search_timeout={request.timeout:g} s and was "
-        "abandoned: raise SeaKRConfig.search_timeout (--search-timeout), or check that the retriever answers"
-    )
 
 
 def _search(observer: Observer, retriever: Retriever | None, request: Search) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from seakr_integrations.keywords import check_keywords
 from seakr_integrations.params import SamplingConfig
 
 if TYPE_CHECKING:
@@ -20,6 +21,13 @@ does not end its turn with an empty step (which has no uncertainty); ``min_token
 SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name != "stop")
 """The sampling settings ``SeaKRConfig`` takes as flat keywords and shows as flat attributes; the stops are SeaKR's
 own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""
+
+
+RULES_HINT = (
+    ". A decision rule beyond the paper's is an object in rules= (seakr_integrations.reasoning.rules: ClaimCheck(), "
+    "TokenCascade()...); CHANGELOG.md lists each removed setting with what replaces it"
+)
+"""Added to ``SeaKRConfig``'s error for a keyword it does not know, which is often a setting that became a rule."""
 
 
 class _FromSampling:
@@ -42,6 +50,8 @@ def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
 
     @functools.wraps(fields_init)
     def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
+        valid = [f.name for f in fields(cls)] + list(SAMPLING_SETTINGS)
+        check_keywords(cls.__name__, kwargs, valid, hint=RULES_HINT)  # a mistyped setting names the nearest one
         flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
         if isinstance(sampling, Mapping):
             sampling = SamplingConfig(**sampling)

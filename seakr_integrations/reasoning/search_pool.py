@@ -1,13 +1,60 @@
-"""The threads the driver runs searches on: daemon threads, unlike ``ThreadPoolExecutor``'s, so a hung search
-abandoned after ``search_timeout`` never holds up the process at exit (``docs/design/reasoning.md``)."""
+"""The threads searches run on: daemon threads, unlike ``ThreadPoolExecutor``'s, so a hung search abandoned after
+``search_timeout`` never holds up the process at exit (``docs/design/reasoning.md``).  The driver runs a pool of
+them; ``search_within`` runs one search of a stand-alone gate (the adapters' gates and agent middleware) the same
+way, with the same time limit and the same error."""
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
+
+from seakr_integrations.quoting import quoted
+
+T = TypeVar("T")
+
+
+def timed_out(query: str, timeout: float) -> TimeoutError:
+    """The error of a search abandoned after ``timeout`` seconds."""
+    return TimeoutError(
+        f"the search for {quoted(query)} took longer than search_timeout={timeout:g} s and was abandoned: raise "
+        "search_timeout (SeaKR(..., search_timeout=...), the component's search_timeout, --search-timeout), or "
+        "check that the retriever answers"
+    )
+
+
+def search_within(search: Callable[[], T], timeout: float | None, query: str) -> T:
+    """``search()`` (the search for ``query``), given up after ``timeout`` seconds (``None``: waited for) with
+    ``timed_out``'s ``TimeoutError``.  It runs on a daemon thread in the caller's context (callbacks follow it);
+    a hung search is abandoned there, not killed."""
+    if timeout is None:
+        return search()
+    pool = DaemonPool(1, name="seakr-gate-search")
+    try:
+        future = pool.submit(contextvars.copy_context().run, search)
+        try:
+            return future.result(timeout=timeout)
+        except TimeoutError:
+            if future.done():  # the search's own TimeoutError (a client's), not the time limit
+                raise
+            raise timed_out(query, timeout) from None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def asearch_within(search: Awaitable[T], timeout: float | None, query: str) -> T:
+    """``search_within`` for an async search, awaited on the running event loop (where its resources live) and
+    cancelled after ``timeout`` seconds with ``timed_out``'s ``TimeoutError``."""
+    task = asyncio.ensure_future(search)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        raise timed_out(query, timeout)  # type: ignore[arg-type]  # a timeout is set when the wait can end undone
+    return task.result()
 
 
 class DaemonPool:

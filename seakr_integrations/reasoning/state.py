@@ -36,7 +36,7 @@ class Search:
     query: str
     k: int
     timeout: float | None = None
-    """Seconds after which the driver gives up on the search (``SeaKRConfig.search_timeout``)."""
+    """Seconds after which the driver gives up on the search (``SeaKR(..., search_timeout=...)``)."""
 
 
 Request = Generate | Search

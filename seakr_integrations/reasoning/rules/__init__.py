@@ -13,6 +13,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from seakr_integrations.reasoning.rules.anchor_queries import AnchorQueries
+from seakr_integrations.reasoning.rules.answer_alone import AnswerAlone
 from seakr_integrations.reasoning.rules.answer_with_option import AnswerWithOption
 from seakr_integrations.reasoning.rules.base import Decision, Rule, RuleSet
 from seakr_integrations.reasoning.rules.claim_check import ClaimCheck
@@ -28,9 +29,11 @@ from seakr_integrations.reasoning.rules.token_cascade import TokenCascade
 
 __all__ = [
     "DEFAULT_RULES",
+    "LIGHT_RULES",
     "PRESETS",
     "RULES",
     "AnchorQueries",
+    "AnswerAlone",
     "AnswerWithOption",
     "ClaimCheck",
     "CoverComparedEntities",
@@ -65,6 +68,7 @@ RULES: dict[str, type[Rule]] = {
         SampleFinalsWhenTheyDiffer,
         FinalMargin,
         AnswerWithOption,
+        AnswerAlone,
     )
 }
 """Every rule by the name ``--rules``, results files and traces use."""
@@ -85,8 +89,13 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 """The ``default`` preset, what ``SeaKRConfig()`` runs: the rules whose evidence is in ``docs/decision_rules.md``,
 in the order the loop consults them (claims before the cascade, the covering passage before the first one)."""
 
-PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "paper": ()}
-"""Named rule sets: ``default`` (``SeaKRConfig()``) and ``paper`` (none: ``SeaKRConfig.paper()``)."""
+LIGHT_RULES: tuple[Rule, ...] = (*DEFAULT_RULES, AnswerAlone())
+"""The ``light`` preset, what ``SeaKRConfig.light()`` runs: the default rules, and a final generation that is the
+answer alone read as the answer (the light preset's small model and four exemplars need it)."""
+
+PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "light": LIGHT_RULES, "paper": ()}
+"""Named rule sets: ``default`` (``SeaKRConfig()``), ``light`` (``SeaKRConfig.light()``) and ``paper`` (none:
+``SeaKRConfig.paper()``)."""
 
 
 def check_rules(rules: object) -> tuple[Rule, ...]:

@@ -102,6 +102,11 @@ class Rule:
         """The final answer given, or ``None`` for the paper's choice (the less uncertain, a tie to knowledge)."""
         return None
 
+    def answer_of(self, generation: str) -> str | None:
+        """The answer of a final generation that states none, or ``None`` to ask for it again with " So the answer
+        is" (the paper)."""
+        return None
+
     def final_answer(self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace]) -> FinalTrace:
         """The answer given, once chosen (``finals``: every final answer generated)."""
         return winner
@@ -223,6 +228,14 @@ class RuleSet:
                     state.rule_applied(rule, f"final answer from {winner.strategy}", final=True)
                 return winner
         return paper
+
+    def answer_of(self, state: QuestionState, generation: str) -> str | None:
+        for rule in self.rules:
+            answer = rule.answer_of(generation)
+            if answer is not None:
+                state.rule_applied(rule, "answer read without asking again", final=True)
+                return answer
+        return None
 
     def final_answer(self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace]) -> FinalTrace:
         for rule in self.rules:
