@@ -1,0 +1,118 @@
+"""A linear probe on the first step's hidden state, cross-validated with folds fixed in advance (issue 66).
+
+Folds: line ``i`` of a dataset is in fold ``i % 5`` (the folds of ``docs/archive/cv_protocol.md``).  For each fold
+held out in turn, the probe's source (MLP output or residual stream), layer and L2 penalty are chosen by an inner
+cross-validation over the other four folds (each held out in turn), fitted on those four, and scored on the held-out
+fold: no question is ever scored by a probe trained on it.  The held-out scores of the five folds are pooled into
+one AUROC with a bootstrap interval, beside the free greedy signal (1 - least token probability) and EigenScore on
+the same questions, for the labels of ``experiments/gate_table.py`` ("retrieval helps", "claim wrong").
+
+    python experiments/probe_cv.py --vectors /tmp/probe        # reads /tmp/probe/DATASET.npz (probe_vectors.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDS = 5
+
+
+def interval(scores: np.ndarray, labels: np.ndarray, draws: int = 2000) -> tuple[float, float, float]:
+    from seakr_integrations.evaluation.probe_fit import auroc
+
+    rng = np.random.default_rng(0)
+    values = []
+    for _ in range(draws):
+        i = rng.integers(0, len(scores), len(scores))
+        if labels[i].all() or not labels[i].any():
+            continue
+        values.append(auroc(scores[i], labels[i]))
+    return auroc(scores, labels), float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+
+def held_out_scores(vectors: dict[str, np.ndarray], labels: np.ndarray, lines: np.ndarray, layers: list[int]):
+    """Each question's probe score from the probe fitted without its fold, and each fold's choice."""
+    from seakr_integrations.evaluation.probe_fit import choose_and_fit
+
+    scores = np.zeros(len(labels))
+    choices = []
+    for fold in range(FOLDS):
+        train, test = lines % FOLDS != fold, lines % FOLDS == fold
+        probe, choice = choose_and_fit(
+            {s: v[train] for s, v in vectors.items()},
+            labels[train],
+            lines[train] % FOLDS,
+            layers=layers,
+            label="",
+            trained_on={},
+        )
+        scores[test] = probe.probabilities(vectors[choice.source][test, choice.layer].astype(np.float64))
+        choices.append({"fold": fold, "source": choice.source, "layer": choice.layer, "penalty": choice.penalty,
+                        "inner_auroc": round(choice.inner_auroc, 3)})  # fmt: skip
+    return scores, choices
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vectors", type=Path, required=True, help="folder of probe_vectors.py's DATASET.npz")
+    parser.add_argument("--layers", type=int, nargs="+", default=None, help="layers to choose from (default: all)")
+    parser.add_argument("--out", type=Path, default=None, help="write the numbers as JSON here")
+    args = parser.parse_args()
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from experiments.gate_table import baseline_f1, claim_wrong
+
+    report = []
+    for ds in ("hotpotqa", "2wiki"):
+        data = np.load(args.vectors / f"{ds}.npz")
+        lines = data["lines"]
+        vectors = {"mlp": data["mlp"], "residual": data["residual"]}
+        layers = args.layers or list(range(vectors["mlp"].shape[1]))
+        rows = {
+            r["line"]: r
+            for r in map(json.loads, (ROOT / "runs" / "signals" / f"{ds}.jsonl").read_text().splitlines())
+            if "line" in r
+        }
+        questions = [json.loads(x) for x in (ROOT / "data" / f"{ds}_dev.jsonl").read_text().splitlines()]
+        cot, single = baseline_f1(ds, "cot"), baseline_f1(ds, "single-retrieval")
+        for label in ("retrieval helps", "claim wrong"):
+            keep, y = [], []
+            for k, line in enumerate(lines):
+                row = rows[int(line)]
+                if label == "retrieval helps":
+                    if row["id"] not in cot or row["id"] not in single:
+                        continue
+                    value = single[row["id"]] > cot[row["id"]]
+                else:
+                    value = claim_wrong(row["greedy"], questions[int(line)])
+                    if value is None:
+                        continue
+                keep.append(k)
+                y.append(bool(value))
+            idx, labels = np.array(keep), np.array(y)
+            sub = {s: v[idx] for s, v in vectors.items()}
+            probe, choices = held_out_scores(sub, labels, lines[idx], layers)
+            free = np.array([rows[int(lines[k])]["cheap"]["one_minus_min_prob"] for k in idx], dtype=float)
+            eigen = np.array([rows[int(lines[k])]["scores"]["eigenscore"] or np.inf for k in idx], dtype=float)
+            entry = {"dataset": ds, "label": label, "questions": len(labels), "positives": int(labels.sum()),
+                     "probe": interval(probe, labels), "min_token_prob": interval(free, labels),
+                     "eigenscore": interval(eigen, labels), "choices": choices}  # fmt: skip
+            report.append(entry)
+            print(
+                f"{ds} {label}: {len(labels)} q ({labels.sum()} positive); AUROC probe {entry['probe'][0]:.3f} "
+                f"({entry['probe'][1]:.2f}-{entry['probe'][2]:.2f}), 1 - min p {entry['min_token_prob'][0]:.3f}, "
+                f"EigenScore {entry['eigenscore'][0]:.3f}; choices {choices}",
+                flush=True,
+            )
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Fitting a linear probe (``uncertainty.linear_probe``): L2-penalised logistic regression in numpy, the layer and
+the penalty chosen by cross-validation inside the training questions, and AUROC to judge it.
+
+``seakr calibrate --probe`` and the project's own analysis (``experiments/probe_cv.py``) both fit with this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from seakr_integrations.uncertainty.linear_probe import LinearProbe
+
+__all__ = ["PENALTIES", "Choice", "auroc", "choose_and_fit", "fit_logistic"]
+
+PENALTIES = (0.1, 1.0, 10.0, 100.0)
+"""The L2 strengths tried (on standardised vectors, the penalty of the mean log-loss times the question count)."""
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """The probability that a positive scores above a negative (ties count half); NaN when one class is missing."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    pos, neg = s[y], s[~y]
+    if not len(pos) or not len(neg):
+        return float("nan")
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    ranks = np.empty(len(order))
+    values = np.concatenate([pos, neg])[order]
+    i = 0
+    while i < len(values):  # average ranks over ties
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, penalty: float, iterations: int = 50) -> tuple[np.ndarray, float]:
+    """Weights and bias minimising the log-loss plus ``penalty / 2 * |w|^2`` (Newton's method; the bias is not
+    penalised)."""
+    n, d = x.shape
+    a = np.hstack([x, np.ones((n, 1))])
+    w = np.zeros(d + 1)
+    reg = np.full(d + 1, penalty)
+    reg[-1] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(a @ w)))
+        grad = a.T @ (p - y) + reg * w
+        hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return w[:-1], float(w[-1])
+
+
+def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    return mean, np.where(scale > 1e-8, scale, 1.0)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, penalty: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    mean, scale = _standardise(x)
+    w, b = fit_logistic((x - mean) / scale, y.astype(float), penalty)
+    return mean, scale, w, b
+
+
+def _score(fitted: tuple[np.ndarray, np.ndarray, np.ndarray, float], x: np.ndarray) -> np.ndarray:
+    mean, scale, w, b = fitted
+    return ((x - mean) / scale) @ w + b
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The layer, source and penalty chosen, with the inner cross-validated AUROC that chose them."""
+
+    layer: int
+    source: str
+    penalty: float
+    inner_auroc: float
+
+
+def choose_and_fit(
+    vectors: dict[str, np.ndarray],
+    labels: Sequence[bool],
+    groups: Sequence[int],
+    *,
+    layers: Sequence[int],
+    label: str,
+    trained_on: dict,
+    penalties: Sequence[float] = PENALTIES,
+) -> tuple[LinearProbe, Choice]:
+    """Choose the source, layer and penalty by cross-validation over ``groups`` (each group held out in turn, AUROC
+    of the held-out scores pooled), then fit the chosen one on every question.
+
+    Args:
+        vectors: ``source -> (questions, layers, width)`` hidden states.
+        labels: One per question: whether the label holds.
+        groups: One per question: its inner fold.
+
+    Raises:
+        ValueError: Fewer than two groups, or a label with one class only.
+    """
+    y = np.asarray(labels, dtype=bool)
+    g = np.asarray(groups)
+    if len(set(g.tolist())) < 2:
+        raise ValueError("choosing a probe needs at least two groups of questions")
+    if y.all() or not y.any():
+        raise ValueError(f"every question has the same '{label}' label: the probe has nothing to learn")
+    best: Choice | None = None
+    for source, data in vectors.items():
+        for layer in layers:
+            x = data[:, layer].astype(np.float64)
+            for penalty in penalties:
+                held = np.zeros(len(y))
+                for group in sorted(set(g.tolist())):
+                    train, test = g != group, g == group
+                    if y[train].all() or not y[train].any():
+                        held[test] = 0.0
+                        continue
+                    held[test] = _score(_fit(x[train], y[train], penalty), x[test])
+                score = auroc(held, y)
+                if best is None or score > best.inner_auroc:
+                    best = Choice(layer, source, penalty, score)
+    assert best is not None
+    mean, scale, w, b = _fit(vectors[best.source][:, best.layer].astype(np.float64), y, best.penalty)
+    probe = LinearProbe(
+        layer=best.layer,
+        source=best.source,
+        label=label,
+        mean=tuple(mean.tolist()),
+        scale=tuple(scale.tolist()),
+        weights=tuple(w.tolist()),
+        bias=b,
+        penalty=best.penalty,
+        trained_on=trained_on,
+    )
+    return probe, best

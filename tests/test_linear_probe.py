@@ -1,0 +1,60 @@
+"""The linear probe (``uncertainty.linear_probe``) and its fitting (``evaluation.probe_fit``): logistic regression
+that separates what is separable, a choice of layer by inner cross-validation that finds the informative layer,
+AUROC as the rank statistic, and plain-number storage."""
+
+import json
+
+import numpy as np
+import pytest
+
+from seakr_integrations.evaluation.probe_fit import auroc, choose_and_fit, fit_logistic
+from seakr_integrations.uncertainty.linear_probe import LinearProbe
+
+
+def test_auroc_is_the_rank_statistic():
+    assert auroc([0.1, 0.2, 0.9, 0.8], [False, False, True, True]) == 1.0
+    assert auroc([0.9, 0.8, 0.1, 0.2], [False, False, True, True]) == 0.0
+    assert auroc([0.5, 0.5], [False, True]) == 0.5  # a tie counts half
+    assert np.isnan(auroc([0.1, 0.2], [True, True]))
+
+
+def test_logistic_regression_separates_a_separable_label():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 5))
+    y = (x[:, 2] > 0).astype(float)
+    w, b = fit_logistic(x, y, penalty=1.0)
+    assert np.argmax(np.abs(w)) == 2 and auroc(x @ w + b, y.astype(bool)) > 0.99
+
+
+def test_the_inner_choice_finds_the_layer_that_knows_and_the_probe_round_trips():
+    rng = np.random.default_rng(1)
+    n, layers, width = 160, 4, 12
+    labels = rng.random(n) < 0.4
+    data = rng.normal(size=(n, layers, width))
+    data[:, 2, 0] += 2.0 * labels  # only layer 2 carries the label
+    probe, choice = choose_and_fit(
+        {"mlp": data},
+        labels,
+        np.arange(n) % 4,
+        layers=range(layers),
+        label="retrieval helps",
+        trained_on={"lines": "test"},
+    )
+    assert (choice.layer, choice.source) == (2, "mlp") and choice.inner_auroc > 0.8
+    assert auroc(probe.probabilities(data[:, 2]), labels) > 0.8
+    again = LinearProbe.from_dict(json.loads(json.dumps(probe.to_dict())))
+    assert again == probe and again.probability(data[0, 2]) == pytest.approx(probe.probability(data[0, 2]))
+
+
+def test_bad_probes_and_inputs_are_refused():
+    with pytest.raises(ValueError, match="one length"):
+        LinearProbe(1, "mlp", "x", (0.0,), (1.0, 1.0), (1.0,), 0.0, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        LinearProbe(1, "mlp", "x", (0.0,), (1.0,), (float("nan"),), 0.0, 1.0)
+    probe = LinearProbe(1, "mlp", "x", (0.0,), (1.0,), (1.0,), 0.0, 1.0)
+    with pytest.raises(ValueError, match="width 1"):
+        probe.probabilities(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="not a stored linear probe"):
+        LinearProbe.from_dict({"layer": 1})
+    with pytest.raises(ValueError, match="same 'x' label"):
+        choose_and_fit({"mlp": np.zeros((4, 1, 2))}, [True] * 4, [0, 0, 1, 1], layers=[0], label="x", trained_on={})
