@@ -57,6 +57,10 @@ class DeltaProfile:
         cascade: The cascade band calibrated with delta (``{"estimator", "band", "agreement", "decided"}``) or empty.
         dtype: The dtype the model ran in (``None``: not recorded; the shipped profiles were made in
             ``REFERENCE_DTYPE``).  A back-end that runs another gets a :class:`CalibrationMismatchWarning`.
+        probe: The linear probe on the greedy step's state (``seakr calibrate --probe``): ``{"probe":
+            LinearProbe.to_dict(), "threshold", "choice", "labels"}``, or empty.
+        verdict: Whether the gate's signals know anything here (``evaluation.verdict.GateVerdict.to_dict`` per
+            signal, by signal name), or empty when not measured.
     """
 
     model: str
@@ -72,6 +76,8 @@ class DeltaProfile:
     sweep: list[dict[str, Any]] = field(default_factory=list)
     prompt: dict[str, Any] = field(default_factory=dict)
     cascade: dict[str, Any] = field(default_factory=dict)
+    probe: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
 
     def __post_init__(self) -> None:
@@ -292,22 +298,14 @@ def resolve_delta(
 
 def resolve_rules(profile: DeltaProfile | None, config: Any) -> tuple[Any, ...]:
     """The rules a SeaKR run uses: each with what the profile calibrated for it filled in (``TokenCascade``'s band,
-    calibrated with the run's delta for the same estimator).  A cascade left without a band (none given, none
-    calibrated) samples every step, and an :class:`UncalibratedDeltaWarning` says so, once."""
+    ``StateProbe``'s probe and threshold).  A rule left lacking one does nothing, and an
+    :class:`UncalibratedDeltaWarning` says so, once."""
     if config.retrieve != "uncertain":
         return tuple(config.rules)
-    cascade = profile.cascade if profile is not None else {}
-    band = tuple(float(x) for x in cascade["band"]) if cascade.get("band") else None
-    rules = tuple(rule.calibrated(band, cascade.get("estimator")) for rule in config.rules)
+    rules = tuple(rule.calibrated(profile) for rule in config.rules)
+    where = f"profile {profile.key}" if profile is not None else "no profile"
     for rule in rules:
-        estimator = rule.screen_estimator()
-        if estimator is not None and getattr(rule, "band", True) is None:
-            where = f"profile {profile.key}" if profile is not None else "no profile"
-            _warn_once(
-                f"band|{where}|{estimator}",
-                f"no cascade band for {estimator} in {where}: every step draws its samples. Calibrate one with "
-                "`seakr calibrate` (it stores the band with delta), or pass TokenCascade(band=(low, high))",
-                UncalibratedDeltaWarning,
-                4,
-            )
+        lacking = rule.uncalibrated()
+        if lacking is not None:
+            _warn_once(f"{rule.name}|{where}", f"{where}: {lacking}", UncalibratedDeltaWarning, 4)
     return rules

@@ -29,7 +29,8 @@ class Continuation:
         logprobs: Each token's log-probability under the raw distribution (before temperature, top-k and top-p).
         finish_reason: Why generation ended.
         stop_reason: The stop string that matched, or ``None`` (EOS or length).
-        eos_vector: Samples only: float32 ``(hidden_size,)`` hidden state, EOS as input after the text (SPEC section 2).
+        eos_vector: Float32 ``(hidden_size,)`` hidden state, EOS as input after the text (SPEC section 2): every
+            sample's, and the greedy continuation's when ``SamplingConfig.greedy_vector`` asked for it.
         logit_lse: ``logsumexp`` of the raw logits at each generated position (the energy estimator's), ``None`` where
             the back-end exposes no logits (``VLLMBackend`` reads them in the engine, for the greedy one only).
         offsets: Where each token ends in ``text`` (query masking), when a server sent it (:func:`token_offsets`).

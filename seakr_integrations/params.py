@@ -126,6 +126,8 @@ class SamplingConfig:
         layer: 0-based decoder layer whose vector is read; ``None`` means ``num_layers // 2 - 1`` (SeaKR's L/2).
         source: ``"mlp"`` (SeaKR's: the MLP output) or ``"residual"`` (the stream after the layer, HF
             ``hidden_states[layer + 1]``).
+        greedy_vector: Also read the greedy continuation's vector at EOS (``layer``, ``source``), as a linear probe
+            on the model's state reads it (``StateProbe``): no samples needed.
     """
 
     k: int = 20
@@ -138,6 +140,7 @@ class SamplingConfig:
     seed: int = 42
     layer: int | None = None
     source: HiddenSource = "mlp"
+    greedy_vector: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -174,6 +177,7 @@ class SamplingConfig:
         if any(not isinstance(s, str) or s == "" for s in self.stop):
             raise ValueError(f"stop={list(self.stop)!r}: every stop string must be a non-empty string")
         check_choice("source", self.source, HiddenSource)
+        check_flag("greedy_vector", self.greedy_vector, "must be True or False")
         layer = self.layer
         if layer is not None:
             refusal = "must be a 0-based layer index or None for L/2 - 1"

@@ -43,12 +43,15 @@ class Reply:
             larger = more uncertain (U grows monotonically with it).
         low: Words of ``text`` generated with probability 0.5 (all other tokens have probability 1).
         sample_text: Text of the samples (``""`` makes every sample empty).
+        state: The greedy continuation's vector at EOS, returned when a call asks for it (``greedy_vector``;
+            default: zeros).
     """
 
     text: str
     spread: float = 0.0
     low: tuple[str, ...] = ()
     sample_text: str | None = None
+    state: tuple[float, ...] | None = None
 
 
 class ScriptedBackend(SelfAwareBackend):
@@ -89,6 +92,9 @@ class ScriptedBackend(SelfAwareBackend):
             ]
             for i, s in enumerate(samples):
                 s.eos_vector = (_NOISE[i] * reply.spread).astype(np.float32)
+            if config.greedy_vector:
+                state = reply.state if reply.state is not None else (0.0,) * self.hidden_size
+                greedy.eos_vector = np.asarray(state, dtype=np.float32)
             outputs.append(SelfAwareOutput(prompt, ids, greedy, samples, layer, config.source))
         self.outputs.extend(outputs)
         return outputs

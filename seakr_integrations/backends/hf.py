@@ -185,7 +185,7 @@ class HFBackend(SelfAwareBackend):
                     else:
                         finished.logprobs, finished.logit_lse = logprobs[r], lses[r]
                         done[r] = finished
-                        if r != 0:
+                        if r != 0 or config.greedy_vector:  # the greedy row's vector only when asked for
                             feed[j] = self.eos_token_id
                             read.append(j)
                 run = sorted(keep + read)

@@ -129,7 +129,14 @@ class PlainTokenizer(ServerTokenizer):
 
 def check_sampling(config: SamplingConfig, where: str) -> None:
     """Refuse (``ValueError``, saying why) a setting a plain server cannot serve: a hidden-state ``source`` other than
-    the default (nothing is read there; ``layer`` is refused by ``resolve_layer``)."""
+    the default (nothing is read there; ``layer`` is refused by ``resolve_layer``), or the greedy continuation's
+    hidden state (``greedy_vector``, what a state probe reads)."""
+    if config.greedy_vector:
+        raise ValueError(
+            f"greedy_vector=True: the server at {where} is a plain OpenAI-compatible server, which returns no hidden "
+            f"states, so a probe on the model's state (the state-probe rule) cannot read one; leave the rule out, or "
+            f"start a server with seakr's plugin: {PLUGIN_COMMAND}"
+        )
     if config.source != "mlp":
         raise ValueError(
             f"source={config.source!r}: the server at {where} is a plain OpenAI-compatible server, which returns no "

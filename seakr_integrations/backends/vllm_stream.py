@@ -33,6 +33,12 @@ class _Prompt:
     samples: list[Continuation | None] = field(default_factory=list)
     keys: list[str | None] = field(default_factory=list)
     """The read-out key (``token_digest``) of each finished sample."""
+    greedy_key: str | None = None
+    """The greedy continuation's read-out key, when its vector is asked for (``config.greedy_vector``)."""
+
+    def read_keys(self) -> list[str | None]:
+        """Every read-out this prompt waits for."""
+        return [*self.keys, self.greedy_key] if self.config.greedy_vector else list(self.keys)
 
     def generated(self) -> bool:
         return self.greedy is not None and all(s is not None for s in self.samples)
@@ -141,7 +147,10 @@ class VLLMStream(GenerationStream):
                 del self._roles[out.request_id]
                 self.backend.prefill.add(len(out.prompt_token_ids or ()), out.num_cached_tokens or 0, kind)
             if kind == "greedy" and out.finished:
-                self._prompts[ref].greedy = continuation(out.outputs[0])
+                entry = self._prompts[ref]
+                entry.greedy = continuation(out.outputs[0])
+                if entry.config.greedy_vector:
+                    entry.greedy_key = self._read_out(ref, entry, list(out.outputs[0].token_ids))
                 fetch = fetch or self.backend.supports_logits
             elif kind == "samples":
                 self._take_samples(ref, out.outputs)
@@ -159,17 +168,21 @@ class VLLMStream(GenerationStream):
                 continue
             entry.samples[c.index] = continuation(c)
             self.last_sample_done = time.perf_counter()
-            sequence = eos_scoring_sequence(entry.ids, list(c.token_ids), self.backend.eos_token_id)
-            key = token_digest(sequence)
-            entry.keys[c.index] = key
-            readout = self._readouts.get(key)
-            if readout is not None:  # identical samples share one read-out
-                readout.waiting.add(ticket)
-                continue
-            request_id = f"{self._tag}r{self._next_readout}"
-            self._next_readout += 1
-            self._readouts[key] = _Readout(request_id, {ticket})
-            self._add(request_id, sequence, self._params[entry.config][2], ("readout", key))
+            entry.keys[c.index] = self._read_out(ticket, entry, list(c.token_ids))
+
+    def _read_out(self, ticket: int, entry: _Prompt, token_ids: list[int]) -> str:
+        """Ask for the vector at EOS after ``token_ids``; returns its key (identical continuations share one)."""
+        sequence = eos_scoring_sequence(entry.ids, token_ids, self.backend.eos_token_id)
+        key = token_digest(sequence)
+        readout = self._readouts.get(key)
+        if readout is not None:
+            readout.waiting.add(ticket)
+            return key
+        request_id = f"{self._tag}r{self._next_readout}"
+        self._next_readout += 1
+        self._readouts[key] = _Readout(request_id, {ticket})
+        self._add(request_id, sequence, self._params[entry.config][2], ("readout", key))
+        return key
 
     def _fetch(self) -> None:
         """Take the vectors and logsumexps the workers captured since the last fetch."""
@@ -185,7 +198,8 @@ class VLLMStream(GenerationStream):
         finished: list[Finished] = []
         for ticket, entry in list(self._prompts.items()):
             # Every read-out finished in the engine and its vector fetched.
-            ready = entry.generated() and all(k in self._vectors and self._readouts[k].done for k in entry.keys)
+            keys = entry.read_keys()
+            ready = entry.generated() and all(k in self._vectors and self._readouts[k].done for k in keys)
             if not ready and not engine_idle:
                 continue
             result: SelfAwareOutput | Exception
@@ -211,13 +225,17 @@ class VLLMStream(GenerationStream):
                 raise RuntimeError("vLLM returned no hidden state for a sample; the capture hook missed a request")
             sample.eos_vector = self._vectors[key]  # type: ignore[index]
             samples.append(sample)
+        if entry.config.greedy_vector:
+            if entry.greedy_key not in self._vectors:
+                raise RuntimeError("vLLM returned no hidden state for the greedy continuation; the hook missed it")
+            greedy.eos_vector = self._vectors[entry.greedy_key]  # type: ignore[index]
         return SelfAwareOutput(entry.prompt, entry.ids, greedy, samples, entry.layer, entry.config.source)
 
     def _release(self, ticket: int) -> list[str]:
         """Forget ``ticket``; returns its request ids still running (read-outs shared with others stay)."""
         entry = self._prompts.pop(ticket)
         running = [rid for rid in (entry.greedy_id, f"{self._tag}s{ticket}") if rid in self._roles]
-        for key in {k for k in entry.keys if k is not None}:
+        for key in {k for k in entry.read_keys() if k is not None}:
             readout = self._readouts.get(key)
             if readout is None:
                 continue

@@ -71,6 +71,8 @@ class ModelCalls:
         self.search_timeout, self.on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
         self.rules = config.rule_set
         """The decision rules the final answers consult (``AnswerAlone``)."""
+        self.reads_state = self.rules.reads_greedy_vector()
+        """Whether reasoning steps read the greedy step's hidden state (``StateProbe``)."""
         self.screen_estimator = config.rule_set.screen_estimator()
         """The greedy-only estimator whose reading every call records (``TokenCascade``'s), if any."""
         self.content_filter = config.rule_set.content_filter()
@@ -129,6 +131,8 @@ class ModelCalls:
         asks for the greedy continuation alone (no samples, no read-out, no uncertainty)."""
         stops = self.config.stops(has_steps=any(s.strip() for s in steps), one_sentence=sentence)
         sampling = self.config.call_sampling(stops)
+        if sentence and self.reads_state:  # a reasoning step's hidden state, for a probe on it
+            sampling = sampling.with_(greedy_vector=True)
         return self.prompt(state, steps, passages), sampling if measured else sampling.with_(k=0)
 
     def run(self, state: QuestionState, calls: Sequence[Call]) -> Generator[Generate, Any, list[Scored]]:

@@ -45,6 +45,11 @@ class GateReason(StrEnum):
     UNSURE_FROM_TOKENS = "unsure_from_tokens"
     """The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above
     the band's high edge), so no samples were drawn: retrieve."""
+    SURE_FROM_STATE = "sure_from_state"
+    """The ``state-probe`` rule: a linear probe on the greedy step's hidden state puts the model on the sure side (at
+    or below its band's low edge), so no samples were drawn: no retrieval."""
+    UNSURE_FROM_STATE = "unsure_from_state"
+    """The ``state-probe`` rule: the probe puts the model on the unsure side (above its band's high edge): retrieve."""
     UNSUPPORTED_CLAIM = "unsupported_claim"
     """The step names an entity that no kept passage covers (the ``claim-check`` rule): retrieve, whatever the
     uncertainty."""
@@ -144,6 +149,8 @@ class GateDecision:
             "retrieval is skipped",
             GateReason.UNSURE_FROM_TOKENS: "the greedy step's token probabilities show the model clearly unsure, so "
             "it retrieves",
+            GateReason.SURE_FROM_STATE: "a probe on the model's hidden state finds it sure, so retrieval is skipped",
+            GateReason.UNSURE_FROM_STATE: "a probe on the model's hidden state finds it unsure, so it retrieves",
             GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage covers, so it retrieves",
             GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no kept passage yet, so "
             "it retrieves",

@@ -18,9 +18,10 @@ SEAKR_SAMPLING = SamplingConfig(min_tokens=1)
 """SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, so that an instruct model in a chat template
 does not end its turn with an empty step (which has no uncertainty); ``min_tokens=0`` is the authors' behaviour
 (``docs/design/reasoning.md``)."""
-SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name != "stop")
+SAMPLING_SETTINGS = tuple(f.name for f in fields(SamplingConfig) if f.name not in ("stop", "greedy_vector"))
 """The sampling settings ``SeaKRConfig`` takes as flat keywords and shows as flat attributes; the stops are SeaKR's
-own, per call (``base_stops``, ``step_stop``, ``sentence_stop``)."""
+own, per call (``BASE_STOPS``, ``STEP_STOP``, ``SENTENCE_STOP``), and so is ``greedy_vector`` (asked for by a rule
+that reads the model's state, ``StateProbe``)."""
 
 
 RULES_HINT = (

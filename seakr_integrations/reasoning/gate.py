@@ -25,6 +25,7 @@ RETRIEVING = frozenset(
         GateReason.EMPTY_GENERATION,
         GateReason.ALWAYS_RETRIEVE,
         GateReason.UNSURE_FROM_TOKENS,
+        GateReason.UNSURE_FROM_STATE,
         GateReason.UNSUPPORTED_CLAIM,
         GateReason.UNCOVERED_ENTITY,
     }

@@ -151,7 +151,8 @@ class ServerEngine:
         }
 
     async def generate(self, prompt: str, ids: list[int], config: SamplingConfig) -> SelfAwareOutput:
-        """One prompt's greedy continuation and samples with their EOS vectors."""
+        """One prompt's greedy continuation and samples with their EOS vectors (and the greedy one's, when
+        ``config.greedy_vector`` asks for it)."""
         from vllm.inputs import TokensPrompt
 
         greedy_params, sample_params, readout_params = request_params(
@@ -191,6 +192,10 @@ class ServerEngine:
             raise RuntimeError("the engine finished without returning every sample")
         for sample, key in zip(samples, keys, strict=True):
             sample.eos_vector = vectors[key]  # type: ignore[union-attr,index]
+        if config.greedy_vector:  # what a state probe reads: the greedy continuation's vector at EOS
+            greedy.eos_vector = await self._readout(
+                eos_scoring_sequence(ids, list(greedy.token_ids), self.facts.eos_token_id), readout_params
+            )
         return SelfAwareOutput(prompt, ids, greedy, samples, self.layer, self.source)  # type: ignore[arg-type]
 
     async def vectors(self, sequences: list[list[int]]) -> np.ndarray:

@@ -184,6 +184,8 @@ def _router() -> APIRouter:
                 "uncertainty": {name: uncertainty_to_json(u) for name, u in scores.items()},
                 "eos_vectors": encode_vectors(output.eos_vectors(), request.vector_dtype) if with_vectors else None,
             }
+            if config.greedy_vector and output.greedy.eos_vector is not None:  # what a state probe reads
+                item["greedy_vector"] = encode_vectors(output.greedy.eos_vector[None, :], request.vector_dtype)
             result.append(item)
         return {"model": engine.facts.model, "outputs": result}
 

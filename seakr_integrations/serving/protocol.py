@@ -122,6 +122,7 @@ class GenerateRequest(_Body):
     seed: Any = None
     layer: Any = None
     source: Any = None
+    greedy_vector: Any = None
     estimators: Any = ["eigenscore"]
     alpha: Any = DEFAULT_ALPHA
     return_vectors: bool = False

@@ -74,10 +74,13 @@ def output_from_json(prompt: str, data: dict[str, Any]) -> SelfAwareOutput:
         vectors = decode_vectors(data["eos_vectors"])
         for sample, vector in zip(samples, vectors, strict=True):
             sample.eos_vector = vector
+    greedy = continuation_from_json(data["greedy"])
+    if data.get("greedy_vector") is not None:
+        greedy.eos_vector = decode_vectors(data["greedy_vector"])[0]
     output = SelfAwareOutput(
         prompt,
         [int(t) for t in data["prompt_token_ids"]],
-        continuation_from_json(data["greedy"]),
+        greedy,
         samples,
         int(data["layer"]),
         str(data["source"]),

@@ -24,6 +24,7 @@ from seakr_integrations.reasoning.rules.no_knowledge_without_passages import NoK
 from seakr_integrations.reasoning.rules.passage_limit import PassageLimit
 from seakr_integrations.reasoning.rules.sample_finals_when_they_differ import SampleFinalsWhenTheyDiffer
 from seakr_integrations.reasoning.rules.spacy_query_words import SpacyQueryWords
+from seakr_integrations.reasoning.rules.state_probe import StateProbe
 from seakr_integrations.reasoning.rules.stop_on_repeated_step import StopOnRepeatedStep
 from seakr_integrations.reasoning.rules.token_cascade import TokenCascade
 
@@ -46,6 +47,7 @@ __all__ = [
     "RuleSet",
     "SampleFinalsWhenTheyDiffer",
     "SpacyQueryWords",
+    "StateProbe",
     "StopOnRepeatedStep",
     "TokenCascade",
     "check_rules",
@@ -57,6 +59,7 @@ RULES: dict[str, type[Rule]] = {
     cls.name: cls
     for cls in (
         ClaimCheck,
+        StateProbe,
         TokenCascade,
         AnchorQueries,
         SpacyQueryWords,
@@ -180,5 +183,7 @@ def rules_from_json(data: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
             params["entities"] = finder
         if isinstance(params.get("band"), list):
             params["band"] = tuple(params["band"])
+        if cls is StateProbe:  # recorded by what its probe is, not its weights: the profile supplies them
+            params["probe"] = None
         rules.append(cls(**params))
     return check_rules(rules)

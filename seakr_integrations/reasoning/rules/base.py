@@ -48,6 +48,10 @@ class Rule:
         and then to the samples."""
         return None
 
+    def reads_greedy_vector(self) -> bool:
+        """Whether :meth:`read_step` reads the greedy step's hidden state (it is then read in the same call)."""
+        return False
+
     def screen_estimator(self) -> str | None:
         """The greedy-only estimator whose reading of every call the trace records (``StepTrace.screen``)."""
         return None
@@ -112,10 +116,13 @@ class Rule:
         return winner
 
     # -- calibration and records ------------------------------------------------------------------------------
-    def calibrated(self, band: tuple[float, float] | None, estimator: str | None) -> Rule:
-        """This rule with what a calibration profile holds for it filled in (``band``: the cascade band the profile
-        calibrated for the greedy-only ``estimator``)."""
+    def calibrated(self, profile: Any) -> Rule:
+        """This rule with what a calibration profile (a ``DeltaProfile``, or ``None``) holds for it filled in."""
         return self
+
+    def uncalibrated(self) -> str | None:
+        """What this rule still lacks after calibration (a warning says it once), or ``None``."""
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as results files and traces record it: its name and its parameters (an entity finder by name)."""
@@ -156,6 +163,9 @@ class RuleSet:
 
     def screen_estimator(self) -> str | None:
         return next((e for r in self.rules if (e := r.screen_estimator()) is not None), None)
+
+    def reads_greedy_vector(self) -> bool:
+        return any(r.reads_greedy_vector() for r in self.rules)
 
     def search_query(self, state: QuestionState, query: str) -> str:
         for rule in self.rules:

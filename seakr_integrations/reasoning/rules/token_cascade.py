@@ -67,7 +67,17 @@ class TokenCascade(Rule):
             return GateReason.UNSURE_FROM_TOKENS
         return None
 
-    def calibrated(self, band: tuple[float, float] | None, estimator: str | None) -> TokenCascade:
-        if self.band is None and band is not None and estimator == self.estimator:
-            return replace(self, band=band)
+    def calibrated(self, profile: Any) -> TokenCascade:
+        cascade = getattr(profile, "cascade", None) or {}
+        if self.band is None and cascade.get("band") and cascade.get("estimator") == self.estimator:
+            low, high = cascade["band"]
+            return replace(self, band=(float(low), float(high)))
         return self
+
+    def uncalibrated(self) -> str | None:
+        if self.band is not None:
+            return None
+        return (
+            f"no cascade band for {self.estimator}: every step draws its samples. Calibrate one with `seakr "
+            "calibrate` (it stores the band with delta), or pass TokenCascade(band=(low, high))"
+        )

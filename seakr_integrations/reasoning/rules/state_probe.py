@@ -1,0 +1,87 @@
+"""A linear probe on the model's state: the greedy step's hidden state at EOS decides the gate, without samples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from seakr_integrations.reasoning.decisions import GateReason
+from seakr_integrations.reasoning.rules.base import Decision, Rule
+from seakr_integrations.reasoning.rules.token_cascade import check_band
+from seakr_integrations.uncertainty.linear_probe import LinearProbe
+
+if TYPE_CHECKING:
+    from seakr_integrations.outputs import SelfAwareOutput
+    from seakr_integrations.reasoning.state import QuestionState
+
+
+@dataclass(frozen=True)
+class StateProbe(Rule):
+    """The greedy step's hidden state at EOS (the samples' read-out layer and source, read in the same engine call
+    as the step) goes through a linear probe trained to predict "retrieval helps" (``seakr calibrate --probe``); the
+    probe's probability decides: at or below the band's low edge accept, above its high edge retrieve, in between the
+    k samples decide as the paper's gate.  A band of one point, ``(t, t)``, is a gate without samples.  Semantic
+    Entropy Probes (Kossen et al. 2024) and Probing-RAG (Baek et al. 2025) read a model's state this way.
+
+    Attributes:
+        probe: The ``LinearProbe``; ``None`` takes the one calibrated with delta (same profile).
+        band: ``(sure_at_or_below, unsure_above)`` in probability; ``None`` takes the calibrated threshold ``(t, t)``
+            (the probe's own retrieval rate at the target rate).  Without either the rule does nothing (a warning
+            says so).
+    """
+
+    name: ClassVar[str] = "state-probe"
+    decision: ClassVar[Decision] = "when to retrieve"
+    probe: LinearProbe | None = None
+    band: tuple[float, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.probe is not None and not isinstance(self.probe, LinearProbe):
+            raise TypeError(f"StateProbe(probe={self.probe!r}): pass a LinearProbe (seakr calibrate --probe makes one)")
+        if self.band is not None:
+            object.__setattr__(self, "band", check_band(self.band))
+
+    def reads_greedy_step(self) -> bool:
+        return self.probe is not None and self.band is not None
+
+    def reads_greedy_vector(self) -> bool:
+        return self.reads_greedy_step()
+
+    def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
+        if self.probe is None or self.band is None:
+            return None
+        vector = output.greedy.eos_vector
+        if vector is None:
+            raise RuntimeError(
+                "the state-probe rule needs the greedy step's hidden state, and the back-end returned none: "
+                "it must read hidden states (not a plain OpenAI-compatible server)"
+            )
+        p = self.probe.probability(vector)
+        if p <= self.band[0]:
+            return GateReason.SURE_FROM_STATE
+        if p > self.band[1]:
+            return GateReason.UNSURE_FROM_STATE
+        return None
+
+    def calibrated(self, profile: Any) -> StateProbe:
+        """With the probe and threshold the profile stores (``DeltaProfile.probe``) filled in."""
+        stored = getattr(profile, "probe", None) or {}
+        if not stored or (self.probe is not None and self.band is not None):
+            return self
+        probe = LinearProbe.from_dict(stored["probe"]) if self.probe is None else self.probe
+        threshold = float(stored["threshold"])
+        return replace(self, probe=probe, band=self.band or (threshold, threshold))
+
+    def uncalibrated(self) -> str | None:
+        if self.probe is not None and self.band is not None:
+            return None
+        return (
+            "no state probe: the state-probe rule does nothing. Train one with `seakr calibrate --probe` (it stores "
+            "the probe with delta), or pass StateProbe(probe=..., band=...)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Recorded by what the probe is, not its weights (they are in the profile)."""
+        probe = None if self.probe is None else {"layer": self.probe.layer, "source": self.probe.source,
+                                                 "trained_on": dict(self.probe.trained_on)}  # fmt: skip
+        return {"rule": self.name, "probe": probe, "band": None if self.band is None else list(self.band)}
