@@ -36,28 +36,6 @@ def interval(scores: np.ndarray, labels: np.ndarray, draws: int = 2000) -> tuple
     return auroc(scores, labels), float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
 
 
-def held_out_scores(vectors: dict[str, np.ndarray], labels: np.ndarray, lines: np.ndarray, layers: list[int]):
-    """Each question's probe score from the probe fitted without its fold, and each fold's choice."""
-    from seakr_integrations.evaluation.probe_fit import choose_and_fit
-
-    scores = np.zeros(len(labels))
-    choices = []
-    for fold in range(FOLDS):
-        train, test = lines % FOLDS != fold, lines % FOLDS == fold
-        probe, choice = choose_and_fit(
-            {s: v[train] for s, v in vectors.items()},
-            labels[train],
-            lines[train] % FOLDS,
-            layers=layers,
-            label="",
-            trained_on={},
-        )
-        scores[test] = probe.probabilities(vectors[choice.source][test, choice.layer].astype(np.float64))
-        choices.append({"fold": fold, "source": choice.source, "layer": choice.layer, "penalty": choice.penalty,
-                        "inner_auroc": round(choice.inner_auroc, 3)})  # fmt: skip
-    return scores, choices
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vectors", type=Path, required=True, help="folder of probe_vectors.py's DATASET.npz")
@@ -67,6 +45,7 @@ def main() -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from experiments.gate_table import baseline_f1, claim_wrong
+    from seakr_integrations.evaluation.probe_fit import cross_validated
 
     report = []
     for ds in ("hotpotqa", "2wiki"):
@@ -97,7 +76,9 @@ def main() -> None:
                 y.append(bool(value))
             idx, labels = np.array(keep), np.array(y)
             sub = {s: v[idx] for s, v in vectors.items()}
-            probe, choices = held_out_scores(sub, labels, lines[idx], layers)
+            probe, picked = cross_validated(sub, labels, lines[idx] % FOLDS, layers=layers)
+            choices = [{"fold": f, "source": c.source, "layer": c.layer, "penalty": c.penalty,
+                        "inner_auroc": round(c.inner_auroc, 3)} for f, c in enumerate(picked)]  # fmt: skip
             free = np.array([rows[int(lines[k])]["cheap"]["one_minus_min_prob"] for k in idx], dtype=float)
             eigen = np.array([rows[int(lines[k])]["scores"]["eigenscore"] or np.inf for k in idx], dtype=float)
             entry = {"dataset": ds, "label": label, "questions": len(labels), "positives": int(labels.sum()),

@@ -31,6 +31,38 @@ class CalibrationMismatchWarning(UncalibratedDeltaWarning):
     """A profile's delta is applied to a config whose prompt differs from the one it was calibrated with."""
 
 
+class UninformativeGateWarning(UserWarning):
+    """The calibration profile found that the gate's signal carries no information for this model and prompt."""
+
+
+GATE_ALTERNATIVE = (
+    "SeaKR's decisions then rest on its rules, not on the model's state; where retrieval should not be left to "
+    "chance, retrieve once and keep SeaKR's re-ranking and final choice: SeaKRConfig(mode='single_hop', "
+    "retrieve='always') (docs/gate_signals.md)"
+)
+"""What to use instead of a gate that knows nothing (the warning and the docs say it)."""
+
+
+def warn_uninformative(profile: DeltaProfile | None, config: Any) -> None:
+    """Warn once when ``profile``'s verdict says the signal that gates ``config`` carries no information."""
+    if profile is None or not profile.verdict or config.retrieve != "uncertain":
+        return
+    probe = any(r.name == "state-probe" and r.reads_greedy_step() for r in config.rules)
+    signal = "state probe" if probe else config.estimator
+    verdict = profile.verdict.get(signal)
+    if verdict is None or verdict.get("informative", True) or verdict.get("auroc") is None:
+        return
+    _warn_once(
+        f"uninformative|{profile.key}|{signal}",
+        f"{profile.model}, {profile.prompt.get('exemplar_style')} prompt: the calibration found that the gate's "
+        f"{signal} carries no information (AUROC for 'retrieval helps' {verdict['auroc']:.2f}, 95% "
+        f"{verdict['auroc_low']:.2f}-{verdict['auroc_high']:.2f}, on {verdict['questions']} questions). "
+        + GATE_ALTERNATIVE,
+        UninformativeGateWarning,
+        4,
+    )
+
+
 def canonical_model_name(name: str) -> str:
     """The packaged model's short name for any of its aliases; a model directory's last path component otherwise."""
     packaged = packaged_model(name)

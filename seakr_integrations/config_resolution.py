@@ -19,6 +19,7 @@ from seakr_integrations.calibration import (
     shipped_profile,
     warn_dtype_mismatch,
     warn_prompt_mismatch,
+    warn_uninformative,
 )
 
 if TYPE_CHECKING:  # annotations only: resolving needs neither the back-ends nor the loop loaded
@@ -55,6 +56,7 @@ def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedCo
     if profile is not None and config.retrieve == "uncertain":
         warn_dtype_mismatch(profile, backend.dtype, server)
     resolved = config.with_(delta=delta, rules=resolve_rules(profile, config))
+    warn_uninformative(profile, resolved)
     return ResolvedConfig(resolved, profile, config, backend.model_name)
 
 

@@ -57,8 +57,15 @@ class Reply:
 class ScriptedBackend(SelfAwareBackend):
     """A back-end whose reply to each prompt is ``respond(prompt, config)``; it records every batch it gets."""
 
-    def __init__(self, respond: Callable[[str, SamplingConfig], Reply], max_context: int = 1_000_000) -> None:
+    def __init__(
+        self,
+        respond: Callable[[str, SamplingConfig], Reply],
+        max_context: int = 1_000_000,
+        scoring: Callable[[list[int]], np.ndarray] | None = None,
+    ) -> None:
         self.respond = respond
+        self.scoring = scoring
+        """The stand-alone scoring pass (``last_token_vectors``) for a test that needs one; ``None``: refused."""
         self.model_name = "scripted"
         self.num_layers = 4
         self.hidden_size = 16
@@ -100,7 +107,9 @@ class ScriptedBackend(SelfAwareBackend):
         return outputs
 
     def _last_token_vectors(self, sequences: list[list[int]], layer: int, source: str) -> np.ndarray:
-        raise AssertionError("the reasoning loop must not need the stand-alone scoring pass")
+        if self.scoring is None:
+            raise AssertionError("the reasoning loop must not need the stand-alone scoring pass")
+        return np.stack([self.scoring(s) for s in sequences]).astype(np.float32)
 
 
 def passage(pid: str, text: str | None = None, title: str = "") -> Passage:

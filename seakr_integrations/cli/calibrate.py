@@ -34,6 +34,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the cascade band stored with delta: the widest whose decisions agree with the gate on this share of "
         "the first steps it decides, each side (default 0.9)",
     )
+    cal.add_argument(
+        "--probe",
+        action="store_true",
+        help="also train a linear probe on the first step's hidden state for 'retrieval helps' (the state-probe "
+        "rule's), stored with delta; needs a back-end that reads hidden states",
+    )
+    cal.add_argument(
+        "--no-verdict",
+        action="store_true",
+        help="skip judging the gate (its verdict needs closed-book and single-retrieval answers to the same "
+        "questions: about three LM calls and one search more per question)",
+    )
     cal.add_argument("--json", action="store_true", help="print the profile as JSON")
     common.add_seakr_arguments(cal)
     add_verbose_argument(cal)
@@ -78,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
                 points=args.points,
                 dataset=os.path.basename(args.dataset),
                 progress=not args.quiet,
+                verdict=not args.no_verdict,
+                probe=args.probe,
                 **search,
                 **({"agreement": args.cascade_agreement} if args.cascade_agreement is not None else {}),
             )
@@ -107,3 +121,18 @@ def print_profile(path: Path, profile) -> None:  # noqa: ANN001 - a DeltaProfile
         + ", ".join(f"{name}={value}" for name, value in profile.prompt.items())
         + ")."
     )
+    print_verdicts(profile)
+
+
+def print_verdicts(profile) -> None:  # noqa: ANN001 - a DeltaProfile
+    """What the gate's signals know here, and what to do when the gate's own knows nothing."""
+    from seakr_integrations.calibration import GATE_ALTERNATIVE
+    from seakr_integrations.evaluation.verdict import MIN_QUESTIONS, GateVerdict
+
+    if not profile.verdict and profile.questions < MIN_QUESTIONS:
+        print(f"no verdict on the gate: {profile.questions} questions (at least {MIN_QUESTIONS} judge it)")
+    for verdict in profile.verdict.values():
+        print(GateVerdict(**verdict).summary())
+    gate = profile.verdict.get(profile.estimator)
+    if gate is not None and not gate["informative"]:
+        print(f"So for this model and prompt: {GATE_ALTERNATIVE}")

@@ -15,8 +15,10 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
+from seakr_integrations.evaluation.gate_check import baseline_f1, gate_verdicts, train_probe
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
+from seakr_integrations.evaluation.verdict import MIN_QUESTIONS
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
@@ -91,6 +93,8 @@ def calibrate_delta(
     progress: bool = True,
     agreement: float = CASCADE_AGREEMENT,
     search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
+    verdict: bool = True,
+    probe: bool = False,
 ) -> DeltaProfile:
     """Choose delta for ``backend``'s model with ``config``'s other settings (not saved yet: ``save_profile``).
 
@@ -105,6 +109,11 @@ def calibrate_delta(
         search_timeout: Seconds one search may take (the F1 objective searches), ``None``: no limit.
         agreement: With a ``TokenCascade`` among ``config``'s rules, the :func:`cascade_band` of its estimator
             calibrated with delta.
+        verdict: Also judge the gate's signals (``evaluation.verdict``: AUROC for "retrieval helps", the rate on
+            questions delta was not set on, the harm rate), labelled by closed-book and single-retrieval answers to
+            the same questions (about three LM calls and one search more per question).
+        probe: Also train a linear probe on the first step's hidden state (``StateProbe``'s, stored with delta), and
+            judge it; needs a back-end that reads hidden states.
     """
     if not questions:
         raise ValueError("no calibration questions: give a labelled question file with at least one question")
@@ -150,6 +159,8 @@ def calibrate_delta(
             best = max(sweep, key=lambda r: (r["f1"], r["delta"]))
             best["chosen"] = True
             delta = best["delta"]
+        verdicts, stored_probe = _gate(cached, retriever, base, questions, assessed, target_rate, dataset, verdict,
+                                       probe, search_timeout)  # fmt: skip
     return DeltaProfile(
         model=canonical_model_name(backend.model_name),
         layer=backend.profile_layer(base.layer),
@@ -164,8 +175,35 @@ def calibrate_delta(
         sweep=sweep,
         prompt=prompt_settings(base),
         cascade=_cascade(base, assessed, first, float(delta), agreement),
+        probe=stored_probe,
+        verdict=verdicts,
         dtype=getattr(backend, "dtype", None),
     )
+
+
+def _gate(
+    backend: SelfAwareBackend,
+    retriever: Any,
+    config: SeaKRConfig,
+    questions: Sequence[Question],
+    assessed: Sequence[Any],
+    target_rate: float | None,
+    dataset: str,
+    verdict: bool,
+    probe: bool,
+    search_timeout: float | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The verdicts and the stored probe (both empty when not asked for)."""
+    if not (verdict or probe) or len(questions) < MIN_QUESTIONS:  # too few to judge anything: no verdict
+        return {}, {}
+    cot, single = baseline_f1(backend, retriever, config, questions, search_timeout=search_timeout)
+    verdicts = gate_verdicts(config, assessed, cot, single, target_rate) if verdict else {}
+    stored: dict[str, Any] = {}
+    if probe:
+        stored, verdicts["state probe"] = train_probe(
+            backend, config, assessed, cot, single, target_rate=target_rate, dataset=dataset
+        )
+    return verdicts, stored
 
 
 def _cascade(config: SeaKRConfig, assessed: Sequence[Any], first: Sequence[float], delta: float, agreement: float):

@@ -13,7 +13,7 @@ import numpy as np
 
 from seakr_integrations.uncertainty.linear_probe import LinearProbe
 
-__all__ = ["PENALTIES", "Choice", "auroc", "choose_and_fit", "fit_logistic"]
+__all__ = ["PENALTIES", "Choice", "auroc", "choose_and_fit", "cross_validated", "fit_logistic"]
 
 PENALTIES = (0.1, 1.0, 10.0, 100.0)
 """The L2 strengths tried (on standardised vectors, the penalty of the mean log-loss times the question count)."""
@@ -140,3 +140,22 @@ def choose_and_fit(
         trained_on=trained_on,
     )
     return probe, best
+
+
+def cross_validated(
+    vectors: dict[str, np.ndarray], labels: Sequence[bool], groups: Sequence[int], *, layers: Sequence[int]
+) -> tuple[np.ndarray, list[Choice]]:
+    """Each question's probe probability from a probe chosen and fitted without its group (the choice nested in the
+    other groups): scores no question was trained on, for an honest AUROC.  Returns them and each group's choice."""
+    y = np.asarray(labels, dtype=bool)
+    g = np.asarray(groups)
+    scores = np.zeros(len(y))
+    choices = []
+    for group in sorted(set(g.tolist())):
+        train, test = g != group, g == group
+        probe, choice = choose_and_fit(
+            {s: v[train] for s, v in vectors.items()}, y[train], g[train], layers=layers, label="", trained_on={}
+        )
+        scores[test] = probe.probabilities(vectors[choice.source][test, choice.layer].astype(np.float64))
+        choices.append(choice)
+    return scores, choices

@@ -18,7 +18,10 @@ import numpy as np
 
 from seakr_integrations.evaluation.probe_fit import auroc
 
-__all__ = ["GateVerdict", "gate_verdict", "RIGHT_F1"]
+__all__ = ["MIN_QUESTIONS", "RIGHT_F1", "GateVerdict", "gate_verdict"]
+
+MIN_QUESTIONS = 10
+"""Fewer calibration questions than this get no verdict (``seakr calibrate`` says so)."""
 
 RIGHT_F1 = 0.5
 """An answer counts as right (for "retrieval harms") at this F1 or above."""
@@ -33,7 +36,7 @@ class GateVerdict:
         questions: Questions with both baselines' answers.
         helps: Questions where retrieval helped.
         auroc, auroc_low, auroc_high: AUROC for "retrieval helps" (higher signal = more uncertain) and its 95%
-            bootstrap interval.
+            bootstrap interval; ``None`` when every question has the same label (nothing to rank).
         informative: Whether the interval lies above 0.5.
         target_rate: The first-step retrieval rate delta was set for.
         realized_rate: The rate on questions delta was not set on (each half sets it for the other).
@@ -43,16 +46,17 @@ class GateVerdict:
     signal: str
     questions: int
     helps: int
-    auroc: float
-    auroc_low: float
-    auroc_high: float
+    auroc: float | None
+    auroc_low: float | None
+    auroc_high: float | None
     informative: bool
     target_rate: float | None
     realized_rate: float | None
     harm_rate: float
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Strict JSON: an undefined number is ``None``."""
+        return {k: None if isinstance(v, float) and not np.isfinite(v) else v for k, v in asdict(self).items()}
 
     def summary(self) -> str:
         """One line for the CLI and the warning."""
@@ -62,6 +66,12 @@ class GateVerdict:
             else f"; first steps retrieving on questions delta was not set on: {self.realized_rate:.2f} against the "
             f"target {self.target_rate:.2f}"
         )
+        if self.auroc is None or not np.isfinite(self.auroc):
+            return (
+                f"the gate's {self.signal} could not be judged: retrieval helped on {self.helps} of {self.questions} "
+                f"questions, so there is nothing to rank{rate}; retrieval turned a right closed-book answer wrong on "
+                f"{100 * self.harm_rate:.1f}% of them"
+            )
         knows = "carries information" if self.informative else "carries no information (its interval holds 0.5)"
         return (
             f"the gate's {self.signal} {knows}: AUROC for 'retrieval helps' {self.auroc:.2f} (95% "
