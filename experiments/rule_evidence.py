@@ -144,7 +144,10 @@ def report(as_json: bool) -> None:
     print("| rule | dataset | lines free of it | acted on | F1 with - without (95%) | LM calls | tokens | s |")
     print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for e in rows:
-        note = "" if not e["missing"] else f" ({e['missing']} not rerun yet)"
+        if e["missing"]:
+            print(f"| `{e['rule']}` | {e['dataset']} | {e['questions']} | {e['acted']} | not rerun yet | | | |")
+            continue
+        note = ""
         print(
             f"| `{e['rule']}` | {e['dataset']} | {e['questions']} | {e['acted']}{note} | {e['f1_difference']:+.1f} "
             f"({e['f1_low']:+.1f} to {e['f1_high']:+.1f}) | {e['lm_calls_difference']:+.2f} | "
