@@ -47,6 +47,10 @@ SIGNALS = [  # (name, where it is in a row, what it needs, the library's estimat
     ("largest token entropy", ("cheap", "max_entropy"), "greedy + top-20 log-probabilities", None),
     ("length in tokens", ("cheap", "length"), "greedy only", None),
 ]
+CLAIM_CHECK = "claim check (the step names an entity: 1, else 0)"
+"""The claim-check rule's signal on a first step, where no passage is kept yet: whether the step names anything."""
+PROBE = "linear probe on the step's hidden state (cross-validated)"
+"""The state probe's row, from ``experiments/probe_cv.py --out runs/signals/probe_cv.json``."""
 _WORD = re.compile(r"\w+")
 
 
@@ -118,6 +122,18 @@ def costs(rows: list[dict]) -> dict[str, float]:
     }
 
 
+def _probe_cv() -> list[dict]:
+    path = ROOT / "runs" / "signals" / "probe_cv.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def _cell(entry: dict | None) -> str:
+    if entry is None:
+        return "-"
+    point, low, high = entry["probe"]
+    return f"{point:.2f} ({low:.2f}-{high:.2f})"
+
+
 def main() -> None:
     out = [
         "# What the first-step gate knows",
@@ -156,6 +172,22 @@ def main() -> None:
             "| signal | needs | on a plain vLLM server | AUROC: retrieval helps | AUROC: claim wrong |",
             "| --- | --- | --- | --- | --- |",
         ]
+        from seakr_integrations.reasoning.entities import named_entities
+
+        probe = {e["label"]: e for e in _probe_cv() if e["dataset"] == ds}
+        cells = []
+        for pairs in (helps, wrong):
+            point, low, high = auroc_ci(
+                [float(bool(named_entities(r["greedy"]))) for r, _ in pairs], [y for _, y in pairs]
+            )
+            cells.append(f"{point:.2f} ({low:.2f}-{high:.2f})")
+        out.append(f"| {CLAIM_CHECK} | greedy only (English names) | yes | {cells[0]} | {cells[1]} |")
+        if probe:
+            cells = [_cell(probe.get(label)) for label in ("retrieval helps", "claim wrong")]
+            out.append(
+                f"| {PROBE} | greedy + its hidden-state read-out in the same call | no (needs seakr serve) | "
+                f"{cells[0]} | {cells[1]} |"
+            )
         for name, where, needs, estimator in SIGNALS:
             cells = []
             for pairs in (helps, wrong):
