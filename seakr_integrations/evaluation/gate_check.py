@@ -69,8 +69,8 @@ def train_probe(
     dataset: str,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A linear probe for "retrieval helps" on the first step's hidden state at EOS (the read-out layer and source),
-    its penalty chosen by cross-validation over ``PROBE_GROUPS`` groups; its threshold at ``target_rate`` (else 0.5);
-    and its verdict from probabilities no question was trained on.  Returns ``(DeltaProfile.probe, verdict)``."""
+    its penalty chosen by cross-validation over ``PROBE_GROUPS`` groups; its threshold at ``target_rate`` (else 0.5)
+    and its verdict, both from probabilities of questions the probe was not fitted on.  Returns ``(DeltaProfile.probe, verdict)``."""
     layer = backend.resolve_layer(config.layer)
     sequences = [eos_scoring_sequence(a.output.prompt_token_ids, a.output.greedy.token_ids, backend.eos_token_id)
                  for a in assessed]  # fmt: skip
@@ -81,8 +81,9 @@ def train_probe(
     trained_on = {"dataset": dataset, "questions": len(assessed), "label": "single retrieval's F1 above closed-book's"}
     probe, choice = choose_and_fit(vectors, helps, groups, layers=[0], label="retrieval helps", trained_on=trained_on)
     probe = replace(probe, layer=layer)  # fitted on the one read-out layer, given to it as layer 0
-    scores = probe.probabilities(vectors[config.source][:, 0])
-    threshold = float(np.quantile(scores, 1.0 - target_rate)) if target_rate is not None else 0.5
+    # the threshold from probabilities of questions the probe was not fitted on, as a new question's will be (a
+    # probe's own training questions get probabilities near 0 and 1)
+    threshold = float(np.quantile(held_out, 1.0 - target_rate)) if target_rate is not None else 0.5
     verdict = gate_verdict("state probe", held_out, cot, single, target_rate=target_rate)
     stored = {"probe": probe.to_dict(), "threshold": threshold, "penalty_inner_auroc": choice.inner_auroc}
     return stored, verdict.to_dict()
