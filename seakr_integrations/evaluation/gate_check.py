@@ -70,7 +70,8 @@ def train_probe(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A linear probe for "retrieval helps" on the first step's hidden state at EOS (the read-out layer and source),
     its penalty chosen by cross-validation over ``PROBE_GROUPS`` groups; its threshold at ``target_rate`` (else 0.5)
-    and its verdict, both from probabilities of questions the probe was not fitted on.  Returns ``(DeltaProfile.probe, verdict)``."""
+    and its verdict, both from probabilities of questions the probe was not fitted on.  Returns
+    ``(DeltaProfile.probe, verdict)``."""
     layer = backend.resolve_layer(config.layer)
     sequences = [eos_scoring_sequence(a.output.prompt_token_ids, a.output.greedy.token_ids, backend.eos_token_id)
                  for a in assessed]  # fmt: skip
