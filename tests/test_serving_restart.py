@@ -58,12 +58,14 @@ def _watched_backend(url: str, timeout: float):  # noqa: ANN202 - a RemoteBacken
             self.sent: list[str] = []
             self.cue_text: str | None = None
             self.cue = threading.Event()
+            self.release = threading.Event()
             super().__init__(url, timeout=timeout)
 
         def _call(self, prompts, prompt_ids, config, layer):  # noqa: ANN001, ANN202
             self.sent.extend(prompts)
             if self.cue_text is not None and any(self.cue_text in p for p in prompts):
-                self.cue.set()
+                self.cue.set()  # held until the kill, so this request cannot be answered before it
+                self.release.wait(READY)
             return super()._call(prompts, prompt_ids, config, layer)
 
     return Watched()
@@ -189,7 +191,8 @@ def scenario(tmp_path_factory) -> Scenario:
             )
         )
         _wait(long.cue.is_set, "the long client's first request")
-        time.sleep(1.0)  # its request is on the server now
+        short.release.set()  # the held requests go out as the server dies: in flight at the kill
+        long.release.set()
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         killed = time.monotonic()
