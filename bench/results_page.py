@@ -12,6 +12,8 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+from seakr_integrations.evaluation.results import read_results
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "runs" / "results"
 DATASETS = {"hotpotqa": "HotpotQA", "2wiki": "2WikiMultihopQA"}
@@ -36,8 +38,8 @@ STAGES = {
 
 
 def records(path: Path) -> tuple[dict, list[dict]]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return rows[0].get("config", {}), [r for r in rows[1:] if "id" in r and not r.get("error")]
+    config, rows = read_results(path)
+    return config, [r for r in rows if "id" in r and not r.get("error")]
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -50,7 +52,7 @@ def table(dataset: str) -> tuple[list[str], dict[str, list[dict]], list[str]]:
     """The dataset's table lines, its runs' records by stem, and the paired differences against the default."""
     runs = {}
     for stem in ROWS:
-        path = RESULTS / f"{dataset}_dev" / f"{stem}.jsonl"
+        path = RESULTS / f"{dataset}_dev" / f"{stem}.jsonl.gz"
         if path.exists():
             runs[stem] = records(path)[1]
     lines = [

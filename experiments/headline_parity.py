@@ -1,5 +1,5 @@
 """Does today's code still run what the results page reports?  Rerun the first questions of the page's SeaKR runs
-(``runs/results/DATASET_dev/seakr.jsonl``) exactly as ``bench/results.sh`` ran them (``seakr eval --dataset DATASET``
+(``runs/results/DATASET_dev/seakr.jsonl.gz``) exactly as ``bench/results.sh`` ran them (``seakr eval --dataset DATASET``
 with the line range) and compare each question's answer, LM calls, searches and generated tokens with the record.
 
     python experiments/headline_parity.py [--questions 16] [--out /tmp/parity]
@@ -13,12 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from seakr_integrations.evaluation.results import read_results
+
 ROOT = Path(__file__).resolve().parents[1]
 START = {"hotpotqa": 8, "2wiki": 0}
 
 
 def rows(path: Path) -> dict[str, dict]:
-    return {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines()[1:]) if "id" in r}
+    return {r["id"]: r for r in read_results(path)[1] if "id" in r}
 
 
 def main() -> None:
@@ -36,7 +38,7 @@ def main() -> None:
              str(out), "-q"],
             cwd=ROOT, check=True,
         )  # fmt: skip
-        reported = rows(ROOT / "runs" / "results" / f"{ds}_dev" / "seakr.jsonl")
+        reported = rows(ROOT / "runs" / "results" / f"{ds}_dev" / "seakr.jsonl.gz")
         for qid, now in rows(out).items():
             then = reported[qid]
             keys = ("prediction", "lm_calls", "retrievals", "generated_tokens")

@@ -1,9 +1,10 @@
 """Each default rule's effect, measured on the lines it was not designed on (``docs/evaluation_protocol.md``).
 
-The default's own run (``runs/results/DATASET_dev/seakr.jsonl``) records in every trace which rules changed a
+The default's own run (``runs/results/DATASET_dev/seakr.jsonl.gz``) records in every trace which rules changed a
 decision (``rules_applied``).  On a question where rule R changed nothing, the default without R makes exactly the
 default's calls, so ``run`` answers only the questions where R acted (on R's evaluation lines) with ``--rules
-default,-R``, end to end, into ``runs/results/rules/DATASET_dev/without-R.jsonl``; ``report`` pairs them with the
+default,-R``, end to end, into ``runs/results/rules/DATASET_dev/without-R.jsonl`` (gzip it when it is
+finished); ``report`` pairs them with the
 default over all of R's evaluation lines (the others keep the default's answer and cost).
 
     python experiments/rule_evidence.py run --rule claim-check --dataset hotpotqa
@@ -18,6 +19,8 @@ import os
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+
+from seakr_integrations.evaluation.results import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(os.environ.get("SEAKR_RESULTS", ROOT / "runs" / "results"))
@@ -48,15 +51,14 @@ def line_numbers(dataset: str) -> dict[str, int]:
 
 
 def records(path: Path) -> list[dict]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in rows[1:] if "id" in r]
+    return [r for r in read_results(path)[1] if "id" in r]
 
 
 def evaluation_records(rule: str, dataset: str) -> list[dict]:
     """The default's records on ``rule``'s evaluation lines."""
     lines = line_numbers(dataset)
     designed = DESIGNED[rule][1]
-    return [r for r in records(RESULTS / f"{dataset}_dev" / "seakr.jsonl") if not designed(dataset, lines[r["id"]])]
+    return [r for r in records(RESULTS / f"{dataset}_dev" / "seakr.jsonl.gz") if not designed(dataset, lines[r["id"]])]
 
 
 def acted(record: dict, rule: str) -> bool:
@@ -108,7 +110,8 @@ def effect(rule: str, dataset: str) -> dict | None:
     if not default:
         return None
     path = without_path(rule, dataset)
-    rerun = {r["id"]: r for r in records(path)} if path.exists() else {}
+    path = next((p for p in (path.with_name(path.name + ".gz"), path) if p.exists()), None)  # gzipped once finished
+    rerun = {r["id"]: r for r in records(path)} if path else {}
     acting = [r for r in default if acted(r, rule)]
     missing = [r["id"] for r in acting if r["id"] not in rerun]
     without = [rerun.get(r["id"], r) if acted(r, rule) else r for r in default]

@@ -12,14 +12,15 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from seakr_integrations.evaluation.results import read_results
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def coverage(path: Path) -> dict[str, tuple[int, float, float]]:
     """Question type (and ``all``) -> (questions, share of supporting titles among the passages, passages / q)."""
     by_type: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
-        row = json.loads(line)
+    for row in read_results(path)[1]:
         if row.get("error") or not row.get("supporting_titles"):
             continue
         titles = {p.get("title") for p in row["trace"]["passages"]}
@@ -39,7 +40,7 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | ---: |")
     for method in args.methods:
         for kind, (n, share, passages) in sorted(
-            coverage(ROOT / "runs" / "results" / f"{args.dataset}_dev" / f"{method}.jsonl").items()
+            coverage(ROOT / "runs" / "results" / f"{args.dataset}_dev" / f"{method}.jsonl.gz").items()
         ):
             print(f"| {method} | {kind} | {n} | {share:.2f} | {passages:.2f} |")
 

@@ -25,6 +25,22 @@ def test_append_then_resume_skips_what_is_done(tmp_path):
     assert config == CONFIG and [r["id"] for r in records] == ["q1", "q2", "q3"]
 
 
+def test_a_finished_file_kept_gzipped_reads_the_same_and_is_found_in_a_directory(tmp_path):
+    import gzip
+
+    from seakr_integrations.evaluation.summary import read_runs
+
+    path = tmp_path / "r.jsonl"
+    with ResultsFile.open(path, CONFIG) as out:
+        out.append({"id": "q1", "f1": 1.0})
+    packed = tmp_path / "packed" / "r.jsonl.gz"
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    config, records = read_results(packed)
+    assert config == CONFIG and [r["id"] for r in records] == ["q1"]
+    assert [run.path for run in read_runs([packed.parent])] == [packed]
+
+
 def test_a_different_configuration_is_refused_naming_the_settings(tmp_path):
     path = tmp_path / "r.jsonl"
     ResultsFile.open(path, CONFIG).close()

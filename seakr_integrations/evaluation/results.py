@@ -6,6 +6,7 @@ in one file: a header fingerprints the configuration and each line is fsync'ed (
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -35,9 +36,10 @@ def _differences(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "
     return out
 
 
-def _load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
-    """(header, results, bytes of a cut-short last line) of an existing file; raises on anything else wrong."""
-    data = path.read_bytes()
+def _load(path: Path, data: bytes | None = None) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+    """(header, results, bytes of a cut-short last line) of an existing file (or of its ``data`` when given); raises
+    on anything else wrong."""
+    data = path.read_bytes() if data is None else data
     cut = 0
     if data and not data.endswith(b"\n"):
         keep = data.rfind(b"\n") + 1
@@ -219,6 +221,10 @@ class ResultsFile:
 
 
 def read_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
-    """The header's configuration and the result records of a results file (a cut-short last line is ignored)."""
-    header, records, _ = _load(Path(path))
+    """The header's configuration and the result records of a results file (a cut-short last line is ignored).
+
+    A finished file kept compressed (``FILE.jsonl.gz``, as ``runs/`` keeps them) reads the same."""
+    path = Path(path)
+    data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else None
+    header, records, _ = _load(path, data)
     return header["config"], iter(records)

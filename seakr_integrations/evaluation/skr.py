@@ -54,6 +54,8 @@ def skr_labels(train_dir: str | os.PathLike[str]) -> SKRLabels:
     records = {}
     for name in (WITHOUT, WITH):
         path = root / f"{name}.jsonl"
+        if not path.is_file() and path.with_name(path.name + ".gz").is_file():  # a finished run, kept compressed
+            path = path.with_name(path.name + ".gz")
         if not path.is_file():
             raise FileNotFoundError(
                 f"{path} is missing: SKR-kNN learns from {WITHOUT} and {WITH} results on training questions; make them "

@@ -61,7 +61,7 @@ def results_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     ``ValueError`` when there is none."""
     files: list[Path] = []
     for p in map(Path, paths):
-        files += sorted(p.rglob("*.jsonl")) if p.is_dir() else [p]
+        files += sorted([*p.rglob("*.jsonl"), *p.rglob("*.jsonl.gz")]) if p.is_dir() else [p]
     if not files:
         raise ValueError("no results files given: pass seakr eval outputs (files, or directories holding them)")
     return files
