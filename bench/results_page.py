@@ -7,7 +7,6 @@ Every number on the page is computed here from the results files; nothing is typ
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from pathlib import Path

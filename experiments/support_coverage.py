@@ -7,7 +7,6 @@ passages against the passages in single retrieval's prompt (``runs/results``), w
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
