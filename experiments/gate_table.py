@@ -134,6 +134,45 @@ def _cell(entry: dict | None) -> str:
     return f"{point:.2f} ({low:.2f}-{high:.2f})"
 
 
+def verdicts() -> list[str]:
+    """The per-model verdicts ``seakr calibrate`` printed, from its ``--json`` output in ``runs/signals/verdicts/``."""
+    files = sorted((ROOT / "runs" / "signals" / "verdicts").glob("*.json"))
+    if not files:
+        return []
+    out = [
+        "## The verdict per model (`seakr calibrate`)",
+        "",
+        "`seakr calibrate --dataset D --start 200 --limit 100 --probe` with each bundled model and the default preset",
+        "(k = 20, 100 tokens, the dataset's exemplars; vLLM, CPU, float32), its `--json` output in",
+        "`runs/signals/verdicts/`. Lines 200-299 are the shipped profiles' calibration lines. Retrieval helps where",
+        "single retrieval's F1 is above closed-book's; the AUROC of the gate's signals, of the free greedy signal and",
+        "of the state probe (trained on the same questions, judged on held-out groups) for that label; the first-step",
+        "retrieval rate on the half of the questions delta was not set on, against its target; how often retrieval",
+        "turned a right closed-book answer wrong.",
+        "",
+        "| model | dataset | signal | AUROC: retrieval helps (95%) | knows? | rate: target / realized | harm |",
+        "| --- | --- | --- | --- | --- | --- | ---: |",
+    ]
+    for path in files:
+        profile = json.loads(path.read_text())
+        for signal, v in profile.get("verdict", {}).items():
+            ci = "-" if v["auroc"] is None else f"{v['auroc']:.2f} ({v['auroc_low']:.2f}-{v['auroc_high']:.2f})"
+            rate = "-" if v["target_rate"] is None else f"{v['target_rate']:.2f} / {v['realized_rate']:.2f}"
+            out.append(
+                f"| {profile['model']} | {profile['dataset']} | {signal} | {ci} | "
+                f"{'yes' if v['informative'] else 'no'} | {rate} | {100 * v['harm_rate']:.0f}% |"
+            )
+    out += [
+        "",
+        "Where the gate's own signal does not know (its interval includes 0.5), a profile says so when it is used",
+        "(`UninformativeGateWarning`) and what to use instead: one retrieval with SeaKR's re-ranking and final choice,",
+        '`SeaKRConfig(mode="single_hop", retrieve="always")`. The state probe ships as a rule (`state-probe`) but in',
+        "no preset: it is used only where its own cross-validated row above beats the free greedy signal.",
+        "",
+    ]
+    return out
+
+
 def main() -> None:
     out = [
         "# What the first-step gate knows",
@@ -207,6 +246,7 @@ def main() -> None:
             f"probe {c['probe_s']:.2f} s more.",
             "",
         ]
+    out += verdicts()
     (ROOT / "docs" / "gate_signals.md").write_text("\n".join(out))
     print("\n".join(out))
 
