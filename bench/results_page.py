@@ -150,6 +150,9 @@ def main() -> None:
             ]
         if "seakr" in runs:
             page += [f"Which stage of the gate decided SeaKR's steps ({stages(runs['seakr'])}).", ""]
+        missing = [ROWS[stem] for stem in ROWS if stem not in runs]
+        if missing:
+            page += [f"**Not run yet** (no results file): {', '.join(missing)}. `bash bench/results.sh` runs them.", ""]
     page += [
         "## What these numbers can and cannot say",
         "",
