@@ -18,7 +18,7 @@ RESULTS = ROOT / "runs" / "results"
 DATASETS = {"hotpotqa": "HotpotQA", "2wiki": "2WikiMultihopQA"}
 ROWS = {  # results file stem -> the row's label
     "seakr": "SeaKR, the shipped default",
-    "seakr-paper": "SeaKR, `paper()` (a slice)",
+    "seakr-paper": "SeaKR `paper()` (the slice)",
     "single-retrieval": "single retrieval",
     "flare": "FLARE (the slice)",
     "ircot": "IRCoT (the slice)",
