@@ -118,8 +118,7 @@ def test_a_seakr_results_file_in_runs_holds_todays_default_rules():
     """A method's name in ``runs/`` means one configuration: ``seakr.jsonl`` is a run of ``SeaKRConfig()``'s decision
     rules; a run of other rules is named for them (``seakr-paper.jsonl``, ``seakr-rules-0-99.jsonl``).  A header is
     read as it is: one written before the rules were objects has no ``rules`` and is no run of today's rules."""
-    import json
-
+    from seakr_integrations.evaluation.results import read_results
     from seakr_integrations.reasoning.config import SeaKRConfig
 
     def decisions(seakr):  # the cascade's band is calibrated with delta: a setting of the model, not of the rules
@@ -128,7 +127,8 @@ def test_a_seakr_results_file_in_runs_holds_todays_default_rules():
 
     today = decisions(SeaKRConfig().to_dict())
     assert today["rules"]  # the comparison below is never of two empty lists
-    for path in sorted((ROOT / "runs").rglob("seakr.jsonl")):
-        with open(path, encoding="utf-8") as f:
-            seakr = json.loads(f.readline())["config"]["seakr"]
+    paths = sorted([*(ROOT / "runs").rglob("seakr.jsonl"), *(ROOT / "runs").rglob("seakr.jsonl.gz")])
+    assert paths, "runs/ holds no seakr.jsonl(.gz): the results page's runs are missing"
+    for path in paths:
+        seakr = read_results(path)[0]["seakr"]
         assert decisions(seakr) == today, f"{path} holds other rules: rename it for them"
