@@ -117,3 +117,17 @@ def test_an_option_the_user_gives_replaces_seakrs_default_in_either_form(cpu):
     assert "--enable-chunked-prefill" in args and "--no-enable-chunked-prefill" not in args
     args, _ = launch.serve_command("smollm2", ["--no-enforce-eager"], convert=False)
     assert "--enforce-eager" not in args  # the server then says why seakr's routes are off
+
+
+@pytest.mark.parametrize("flags", [["--data-parallel-size", "2"], ["-dp", "2"], ["--pipeline-parallel-size=2"]])
+def test_layouts_that_lose_read_outs_are_refused_before_a_server_starts(cpu, flags, capsys):
+    from seakr_integrations import cli
+
+    with pytest.raises(ValueError, match=r"does not run (data|pipeline) parallelism .* read-outs would be lost"):
+        launch.serve_command("smollm2", flags, convert=False)
+    assert cli.main(["serve", "--dry-run", "smollm2", *flags]) != 0
+    assert "parallelism" in capsys.readouterr().err
+    args, _ = launch.serve_command(
+        "smollm2", ["--tensor-parallel-size", "2", "--data-parallel-size", "1"], convert=False
+    )
+    assert "--tensor-parallel-size" in args  # tensor parallelism keeps every rank's whole hidden state

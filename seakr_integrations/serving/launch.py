@@ -25,6 +25,35 @@ def _given(args: Sequence[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") or a == other for a in args)
 
 
+def _size(args: Sequence[str], *flags: str) -> int:
+    """The integer given to any of ``flags`` (``--flag N`` or ``--flag=N``) in ``args``; 1 when none is given."""
+    for i, arg in enumerate(args):
+        for flag in flags:
+            if arg == flag and i + 1 < len(args):
+                return int(args[i + 1])
+            if arg.startswith(flag + "="):
+                return int(arg.split("=", 1)[1])
+    return 1
+
+
+def refuse_unsupported_parallelism(args: Sequence[str]) -> None:
+    """Refuse the parallel layouts whose read-outs would be wrong, before a server starts.
+
+    Pipeline parallelism: a stage that does not hold the read-out layer has nothing to hook, and the vectors are read
+    from the first rank only.  Data parallelism inside one server: vLLM sends a request to any of its engines but
+    returns one engine's answer to the call that fetches the vectors, so the read-outs of the others are lost.
+    Tensor parallelism is fine (every rank holds the whole hidden state after the all-reduce); so are replicas."""
+    for flags, what, instead in (
+        (("--pipeline-parallel-size", "-pp"), "pipeline", "--tensor-parallel-size N"),
+        (("--data-parallel-size", "-dp"), "data", "several `seakr serve` replicas behind a load balancer"),
+    ):
+        if _size(args, *flags) > 1:
+            raise ValueError(
+                f"seakr serve does not run {what} parallelism ({flags[0]} > 1): the hidden-state read-outs would be "
+                f"lost or wrong; use {instead} instead (docs/serving.md, 'Growing past one machine')"
+            )
+
+
 def serve_command(
     model: str, extra: Sequence[str] = (), *, on_cpu: bool | None = None, convert: bool = True
 ) -> tuple[list[str], dict[str, str]]:
@@ -32,6 +61,7 @@ def serve_command(
     ``convert=False``: a packaged model not converted yet is named by the directory it will be converted into."""
     from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, model_dir, resolve_model
 
+    refuse_unsupported_parallelism(extra)
     path = resolve_model(model) if convert else model_dir(model)[0]
     args = [sys.executable, "-m", *_server_module(), str(path)]
     defaults: list[tuple[str, list[str]]] = [
