@@ -26,13 +26,13 @@ def _given(args: Sequence[str], flag: str) -> bool:
 
 
 def _size(args: Sequence[str], *flags: str) -> int:
-    """The integer given to any of ``flags`` (``--flag N`` or ``--flag=N``) in ``args``; 1 when none is given."""
+    """The integer given to any of ``flags`` (``--flag N`` or ``--flag=N``) in ``args``; 1 when none is given, or
+    when the value is no integer (vLLM's own parser then says what is wrong with it)."""
     for i, arg in enumerate(args):
         for flag in flags:
-            if arg == flag and i + 1 < len(args):
-                return int(args[i + 1])
-            if arg.startswith(flag + "="):
-                return int(arg.split("=", 1)[1])
+            value = args[i + 1] if arg == flag and i + 1 < len(args) else arg.partition("=")[2]
+            if (arg == flag or arg.startswith(flag + "=")) and value.strip().isdigit():
+                return int(value)
     return 1
 
 
