@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-from seakr_integrations.evaluation.results import read_results
+from seakr_integrations.evaluation.results import finished_results, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(os.environ.get("SEAKR_RESULTS", ROOT / "runs" / "results"))
@@ -109,9 +109,8 @@ def effect(rule: str, dataset: str) -> dict | None:
     default = evaluation_records(rule, dataset)
     if not default:
         return None
-    path = without_path(rule, dataset)
-    path = next((p for p in (path.with_name(path.name + ".gz"), path) if p.exists()), None)  # gzipped once finished
-    rerun = {r["id"]: r for r in records(path)} if path else {}
+    path = finished_results(without_path(rule, dataset))
+    rerun = {r["id"]: r for r in records(path)} if path.exists() else {}
     acting = [r for r in default if acted(r, rule)]
     missing = [r["id"] for r in acting if r["id"] not in rerun]
     without = [rerun.get(r["id"], r) if acted(r, rule) else r for r in default]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from seakr_integrations.evaluation.results import ResultsFile, config_fingerprint, read_results
+from seakr_integrations.evaluation.results import ResultsFile, config_fingerprint, finished_results, read_results
 
 CONFIG = {"method": "seakr", "model": "qwen", "seakr": {"k": 10, "delta": -6.0}}
 
@@ -39,6 +39,9 @@ def test_a_finished_file_kept_gzipped_reads_the_same_and_is_found_in_a_directory
     config, records = read_results(packed)
     assert config == CONFIG and [r["id"] for r in records] == ["q1"]
     assert [run.path for run in read_runs([packed.parent])] == [packed]
+    assert finished_results(packed.parent / "r.jsonl") == packed and finished_results(path) == path
+    (packed.parent / "r.jsonl").write_bytes(path.read_bytes())  # kept both ways: one run, not two
+    assert [run.path for run in read_runs([packed.parent])] == [packed.parent / "r.jsonl"]
 
 
 def test_a_different_configuration_is_refused_naming_the_settings(tmp_path):

@@ -220,6 +220,13 @@ class ResultsFile:
         self.close()
 
 
+def finished_results(path: str | os.PathLike[str]) -> Path:
+    """``path``, or ``path.gz`` when only the compressed copy of a finished run exists."""
+    path = Path(path)
+    packed = path.with_name(path.name + ".gz")
+    return packed if not path.exists() and packed.exists() else path
+
+
 def read_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
     """The header's configuration and the result records of a results file (a cut-short last line is ignored).
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.evaluation.interface import Method, MethodAnswer
-from seakr_integrations.evaluation.results import read_results
+from seakr_integrations.evaluation.results import finished_results, read_results
 
 WITHOUT, WITH = "cot", "single-retrieval"
 """The two methods SKR chooses between, and whose training results give the labels."""
@@ -53,9 +53,7 @@ def skr_labels(train_dir: str | os.PathLike[str]) -> SKRLabels:
     root = Path(train_dir)
     records = {}
     for name in (WITHOUT, WITH):
-        path = root / f"{name}.jsonl"
-        if not path.is_file() and path.with_name(path.name + ".gz").is_file():  # a finished run, kept compressed
-            path = path.with_name(path.name + ".gz")
+        path = finished_results(root / f"{name}.jsonl")
         if not path.is_file():
             raise FileNotFoundError(
                 f"{path} is missing: SKR-kNN learns from {WITHOUT} and {WITH} results on training questions; make them "

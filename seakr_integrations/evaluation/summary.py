@@ -61,7 +61,11 @@ def results_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     ``ValueError`` when there is none."""
     files: list[Path] = []
     for p in map(Path, paths):
-        files += sorted([*p.rglob("*.jsonl"), *p.rglob("*.jsonl.gz")]) if p.is_dir() else [p]
+        if p.is_dir():  # a run kept both plain and gzipped counts once
+            plain = set(p.rglob("*.jsonl"))
+            files += sorted([*plain, *(g for g in p.rglob("*.jsonl.gz") if g.with_suffix("") not in plain)])
+        else:
+            files.append(p)
     if not files:
         raise ValueError("no results files given: pass seakr eval outputs (files, or directories holding them)")
     return files
