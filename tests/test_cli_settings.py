@@ -46,9 +46,11 @@ def test_the_rules_and_the_papers_ablations_are_settings():
 
 
 def test_the_cascade_band_goes_to_the_token_cascade_rule():
-    banded = config_of("--cascade-band", "0.2", "0.9")
+    banded = config_of("--rules", "default,token-cascade", "--cascade-band", "0.2", "0.9")
     assert TokenCascade(band=(0.2, 0.9)) in banded.rules
-    with pytest.raises(ValueError, match="needs the token-cascade rule"):
+    with pytest.raises(ValueError, match="needs the token-cascade rule, which the default preset leaves out"):
+        config_of("--cascade-band", "0.2", "0.9")  # the default preset has no cascade
+    with pytest.raises(ValueError, match="needs the token-cascade rule, which --rules 'paper' leaves out"):
         config_of("--rules", "paper", "--cascade-band", "0.2", "0.9")
 
 

@@ -99,7 +99,7 @@ def test_chain_over_a_vector_store_and_batch_matches_invoke(chat, vector_retriev
 
 def test_gate_follows_delta(chat, bm25):
     question = "Who directed Santa Sangre?"
-    paper_gate = CONFIG.with_(rules="default,-claim-check,-token-cascade")  # the samples decide every step
+    paper_gate = CONFIG.with_(rules="default,-claim-check")  # the samples decide every step
     skip = UncertaintyGatedRetriever(retriever=bm25, llm=chat, config=paper_gate.with_(delta=1e9))
     decision = skip.decide(question)
     assert not decision.retrieve and decision.documents == [] and decision.reason == "confident"

@@ -162,7 +162,7 @@ async def test_llm_completes_with_its_uncertainty(llm, hf_smollm2):
 # --------------------------------------------------------------------------------------------- gate over BM25
 def test_gate_over_the_demo_bm25_index(llm, config, bm25):
     retriever = PassageRetriever(bm25, top_k=2)
-    paper_gate = config.with_(rules="default,-claim-check,-token-cascade")  # the samples decide every step
+    paper_gate = config.with_(rules="default,-claim-check")  # the samples decide every step
     probe = UncertaintyGatedRetriever(retriever, llm, paper_gate)
     u = probe.assess(QUESTION).uncertainty.value
     assert math.isfinite(u)

@@ -240,7 +240,7 @@ def test_seakr_answers_with_a_logprob_estimator_on_a_plain_server(backend):
     from seakr_integrations.demo import demo_index
 
     config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1, max_steps=1)
-    seakr = SeaKR(backend, demo_index(), config.with_(rules="default,-claim-check,-token-cascade"))
+    seakr = SeaKR(backend, demo_index(), config.with_(rules="default,-claim-check"))
     result = seakr.answer("Where is Paris?")
     assert result.steps and result.steps[0].uncertainty.estimator == "perplexity"
     assert seakr.profile is None  # nothing ships for a plain server: its profiles are its own
@@ -282,7 +282,8 @@ def test_calibrating_on_a_plain_server_makes_a_logprobs_profile(backend, tmp_pat
     from seakr_integrations.evaluation.questions import Question
 
     questions = [Question("q1", "Where is Paris?", ["France"]), Question("q2", "Where is Lyon?", ["France"])]
-    config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1)
+    # with the token cascade among the rules, its band is calibrated with delta
+    config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1, rules="default,token-cascade")
     profile = calibrate_delta(backend, demo_index(), questions, config, objective="rate", target_rate=0.5)
     assert profile.layer is None and profile.key == "plain-stub__logprobs__perplexity__k2"
     assert profile.cascade["estimator"] == "min_token_prob"

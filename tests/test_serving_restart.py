@@ -45,7 +45,7 @@ def _light_config():  # noqa: ANN202 - SeaKRConfig
     from seakr_integrations.reasoning import SeaKRConfig
 
     return SeaKRConfig(
-        k=3, max_tokens=16, num_exemplars=2, max_steps=1, n_candidates=2, rules="default,-claim-check,-token-cascade"
+        k=3, max_tokens=16, num_exemplars=2, max_steps=1, n_candidates=2, rules="default,-claim-check"
     )
 
 

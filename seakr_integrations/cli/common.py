@@ -115,9 +115,14 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
     rules = preset.rules if args.rules is None else parse_rules(args.rules)
     if args.cascade_band:
         if not any(isinstance(r, TokenCascade) for r in rules):
+            given = (
+                f"--rules {args.rules!r}"
+                if args.rules is not None
+                else f"the {getattr(args, 'preset', 'default')} preset"
+            )
             raise ValueError(
-                f"--cascade-band needs the token-cascade rule, which --rules {args.rules!r} leaves out: add "
-                "token-cascade to --rules, or drop --cascade-band"
+                f"--cascade-band needs the token-cascade rule, which {given} leaves out: add it "
+                "(--rules default,token-cascade), or drop --cascade-band"
             )
         band = tuple(args.cascade_band)
         rules = tuple(replace(r, band=band) if isinstance(r, TokenCascade) else r for r in rules)
