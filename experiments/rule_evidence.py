@@ -54,11 +54,30 @@ def records(path: Path) -> list[dict]:
     return [r for r in read_results(path)[1] if "id" in r]
 
 
+def rule_names(path: Path) -> list[str]:
+    return [r["rule"] for r in read_results(path)[0]["seakr"].get("rules") or []]
+
+
+def default_run(rule: str, dataset: str) -> Path:
+    """The default's run that ``rule``'s rerun was made from: today's, unless the rerun's rules and ``rule`` are an
+    earlier default's (``rules/DATASET_dev/default-*.jsonl.gz``)."""
+    today = RESULTS / f"{dataset}_dev" / "seakr.jsonl.gz"
+    rerun = finished_results(without_path(rule, dataset))
+    if not rerun.exists():
+        return today
+    made_from = set(rule_names(rerun)) | {rule}
+    for base in [today, *sorted((RESULTS / "rules" / f"{dataset}_dev").glob("default-*.jsonl.gz"))]:
+        if base.exists() and set(rule_names(base)) == made_from:
+            return base
+    raise SystemExit(f"{rerun}: no default's run has its rules and {rule}; rerun it (the default changed)")
+
+
 def evaluation_records(rule: str, dataset: str) -> list[dict]:
     """The default's records on ``rule``'s evaluation lines."""
     lines = line_numbers(dataset)
     designed = DESIGNED[rule][1]
-    return [r for r in records(RESULTS / f"{dataset}_dev" / "seakr.jsonl.gz") if not designed(dataset, lines[r["id"]])]
+    base = default_run(rule, dataset)
+    return [r for r in records(base) if not designed(dataset, lines[r["id"]])] if base.exists() else []
 
 
 def acted(record: dict, rule: str) -> bool:
@@ -123,6 +142,7 @@ def effect(rule: str, dataset: str) -> dict | None:
     return {
         "rule": rule,
         "dataset": dataset,
+        "default_run": default_run(rule, dataset).relative_to(RESULTS).as_posix(),
         "designed_on": DESIGNED[rule][0],
         "questions": len(default),
         "acted": len(acting),
@@ -143,18 +163,21 @@ def report(as_json: bool) -> None:
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    print("| rule | dataset | lines free of it | acted on | F1 with - without (95%) | LM calls | tokens | s |")
-    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    head = ["rule", "dataset", "default's run", "lines free of it", "acted on", "F1 with - without (95%)", "LM calls"]
+    print("| " + " | ".join([*head, "tokens", "s"]) + " |")
+    print("| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for e in rows:
+        cells = [f"`{e['rule']}`", e["dataset"], e["default_run"], str(e["questions"]), str(e["acted"])]
         if e["missing"]:
-            print(f"| `{e['rule']}` | {e['dataset']} | {e['questions']} | {e['acted']} | not rerun yet | | | |")
-            continue
-        note = ""
-        print(
-            f"| `{e['rule']}` | {e['dataset']} | {e['questions']} | {e['acted']}{note} | {e['f1_difference']:+.1f} "
-            f"({e['f1_low']:+.1f} to {e['f1_high']:+.1f}) | {e['lm_calls_difference']:+.2f} | "
-            f"{e['tokens_difference']:+.0f} | {e['seconds_difference']:+.2f} |"
-        )
+            cells += ["not rerun yet", "", "", ""]
+        else:
+            cells += [
+                f"{e['f1_difference']:+.1f} ({e['f1_low']:+.1f} to {e['f1_high']:+.1f})",
+                f"{e['lm_calls_difference']:+.2f}",
+                f"{e['tokens_difference']:+.0f}",
+                f"{e['seconds_difference']:+.2f}",
+            ]
+        print("| " + " | ".join(cells) + " |")
 
 
 def main() -> None:
