@@ -131,3 +131,27 @@ def test_layouts_that_lose_read_outs_are_refused_before_a_server_starts(cpu, fla
         "smollm2", ["--tensor-parallel-size", "2", "--data-parallel-size", "1"], convert=False
     )
     assert "--tensor-parallel-size" in args  # tensor parallelism keeps every rank's whole hidden state
+
+
+def test_tensor_parallel_workers_get_their_share_of_the_kv_cache_and_of_the_cores(cpu, monkeypatch):
+    """vLLM sizes the KV cache per worker and each holds its share of the KV heads (SmolLM2 has 3); on a machine with
+    fewer NUMA nodes than workers its automatic thread binding asserts, so each worker gets its own cores."""
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    monkeypatch.setattr(launch, "cpu_thread_binding", lambda workers: f"bound for {workers}")
+
+    def kv(args: list[str]) -> int:
+        return int(args[args.index("--kv-cache-memory-bytes") + 1])
+
+    one, env_one = launch.serve_command("smollm2", convert=False)
+    three, env_three = launch.serve_command("smollm2", ["--tensor-parallel-size", "3"], convert=False)
+    assert kv(one) == 3 * kv(three)
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in env_one and env_three["VLLM_CPU_OMP_THREADS_BIND"] == "bound for 3"
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1|2-3|4-5")  # the user's binding wins
+    assert launch.serve_command("smollm2", ["-tp", "3"], convert=False)[1]["VLLM_CPU_OMP_THREADS_BIND"] == "0-1|2-3|4-5"
+
+
+def test_the_cpu_thread_binding_splits_the_cores_where_vllms_own_would_fail():
+    assert launch.cpu_thread_binding(2, cores=[0, 1], numa_nodes=1) == "0|1"
+    assert launch.cpu_thread_binding(2, cores=[0, 1, 2, 3, 4], numa_nodes=1) == "0,1,2|3,4"
+    assert launch.cpu_thread_binding(4, cores=[0, 1], numa_nodes=1) == "nobind"  # they share the cores
+    assert launch.cpu_thread_binding(2, cores=range(64), numa_nodes=2) is None  # vLLM binds a node each

@@ -21,10 +21,12 @@ from seakr_integrations.backends.remote_checks import (
     backoff,
     check_api_key,
     check_base_url,
+    check_replica,
     check_timeout,
     reply_field,
     retry_after,
     server_message,
+    via_replica,
 )
 from seakr_integrations.backends.remote_errors import (
     RemoteBackendError,
@@ -136,6 +138,10 @@ class RemoteBackend(SelfAwareBackend):
         self.seeded = info.get("seeded_sampling") is True
         self.dtype = info.get("dtype") if isinstance(info.get("dtype"), str) else None
         self.tokenizer = _RemoteTokenizer(self, bool(info.get("chat_template")))
+        self.replica = info.get("replica") if isinstance(info.get("replica"), str) else None
+        """The replica that answered the connection (host:port), if the server says."""
+        self.fingerprint = info.get("fingerprint") if isinstance(info.get("fingerprint"), str) else None
+        """What every later reply's replica must be (``serving.replicas``); ``None``: a server that does not say."""
 
     @staticmethod
     def _field(reply: Any, key: str, where: str, expected: type | tuple[type, ...] | None = None) -> Any:
@@ -149,6 +155,7 @@ class RemoteBackend(SelfAwareBackend):
         """Set up a server without seakr's routes: its model, its tokenizer routes, no layers to read."""
         self.kind = "openai"
         self.reads_hidden_states = False
+        self.replica = self.fingerprint = None
         if self.return_vectors:
             raise ValueError(
                 f"return_vectors=True: {self.base_url} is a plain OpenAI-compatible server (no /v1/seakr/info), which "
@@ -221,7 +228,10 @@ class RemoteBackend(SelfAwareBackend):
             if response.status_code in absent:
                 return None
             if response.status_code >= 400:
-                message = f"{method} {url} returned HTTP {response.status_code}: {server_message(response)}"
+                message = (
+                    f"{method} {url} returned HTTP {response.status_code}: {server_message(response)}"
+                    f"{via_replica(response)}"
+                )
                 if response.status_code in RETRY_STATUSES:  # unavailable all along: the server's fault
                     raise self._watch.error(message, response.status_code, down=False)
                 raise RemoteBackendError(message, response.status_code)
@@ -283,6 +293,7 @@ class RemoteBackend(SelfAwareBackend):
         body = self._body(prompts, config, layer)
         reply = self._request("POST", "/v1/seakr/generate", body)
         where = f"POST {self.base_url}/v1/seakr/generate"
+        check_replica(reply, self.fingerprint, where, self.replica)
         outputs = self._field(reply, "outputs", where, list)
         if len(outputs) != len(prompts):
             raise RemoteBackendError(f"{where} returned {len(outputs)} outputs for {len(prompts)} prompts")
@@ -317,6 +328,7 @@ class RemoteBackend(SelfAwareBackend):
                 f"server with seakr's plugin: {openai_plain.PLUGIN_COMMAND}"
             )
         reply = self._request("POST", "/v1/seakr/vectors", {"sequences": sequences, "layer": layer, "source": source})
+        check_replica(reply, self.fingerprint, f"POST {self.base_url}/v1/seakr/vectors", self.replica)
         return decode_vectors(self._field(reply, "vectors", f"POST {self.base_url}/v1/seakr/vectors"))
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from seakr_integrations.backends.remote_errors import RemoteBackendError
 from seakr_integrations.params import check_seconds
 
 DEFAULT_TIMEOUT = 600.0
@@ -132,10 +133,36 @@ def server_message(response: Any) -> str:
         return text[:300].strip() or "(empty body)"
     if isinstance(data, dict):
         error = data.get("error", data.get("detail", data))
+        replica = error.get("replica") if isinstance(error, dict) else None
         if isinstance(error, dict):
             error = error.get("message", error)
-        return str(error)[:500]
+        return str(error)[:500] + (f" (replica {replica})" if isinstance(replica, str) else "")
     return str(data)[:500]
+
+
+REPLICA_HEADER = "X-SeaKR-Replica"
+"""The response header a load balancer in front of seakr replicas sets to the replica it asked (the nginx config in
+docs/serving.md: ``add_header X-SeaKR-Replica $upstream_addr always``), so an error the balancer itself answers (a
+replica down: HTTP 502) names the replica."""
+
+
+def via_replica(response: Any) -> str:
+    """`` (balancer: replica ADDRESS)`` when the response carries :data:`REPLICA_HEADER`, else nothing."""
+    replica = response.headers.get(REPLICA_HEADER)
+    return f" (balancer: replica {replica})" if replica else ""
+
+
+def check_replica(reply: Any, fingerprint: str | None, where: str, connected: str | None) -> None:
+    """Refuse a reply from a replica that is not like the server the client connected to (``serving.replicas``):
+    behind a load balancer, its uncertainties would be on another scale than the delta calibrated for the first."""
+    if fingerprint is None or not isinstance(reply, dict) or reply.get("fingerprint") in (None, fingerprint):
+        return
+    raise RemoteBackendError(
+        f"{where} was answered by replica {reply.get('replica')!r}, which serves another model, layer, source or dtype "
+        f"than {connected!r}, the one this client connected to (fingerprint {reply.get('fingerprint')} != "
+        f"{fingerprint}): every replica behind a balancer must be started alike; compare their GET /v1/seakr/info, "
+        "or start each with `seakr serve ... --join URL-OF-ANOTHER`"
+    )
 
 
 def backoff(attempt: int) -> float:

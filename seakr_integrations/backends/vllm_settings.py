@@ -47,14 +47,16 @@ def max_model_len(model_dir: str | os.PathLike[str]) -> int:
     return min(int(config.get("max_position_embeddings") or 8192), 8192)
 
 
-def kv_bytes_per_token(model_dir: str | os.PathLike[str], dtype: str = "auto") -> int:
-    """Bytes one token's keys and values take in every layer: 2 x layers x KV heads x head size x the dtype's bytes
-    (``"auto"``: the checkpoint's; 4 when unknown, which over- rather than under-sizes)."""
+def kv_bytes_per_token(model_dir: str | os.PathLike[str], dtype: str = "auto", tensor_parallel: int = 1) -> int:
+    """Bytes one token's keys and values take in every layer of one worker: 2 x layers x KV heads x head size x the
+    dtype's bytes (``"auto"``: the checkpoint's; 4 when unknown, which over- rather than under-sizes); with tensor
+    parallelism each worker holds its share of the KV heads (at least one: vLLM replicates them when there are fewer
+    heads than workers), and vLLM's KV cache size is per worker."""
     config = read_config(model_dir)
     config = config.get("text_config", config)
     heads = int(config["num_attention_heads"])
     head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
-    kv_heads = int(config.get("num_key_value_heads") or heads)
+    kv_heads = max(1, int(config.get("num_key_value_heads") or heads) // max(1, tensor_parallel))
     name = str(config.get("torch_dtype") or config.get("dtype") or "float32") if dtype == "auto" else dtype
     return 2 * int(config["num_hidden_layers"]) * kv_heads * head_dim * _DTYPE_BYTES.get(name.lower(), 4)
 
@@ -74,10 +76,11 @@ def kv_cache_bytes(
     k: int = SamplingConfig.k,
     max_tokens: int = SamplingConfig.max_tokens,
     block_size: int = CPU_BLOCK_SIZE,
+    tensor_parallel: int = 1,
 ) -> int:
-    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes, for ``vllm.LLM(kv_cache_memory_bytes=...)``."""
+    """The KV cache SeaKR needs (``kv_cache_blocks``) in bytes per worker, for ``vllm.LLM(kv_cache_memory_bytes=)``."""
     blocks = kv_cache_blocks(context, prompts=prompts, k=k, max_tokens=max_tokens, block_size=block_size)
-    return blocks * block_size * kv_bytes_per_token(model_dir, dtype)
+    return blocks * block_size * kv_bytes_per_token(model_dir, dtype, tensor_parallel)
 
 
 def cpu_engine_settings(context: int, kv_cache_memory_bytes: int | None = None) -> dict[str, Any]:

@@ -17,6 +17,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     serve.add_argument(
         "--dry-run", action="store_true", help="print the exact command line it runs and exit (converts nothing)"
     )
+    serve.add_argument(
+        "--join",
+        metavar="URL",
+        help="a replica of the seakr server at URL (behind the same load balancer): refuse to start when this one "
+        "would serve another model, weights, layer, source or dtype (compared with URL's /v1/seakr/info)",
+    )
     serve.add_argument("vllm_args", nargs=argparse.REMAINDER, help="options for vllm serve (e.g. --port 8001)")
     serve.set_defaults(func=run)
 
@@ -24,4 +30,4 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     from seakr_integrations.serving.launch import serve
 
-    return serve(args.model, args.vllm_args, dry_run=args.dry_run)
+    return serve(args.model, args.vllm_args, dry_run=args.dry_run, join=args.join)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,8 @@ class ModelFacts:
     max_context: int
     eos_token_id: int
     vocab_size: int
+    weights: str
+    """The model's directory or hub name without its path: replicas load the same weights (``serving.replicas``)."""
 
 
 def _on_cpu() -> bool:
@@ -114,6 +117,7 @@ class ServerEngine:
             int(config.max_model_len),
             int(tokenizer.eos_token_id),
             int(config.get_vocab_size()),
+            Path(str(config.model)).name,
         )
         return cls(
             engine,
@@ -136,6 +140,7 @@ class ServerEngine:
         f = self.facts
         return {
             "model": f.model,
+            "weights": f.weights,
             "num_layers": f.num_layers,
             "hidden_size": f.hidden_size,
             "max_context": f.max_context,

@@ -7,6 +7,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from seakr_integrations.backends.vllm_settings import (
     SERVER_KV_CACHE_PROMPTS,
@@ -62,6 +63,7 @@ def serve_command(
     from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, model_dir, resolve_model
 
     refuse_unsupported_parallelism(extra)
+    tp = _size(extra, "--tensor-parallel-size", "-tp")
     path = resolve_model(model) if convert else model_dir(model)[0]
     args = [sys.executable, "-m", *_server_module(), str(path)]
     defaults: list[tuple[str, list[str]]] = [
@@ -83,7 +85,7 @@ def serve_command(
         kv_bytes = None
         if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             dtype = _dtype(extra) or REFERENCE_DTYPE
-            kv_bytes = kv_cache_bytes(path, context, dtype, prompts=SERVER_KV_CACHE_PROMPTS)
+            kv_bytes = kv_cache_bytes(path, context, dtype, prompts=SERVER_KV_CACHE_PROMPTS, tensor_parallel=tp)
         defaults += _flags(cpu_engine_settings(context, kv_bytes))
     if _given(extra, "--worker-extension-cls"):  # seakr's load format is registered by seakr's extension only
         defaults = [(flag, values) for flag, values in defaults if flag != "--load-format"]
@@ -95,7 +97,32 @@ def serve_command(
     plugins = [p for p in env.get("VLLM_PLUGINS", "").split(",") if p]
     env["VLLM_PLUGINS"] = ",".join(dict.fromkeys([*plugins, "seakr"]))
     env.update(engine_environment(on_cpu))
+    if on_cpu and tp > 1 and "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+        binding = cpu_thread_binding(tp)
+        if binding is not None:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = binding
     return args, env
+
+
+def cpu_thread_binding(workers: int, cores: Sequence[int] | None = None, numa_nodes: int | None = None) -> str | None:
+    """The ``VLLM_CPU_OMP_THREADS_BIND`` that gives each of ``workers`` tensor-parallel CPU workers its own share of
+    this process's cores (``"0|1"`` for two workers on two cores), where vLLM's automatic binding would fail: it gives
+    each worker a NUMA node, and asserts when there are fewer nodes than workers.  ``None`` (vLLM's binding) where
+    there are enough nodes; ``"nobind"`` where there are fewer cores than workers (they then share the cores)."""
+    if numa_nodes is None:
+        numa_nodes = len(list(Path("/sys/devices/system/node").glob("node[0-9]*"))) or 1
+    if numa_nodes >= workers:
+        return None
+    cores = sorted(os.sched_getaffinity(0) if cores is None else cores)
+    if len(cores) < workers:
+        return "nobind"
+    share, extra = divmod(len(cores), workers)
+    groups, start = [], 0
+    for rank in range(workers):
+        end = start + share + (rank < extra)
+        groups.append(",".join(str(c) for c in cores[start:end]))
+        start = end
+    return "|".join(groups)
 
 
 def _dtype(args: Sequence[str]) -> str | None:
@@ -146,16 +173,47 @@ def command_line(args: Sequence[str], env: dict[str, str]) -> str:
     return " ".join([*changed, *map(shlex.quote, args)])
 
 
-def serve(model: str, extra: Sequence[str] = (), *, dry_run: bool = False) -> int:
+def replica_facts_before_start(model: str, extra: Sequence[str], path: str) -> dict[str, object]:
+    """What a server started with these options will say of itself in ``/v1/seakr/info``, as far as it is known
+    before it starts (``serving.replicas``): its model name, weights, layers, read-out layer and source, dtype."""
+    from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, read_config
+    from seakr_integrations.serving.protocol import readout_from_environment
+
+    config = read_config(path)
+    config = config.get("text_config", config)  # type: ignore[assignment]
+    num_layers = int(config["num_hidden_layers"])  # type: ignore[index,call-overload]
+    layer, source = readout_from_environment()
+    served = [extra[i + 1] for i, a in enumerate(extra[:-1]) if a == "--served-model-name"]
+    name = served[0] if served else model if model in known_model_names() else path
+    facts: dict[str, object] = {
+        "model": name,
+        "weights": Path(path).name,
+        "num_layers": num_layers,
+        "default_layer": max(num_layers // 2 - 1, 0) if layer is None else layer,
+        "source": source,
+    }
+    dtype = _dtype(extra) or REFERENCE_DTYPE
+    if dtype != "auto":  # "auto" is the checkpoint's, known once the server has loaded it
+        facts["dtype"] = dtype
+    return facts
+
+
+def serve(model: str, extra: Sequence[str] = (), *, dry_run: bool = False, join: str | None = None) -> int:
     """Replace this process with ``vllm serve`` (so signals and the exit status are the server's); ``dry_run``:
     print its command line and stop, converting nothing.  The server's own settings (``SEAKR_SERVE_*``) are checked
-    first: a bad one is a ``ValueError`` that names it, and no server starts."""
+    first: a bad one is a ``ValueError`` that names it, and no server starts; so is, with ``join`` (the URL of
+    another replica), a server that would not answer like that one (``serving.replicas.check_join``)."""
     from seakr_integrations.models import model_dir
     from seakr_integrations.serving.protocol import Limits, readout_from_environment
+    from seakr_integrations.serving.replicas import check_join
 
     Limits.from_environment()
     readout_from_environment()
     args, env = serve_command(model, extra, convert=not dry_run)
+    if join is not None:
+        path = args[2 + len(_server_module())]  # serve_command's model directory, after python -m MODULE
+        theirs = check_join(replica_facts_before_start(model, extra, path), join)
+        print(f"seakr: joining {join} (replica {theirs.get('replica')}): same model, weights, layer, source, dtype")
     if dry_run:
         print(command_line(args, env))
         path, ready = model_dir(model)

@@ -3,6 +3,7 @@ in docs/serving.md; errors and the worker side: docs/design/backends.md."""
 
 import asyncio
 import logging
+import socket
 from argparse import Namespace
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from seakr_integrations.serving.protocol import (
     parse_generate,
     readout_from_environment,
 )
+from seakr_integrations.serving.replicas import replica_fingerprint
 from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
 
 log = logging.getLogger("vllm.seakr")
@@ -65,6 +67,8 @@ class SeaKREndpointPlugin:
             state.seakr_error = str(exc)
             log.error("seakr routes disabled: %s", exc)
             return
+        state.seakr_replica = f"{socket.gethostname()}:{getattr(args, 'port', None)}"
+        state.seakr_fingerprint = replica_fingerprint(state.seakr.info())
         log.info("seakr routes ready: %s", state.seakr.info())
         for warning in start_warnings(state.seakr):
             log.warning("%s", warning)
@@ -99,12 +103,12 @@ def endpoint_plugin() -> SeaKREndpointPlugin:
 def _router() -> APIRouter:
     router = APIRouter(prefix="/v1/seakr", tags=["seakr"])
 
-    def error(status: int, message: str, retry_after: int | None = None) -> JSONResponse:
+    def error(request: Request, status: int, message: str, retry_after: int | None = None) -> JSONResponse:
         kind = {400: "BadRequestError", 503: "ServiceUnavailableError"}.get(status, "InternalServerError")
         headers = None if retry_after is None else {"Retry-After": str(retry_after)}
-        return JSONResponse(
-            {"error": {"message": message, "type": kind, "code": status}}, status_code=status, headers=headers
-        )
+        body = {"message": message, "type": kind, "code": status}
+        replica = getattr(request.app.state, "seakr_replica", None)  # behind a balancer: which server said it
+        return JSONResponse({"error": {**body, **({"replica": replica} if replica else {})}}, status, headers=headers)
 
     def route(method: str, path: str) -> Callable[[Handler], Handler]:
         """Register ``handle(request, engine, body)`` at ``path``; its failures are answered as JSON errors."""
@@ -113,7 +117,7 @@ def _router() -> APIRouter:
             async def endpoint(request: Request) -> Any:
                 engine = getattr(request.app.state, "seakr", None)
                 if engine is None:
-                    return error(503, getattr(request.app.state, "seakr_error", "seakr is not initialised"))
+                    return error(request, 503, getattr(request.app.state, "seakr_error", "seakr is not initialised"))
                 try:
                     body = None
                     if request.method == "POST":
@@ -123,14 +127,14 @@ def _router() -> APIRouter:
                             raise BadRequest("the request body is not valid JSON") from None
                     return await _unless_disconnected(request, handle(request, engine, body))
                 except BadRequest as exc:
-                    return error(400, str(exc))
+                    return error(request, 400, str(exc))
                 except Overloaded as exc:
-                    return error(503, str(exc), exc.retry_after)
+                    return error(request, 503, str(exc), exc.retry_after)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # the server goes on; the client learns why
                     log.exception("seakr request failed")
-                    return error(500, f"{type(exc).__name__}: {exc}")
+                    return error(request, 500, f"{type(exc).__name__}: {exc}")
 
             router.add_api_route(path, endpoint, methods=[method], name=handle.__name__)
             return handle
@@ -141,7 +145,12 @@ def _router() -> APIRouter:
     async def info(raw_request: Request, engine: Any, _: Any) -> Any:
         limits = raw_request.app.state.seakr_limits
         budget = raw_request.app.state.seakr_budget
-        return {**engine.info(), "limits": dict(limits.__dict__), "samples_in_flight": budget.in_flight}
+        return {
+            **engine.info(),
+            **_replica(raw_request),
+            "limits": dict(limits.__dict__),
+            "samples_in_flight": budget.in_flight,
+        }
 
     @route("POST", "/generate")
     async def generate(raw_request: Request, engine: Any, body: Any) -> Any:
@@ -187,7 +196,7 @@ def _router() -> APIRouter:
             if config.greedy_vector and output.greedy.eos_vector is not None:  # what a state probe reads
                 item["greedy_vector"] = encode_vectors(output.greedy.eos_vector[None, :], request.vector_dtype)
             result.append(item)
-        return {"model": engine.facts.model, "outputs": result}
+        return {"model": engine.facts.model, **_replica(raw_request), "outputs": result}
 
     @route("POST", "/tokenize")
     async def tokenize(raw_request: Request, engine: Any, body: Any) -> Any:
@@ -218,9 +227,16 @@ def _router() -> APIRouter:
         layer, source = request.layer or engine.layer, request.source or engine.source
         if layer != engine.layer or source != engine.source:
             raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
-        return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32")}
+        return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32"), **_replica(raw_request)}
 
     return router
+
+
+def _replica(request: Request) -> dict[str, str]:
+    """Which server answered and what it is (``serving.replicas``): behind a load balancer, the client checks that
+    every reply comes from a replica like the one it connected to, and names it when not."""
+    state = request.app.state
+    return {"replica": state.seakr_replica, "fingerprint": state.seakr_fingerprint}
 
 
 async def _unless_disconnected(request: Request, work: Any) -> Any:
