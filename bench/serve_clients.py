@@ -1,4 +1,4 @@
-"""Benchmark one ``seakr serve`` server under 1, 4 and 8 concurrent client processes (CPU).
+"""Benchmark ``seakr serve`` (one server, or replicas behind nginx) under 1, 4 and 8 concurrent client processes.
 
 Starts ``seakr serve MODEL`` on a free 127.0.0.1 port, then for each client count runs that many processes at once,
 each answering its own questions (``--per-client``, consecutive slices of data/hotpotqa_dev.jsonl) with
@@ -12,6 +12,10 @@ clients to one; then the per-call overhead of the HTTP path: the median time of 
 ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
 
     python bench/serve_clients.py --clients 1 4 8 --per-client 5                        # light settings, SmolLM2
+    python bench/serve_clients.py --replicas 2 --clients 8 16 --per-client 2 --no-overhead  # behind nginx
+
+``--replicas N`` starts N servers behind nginx (``bench/replicas.py``, ``deploy/nginx.conf``), each bound to its own
+share of the cores, and the clients ask nginx; ``server_cpu_s`` is then per replica (and nginx's).
     python bench/serve_clients.py --model qwen --settings evaluation --roof --clients 1 4 8 --per-client 4
 
 ``--settings light`` (k=10, 64 tokens, 4 exemplars, at most 3 steps) keeps it to minutes on a CPU; ``evaluation``
@@ -34,14 +38,14 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from replicas import Deployment
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -85,10 +89,9 @@ def _server_cpu(pid: int) -> dict[str, float]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _servers_cpu(deployment: Deployment) -> dict[str, dict[str, float]]:
+    """``_server_cpu`` of each replica (``replica0``...) and of nginx."""
+    return {name: _server_cpu(pid) for name, pid in deployment.pids().items()}
 
 
 def main() -> None:
@@ -98,6 +101,9 @@ def main() -> None:
         "--clients", type=int, nargs="*", default=[1, 4, 8], help="client counts (none: parity and overhead only)"
     )
     parser.add_argument("--per-client", type=int, default=5)
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="servers behind nginx, each on its own share of the cores (1: no nginx)"
+    )
     parser.add_argument("--settings", choices=sorted(SETTINGS), default="light", help="the clients' SeaKRConfig")
     parser.add_argument("--roof", action="store_true", help="first measure the engine's roof (bench/engine_roof.py)")
     parser.add_argument(
@@ -108,7 +114,6 @@ def main() -> None:
         "--dtype", default="float32", help="engine dtype of server and in-process engine (float32: CPUs without bf16)"
     )
     args = parser.parse_args()
-    import httpx
 
     from seakr_integrations.retrieval.bm25 import BM25Index
 
@@ -122,21 +127,9 @@ def main() -> None:
             most = max(args.clients)
             replayed = _replay(args.model, args.dtype, most * args.per_client, most, Path(tmp) / "replay.json")
         index = BM25Index.build(DATA / "corpus_hotpotqa.jsonl", Path(tmp) / "index", progress=False)
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        log = open(Path(tmp) / "server.log", "w")  # noqa: SIM115 - closed with the server
-        command = [sys.executable, "-m", "seakr_integrations.cli", "serve", args.model, "--port", str(port)]
-        command += ["--dtype", args.dtype]
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
-        try:
-            while True:
-                if server.poll() is not None:
-                    raise SystemExit((Path(tmp) / "server.log").read_text()[-3000:])
-                try:
-                    if httpx.get(url + "/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(1)
+        with Deployment(args.model, args.replicas, Path(tmp), extra=("--dtype", args.dtype)) as deployment:
+            url = deployment.url
+            replica_urls = [deployment.replica_url(i) for i in range(args.replicas)]
             rates = {}
             for n in args.clients:
                 launched = time.perf_counter()
@@ -152,14 +145,17 @@ def main() -> None:
                 for p in procs:  # the clients' start-up (imports, the index) is not the server's time
                     if p.stdout.readline().strip() != "ready":
                         raise SystemExit(p.communicate()[1][-2000:])
-                fetched, cpu = _fetch_counts(url), _server_cpu(server.pid)
+                fetched, cpu = _fetch_counts(replica_urls), _servers_cpu(deployment)
                 started = time.perf_counter()
                 for p in procs:
                     p.stdin.write("go\n")
                     p.stdin.flush()
                 done = [p.communicate() for p in procs]
                 wall = time.perf_counter() - started
-                server_cpu = {k: round(v - cpu.get(k, 0.0), 1) for k, v in _server_cpu(server.pid).items()}
+                server_cpu = {
+                    process: {k: round(v - cpu.get(process, {}).get(k, 0.0), 1) for k, v in now.items()}
+                    for process, now in _servers_cpu(deployment).items()
+                }
                 failed = [err[-2000:] for p, (_, err) in zip(procs, done, strict=True) if p.returncode != 0]
                 if failed:
                     raise SystemExit(failed[0])
@@ -179,7 +175,7 @@ def main() -> None:
                     "tokens_per_s": round(tokens / wall, 2),
                     # the server's fetches of read-out vectors from vLLM's workers (serving/worker_fetch.py), and
                     # the clients' requests per route (tokenizer round trips beside the generate calls)
-                    **{k: v - fetched.get(k, 0.0) for k, v in _fetch_counts(url).items()},
+                    **{k: v - fetched.get(k, 0.0) for k, v in _fetch_counts(replica_urls).items()},
                 }
                 if roof:
                     record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
@@ -195,10 +191,6 @@ def main() -> None:
                 )
             if not args.no_overhead:
                 far, remote_s = _measure(lambda: _remote(url))
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(60)
-            log.close()
         if not args.no_overhead:
             near, local_s = _measure(lambda: _in_process(args.model, args.dtype))  # with the server gone
             print(json.dumps(_compare(far, remote_s, near, local_s)))
@@ -209,16 +201,17 @@ ESTIMATORS = ("eigenscore", "perplexity", "ln_entropy", "multi_perplexity")
 CALLS = 20
 
 
-def _fetch_counts(url: str) -> dict[str, float]:
-    """The server's read-outs and worker round trips so far, and its HTTP requests per seakr route
-    (``requests_generate``, ``requests_detokenize``...), from vLLM's /metrics."""
+def _fetch_counts(urls: list[str]) -> dict[str, float]:
+    """The servers' read-outs and worker round trips so far, and their HTTP requests per seakr route
+    (``requests_generate``, ``requests_detokenize``...), from vLLM's /metrics, summed over the replicas."""
     import httpx
 
     counts = {"seakr_read_outs_total": 0.0, "seakr_worker_round_trips_total": 0.0}
-    for line in httpx.get(url + "/metrics", timeout=30).text.splitlines():
+    lines = [line for url in urls for line in httpx.get(url + "/metrics", timeout=30).text.splitlines()]
+    for line in lines:
         name, _, value = line.rpartition(" ")
         if name in counts:
-            counts[name] = float(value)
+            counts[name] += float(value)
         elif name.startswith("http_requests_total{") and 'handler="/v1/seakr/' in name:
             route = name.split('handler="/v1/seakr/', 1)[1].split('"', 1)[0]
             counts[f"requests_{route}"] = counts.get(f"requests_{route}", 0.0) + float(value)

@@ -6,10 +6,16 @@ route with estimators, about 10% bad requests) for ``--minutes``.  At ``--kill-a
 gets SIGKILL while clients are mid-request and is started again at once; clients retry through the gap.  The server's
 memory (RSS of its process tree) is sampled every ``--sample-seconds``.
 
+With ``--replicas 2`` it runs two replicas behind nginx (``bench/replicas.py``, ``deploy/nginx.conf``), each on
+its own core, and kills the second one; clients go through nginx, which sends a request whose replica died to the
+other.  Every request is numbered per client, so a lost or duplicated result shows (``lost``, ``duplicated``); the
+replica that answered each request is counted (``answered_by``).
+
 Prints, and writes as JSON to ``--out``: requests per route and outcome (good requests failed: want 0; bad ones
 refused with a 4xx and a message), p50/p95 latency per route, the gap of the restart, and the memory samples.
 
     python bench/soak.py --minutes 20 --clients 16 --out bench/results/soak.json
+    python bench/soak.py --replicas 2 --minutes 10 --clients 16 --out bench/results/soak-replicas.json
 
 Results go to docs/benchmarks.md with the command and the machine.
 """
@@ -20,8 +26,6 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,37 +33,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+from replicas import Deployment
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start(model: str, port: int, log: Path, cwd: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "seakr_integrations.cli", "serve", model, "--port", str(port)]
-    command += ["--dtype", "float32", "--max-model-len", "2048", "--seed", "0"]
-    with log.open("a") as stream:
-        return subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
-
-
-def _wait_ready(url: str, server: subprocess.Popen, log: Path, limit: float = 600) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < limit:
-        if server.poll() is not None:
-            raise SystemExit(f"seakr serve exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return time.monotonic() - started
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise SystemExit(f"seakr serve did not answer within {limit:g} s:\n{log.read_text()[-3000:]}")
 
 
 def _rss_mb(pid: int) -> dict[str, float]:
@@ -100,14 +77,31 @@ def _summary(records: list[dict], restarts: list[dict], memory: list[dict], args
         latencies = entry.pop("latencies")
         entry["p50_s"], entry["p95_s"] = _percentile(latencies, 50), _percentile(latencies, 95)
     good = [r for r in records if r["route"] != "bad"]
+    numbers: dict[int, list[int]] = {}
+    for r in records:
+        numbers.setdefault(r["client"], []).append(r["n"])
+    answered_by: dict[str, int] = {}
+    for r in records:
+        if r.get("replica"):
+            answered_by[r["replica"]] = answered_by.get(r["replica"], 0) + 1
     failures = [r for r in records if r["outcome"] == "failed"]
     return {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}",
-        "settings": {"model": args.model, "clients": args.clients, "minutes": args.minutes, "kill_at": args.kill_at},
+        "settings": {
+            "model": args.model,
+            "replicas": args.replicas,
+            "clients": args.clients,
+            "minutes": args.minutes,
+            "kill_at": args.kill_at,
+        },
         "good_requests": len(good),
         "good_failed": sum(r["outcome"] == "failed" for r in good),
         "bad_requests": len(records) - len(good),
         "bad_not_refused": sum(r["route"] == "bad" and r["outcome"] != "refused" for r in records),
+        # a request without its result (a number missing in a client's sequence), or a result written twice
+        "lost": sum(len(set(range(max(ns) + 1)) - set(ns)) for ns in numbers.values()),
+        "duplicated": sum(len(ns) - len(set(ns)) for ns in numbers.values()),
+        "answered_by": answered_by,
         "routes": routes,
         "restarts": restarts,
         "memory_mb": memory,
@@ -118,6 +112,7 @@ def _summary(records: list[dict], restarts: list[dict], memory: list[dict], args
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--replicas", type=int, default=1, help="replicas behind nginx (1: one server, no balancer)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--minutes", type=float, default=20)
     parser.add_argument("--kill-at", type=float, default=0.5, help="share of the run at which to kill (0: never)")
@@ -128,46 +123,52 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         index = BM25Index.build(DATA / "corpus_hotpotqa.jsonl", Path(tmp) / "index", progress=False)
-        port, log = _free_port(), Path(tmp) / "server.log"
-        url = f"http://127.0.0.1:{port}"
-        server = _start(args.model, port, log, tmp)
-        print(json.dumps({"server_ready_s": round(_wait_ready(url, server, log), 1)}), flush=True)
-        started = time.time()
-        until = started + args.minutes * 60
-        outs = [Path(tmp) / f"client{i}.jsonl" for i in range(args.clients)]
-        clients = [
-            subprocess.Popen(
-                [sys.executable, str(HERE / "soak_client.py"), url, str(index.path), "--until", str(until)]
-                + ["--seed", str(i), "--out", str(out)],
-                stderr=(Path(tmp) / f"client{i}.err").open("w"),
-            )
-            for i, out in enumerate(outs)
-        ]
-        kill_at = started + args.kill_at * args.minutes * 60 if args.kill_at else None
-        memory, restarts, next_sample = [], [], time.time()
-        try:
-            while any(c.poll() is None for c in clients):
-                now = time.time()
-                if now >= next_sample:
-                    memory.append({"minute": round((now - started) / 60, 1), **_rss_mb(server.pid)})
-                    print(json.dumps(memory[-1]), flush=True)
-                    next_sample = max(next_sample + args.sample_seconds, now + 1)  # no catch-up after a restart
-                if kill_at is not None and now >= kill_at:
-                    os.killpg(server.pid, signal.SIGKILL)
-                    server.wait()
-                    killed = time.time()
-                    server = _start(args.model, port, log, tmp)
-                    ready = _wait_ready(url, server, log)
-                    restarts.append({"minute": round((killed - started) / 60, 1), "gap_s": round(ready, 1)})
-                    print(json.dumps({"restart": restarts[-1]}), flush=True)
-                    kill_at = None
-                time.sleep(1)
-        finally:
-            for c in clients:
-                if c.poll() is None:
-                    c.kill()
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(60)
+        deployment = Deployment(
+            args.model, args.replicas, Path(tmp), extra=("--dtype", "float32", "--max-model-len", "2048")
+        )
+        with deployment:
+            url = deployment.url
+            print(json.dumps({"url": url, "replicas": deployment.ports}), flush=True)
+            started = time.time()
+            until = started + args.minutes * 60
+            outs = [Path(tmp) / f"client{i}.jsonl" for i in range(args.clients)]
+            clients = [
+                subprocess.Popen(
+                    [sys.executable, str(HERE / "soak_client.py"), url, str(index.path), "--until", str(until)]
+                    + ["--seed", str(i), "--out", str(out)],
+                    stderr=(Path(tmp) / f"client{i}.err").open("w"),
+                )
+                for i, out in enumerate(outs)
+            ]
+            kill_at = started + args.kill_at * args.minutes * 60 if args.kill_at else None
+            victim = args.replicas - 1  # the only server, or the last replica behind nginx
+            memory, restarts, next_sample = [], [], time.time()
+            try:
+                while any(c.poll() is None for c in clients):
+                    now = time.time()
+                    if now >= next_sample:
+                        pids = deployment.pids()
+                        sample = {name: _rss_mb(pid) for name, pid in pids.items() if name != "nginx"}
+                        memory.append({"minute": round((now - started) / 60, 1), **sample})
+                        print(json.dumps(memory[-1]), flush=True)
+                        next_sample = max(next_sample + args.sample_seconds, now + 1)  # no catch-up after a restart
+                    if kill_at is not None and now >= kill_at:
+                        deployment.kill(victim)
+                        killed = time.time()
+                        ready = deployment.start(victim)
+                        restart = {
+                            "replica": victim,
+                            "minute": round((killed - started) / 60, 1),
+                            "gap_s": round(ready, 1),
+                        }
+                        restarts.append(restart)
+                        print(json.dumps({"restart": restart}), flush=True)
+                        kill_at = None
+                    time.sleep(1)
+            finally:
+                for c in clients:
+                    if c.poll() is None:
+                        c.kill()
         crashed = [i for i, c in enumerate(clients) if c.returncode != 0]
         if crashed:
             print(f"client processes that exited with an error: {crashed}", file=sys.stderr)

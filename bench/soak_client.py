@@ -15,6 +15,7 @@ A good request whose server is away (a restart) is retried the way ``RemoteBacke
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import time
@@ -87,10 +88,13 @@ def main() -> None:
     client = httpx.Client(timeout=600)
     model = client.get(args.url + "/v1/models").json()["data"][0]["id"]
     with args.out.open("a") as out:
-        while time.time() < args.until:
+        for n in itertools.count():
+            if time.time() >= args.until:
+                break
             draw = rng.random()
             route = "bad" if draw < 0.1 else "chain" if draw < 0.4 else "chat" if draw < 0.7 else "generate"
-            record: dict[str, Any] = {"route": route, "start": time.time()}
+            # numbered: a request whose result is lost, or written twice, shows in the soak's summary
+            record: dict[str, Any] = {"client": args.seed, "n": n, "route": route, "start": time.time()}
             started = time.perf_counter()
             try:
                 record.update(_one(route, rng, args, client, chain, model, questions))
@@ -111,7 +115,7 @@ def _one(route: str, rng: random.Random, args: Any, client: httpx.Client, chain:
         body = {"model": model, "messages": [{"role": "user", "content": rng.choice(questions)}], "max_tokens": 16}
         response = _post(client, args.url + "/v1/chat/completions", body, args.retry_seconds)
         ok = response.status_code == 200 and response.json()["choices"][0]["message"]["content"] is not None
-        return {"outcome": "ok" if ok else "failed", "status": response.status_code}
+        return {"outcome": "ok" if ok else "failed", "status": response.status_code, **_replica(response)}
     if route == "generate":
         body = {
             "prompts": [rng.choice(questions)],
@@ -121,7 +125,7 @@ def _one(route: str, rng: random.Random, args: Any, client: httpx.Client, chain:
         }
         response = _post(client, args.url + "/v1/seakr/generate", body, args.retry_seconds)
         ok = response.status_code == 200 and len(response.json()["outputs"][0]["samples"]) == 8
-        return {"outcome": "ok" if ok else "failed", "status": response.status_code}
+        return {"outcome": "ok" if ok else "failed", "status": response.status_code, **_replica(response)}
     name, path, body = rng.choice(BAD)
     response = _post(client, args.url + path, body, args.retry_seconds)
     message = ""
@@ -129,7 +133,18 @@ def _one(route: str, rng: random.Random, args: Any, client: httpx.Client, chain:
         error = response.json().get("error") or response.json().get("detail")
         message = error.get("message", "") if isinstance(error, dict) else str(error)
     ok = 400 <= response.status_code < 500 and bool(message)
-    return {"outcome": "refused" if ok else "failed", "status": response.status_code, "case": name}
+    return {
+        "outcome": "refused" if ok else "failed",
+        "status": response.status_code,
+        "case": name,
+        **_replica(response),
+    }
+
+
+def _replica(response: httpx.Response) -> dict[str, str]:
+    """The replica that answered, as nginx names it (deploy/nginx.conf's ``X-SeaKR-Replica``), behind a balancer."""
+    replica = response.headers.get("X-SeaKR-Replica")
+    return {"replica": replica} if replica else {}
 
 
 if __name__ == "__main__":

