@@ -50,6 +50,13 @@ class Replica(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         self.rfile.read(int(self.headers["Content-Length"]))
+        if self.server.down:  # what nginx answers when the replica it asked is gone
+            self.send_response(502)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("X-SeaKR-Replica", "127.0.0.1:8002")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         facts = self.server.answers
         vectors = encode_vectors(np.zeros((1, 4), np.float32), "float32")
         self._send({"vectors": vectors, "fingerprint": replica_fingerprint(facts), "replica": "b:8002"})
@@ -70,6 +77,7 @@ class Replica(BaseHTTPRequestHandler):
 def replica():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Replica)
     server.info = server.answers = INFO
+    server.down = False
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server
     server.shutdown()
@@ -95,3 +103,12 @@ def test_seakr_serve_join_refuses_a_replica_that_would_differ_and_names_each_dif
         check_join({**mine, "default_layer": 5, "dtype": "bfloat16"}, url)
     with pytest.raises(ValueError, match="is a seakr server there"):
         check_join(mine, "http://127.0.0.1:9")  # nothing listens on port 9
+
+
+def test_a_failure_the_balancer_answers_names_the_replica_it_asked(replica):
+    from seakr_integrations.backends.remote import RemoteBackend, RemoteBackendError
+
+    with RemoteBackend(f"http://127.0.0.1:{replica.server_port}", timeout=2) as backend:
+        replica.down = True
+        with pytest.raises(RemoteBackendError, match=r"HTTP 502.*\(balancer: replica 127\.0\.0\.1:8002\)"):
+            backend.last_token_vectors([[1, 2]])
