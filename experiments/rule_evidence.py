@@ -9,6 +9,7 @@ default over all of R's evaluation lines (the others keep the default's answer a
 
     python experiments/rule_evidence.py run --rule claim-check --dataset hotpotqa
     python experiments/rule_evidence.py report [--json]
+    python experiments/rule_evidence.py decides   # what decided each step of the default's runs, which rules acted
 """
 
 from __future__ import annotations
@@ -180,6 +181,46 @@ def report(as_json: bool) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
+STAGES = {
+    "unsupported_claim": "`claim-check` (a name no kept passage covers)",
+    "sure_from_tokens": "`token-cascade`, sure",
+    "unsure_from_tokens": "`token-cascade`, unsure",
+    "sure_from_state": "`state-probe`, sure",
+    "unsure_from_state": "`state-probe`, unsure",
+    "uncovered_entity": "`cover-compared-entities`",
+    "confident": "EigenScore of the k samples, at or below delta",
+    "uncertain": "EigenScore of the k samples, above delta",
+}
+"""The gate's reasons (``GateReason``) a trace's steps record, by the stage that decided."""
+
+
+def decides() -> None:
+    """What decided each step of the default's runs (the gate's stages) and on how many questions each rule acted."""
+    from collections import Counter
+
+    runs = {d: records(RESULTS / f"{d}_dev" / "seakr.jsonl.gz") for d in DATASETS}
+    reasons = {
+        d: Counter(s["reason"] for r in rows for s in r["trace"]["steps"] if s["reason"]) for d, rows in runs.items()
+    }
+    acted = {
+        d: Counter(a for r in rows for a in {x["rule"] for x in r["trace"]["rules_applied"]})
+        for d, rows in runs.items()
+    }
+    print("| | " + " | ".join(f"{d} ({len(runs[d])} q)" for d in DATASETS) + " |")
+    print("| --- | " + " | ".join("---:" for _ in DATASETS) + " |")
+    for reason, stage in STAGES.items():
+        if any(reasons[d][reason] for d in DATASETS):
+            cells = [f"{100 * reasons[d][reason] / sum(reasons[d].values()):.0f}%" for d in DATASETS]
+            print(f"| steps decided by {stage} | " + " | ".join(cells) + " |")
+    first = {
+        d: sum(r["trace"]["steps"][0]["decision"] == "retrieve" for r in runs[d] if r["trace"]["steps"])
+        for d in DATASETS
+    }
+    print("| first steps that retrieved | " + " | ".join(f"{first[d]} of {len(runs[d])}" for d in DATASETS) + " |")
+    for rule in sorted({x for d in DATASETS for x in acted[d]}, key=lambda x: -sum(acted[d][x] for d in DATASETS)):
+        print(f"| questions where `{rule}` acted | " + " | ".join(str(acted[d][rule]) for d in DATASETS) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -189,9 +230,12 @@ def main() -> None:
     r.add_argument("--batch-size", type=int, default=8)
     p = sub.add_parser("report", help="each rule's paired effect on its evaluation lines")
     p.add_argument("--json", action="store_true")
+    sub.add_parser("decides", help="what decided each step of the default's runs, and which rules acted")
     args = parser.parse_args()
     if args.command == "run":
         run(args.rule, args.dataset, args.batch_size)
+    elif args.command == "decides":
+        decides()
     else:
         report(args.json)
 
