@@ -69,6 +69,8 @@ class Deployment:
         self.url = ""
 
     def __enter__(self) -> Deployment:
+        # a benchmark stopped with SIGTERM (kill, timeout) still stops its servers and nginx on the way out
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         try:
             for i in range(len(self.ports)):
                 self.start(i)
