@@ -181,22 +181,13 @@ def report(as_json: bool) -> None:
         print("| " + " | ".join(cells) + " |")
 
 
-STAGES = {
-    "unsupported_claim": "`claim-check` (a name no kept passage covers)",
-    "sure_from_tokens": "`token-cascade`, sure",
-    "unsure_from_tokens": "`token-cascade`, unsure",
-    "sure_from_state": "`state-probe`, sure",
-    "unsure_from_state": "`state-probe`, unsure",
-    "uncovered_entity": "`cover-compared-entities`",
-    "confident": "EigenScore of the k samples, at or below delta",
-    "uncertain": "EigenScore of the k samples, above delta",
-}
-"""The gate's reasons (``GateReason``) a trace's steps record, by the stage that decided."""
-
-
 def decides() -> None:
     """What decided each step of the default's runs (the gate's stages) and on how many questions each rule acted."""
+    import sys
     from collections import Counter
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from results_page import STAGES  # the gate's reasons (GateReason) by the stage that decided
 
     runs = {d: records(RESULTS / f"{d}_dev" / "seakr.jsonl.gz") for d in DATASETS}
     reasons = {
@@ -211,7 +202,7 @@ def decides() -> None:
     for reason, stage in STAGES.items():
         if any(reasons[d][reason] for d in DATASETS):
             cells = [f"{100 * reasons[d][reason] / sum(reasons[d].values()):.0f}%" for d in DATASETS]
-            print(f"| steps decided by {stage} | " + " | ".join(cells) + " |")
+            print(f"| steps decided by: {stage} | " + " | ".join(cells) + " |")
     first = {
         d: sum(r["trace"]["steps"][0]["decision"] == "retrieve" for r in runs[d] if r["trace"]["steps"])
         for d in DATASETS
