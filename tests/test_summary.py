@@ -104,3 +104,14 @@ def test_seakr_report_names_bad_input(tmp_path, capsys, args, message):
         return
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_finished_run_kept_gzipped_is_named_as_if_it_were_not(tmp_path):
+    import gzip
+
+    for path in (_write(tmp_path, "mine", [1.0, 0.0], stem="mine-tuned"), _write(tmp_path, "plain", [0.0, 0.0])):
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes()))
+        path.unlink()
+    text = summary_markdown(read_runs([tmp_path]), against="mine-tuned")
+    assert "| mine (mine-tuned) | 2 |" in text and "| plain | 2 | +50.0 | " in text
+    assert "plain (plain" not in text

@@ -47,10 +47,14 @@ class Run:
         return str(self.config.get("method", "?"))
 
     @property
+    def stem(self) -> str:
+        """The file's name without ``.jsonl`` (or ``.jsonl.gz``: a finished run kept gzipped)."""
+        return self.path.name.removesuffix(".gz").removesuffix(".jsonl")
+
+    @property
     def name(self) -> str:
         """The row's label: the method, and the file's name when it differs (one method run with other settings)."""
-        stem = self.path.stem
-        return self.method if stem == self.method else f"{self.method} ({stem})"
+        return self.method if self.stem == self.method else f"{self.method} ({self.stem})"
 
     def summary(self) -> EvalSummary:
         return summarize(self.records)
@@ -150,7 +154,7 @@ def paired_differences(reference: Run, others: Sequence[Run]) -> list[PairedDiff
 
 def _named(group: Sequence[Run], name: str) -> Run | None:
     """The run of ``group`` whose label or file name is ``name``; an error when two are."""
-    found = [run for run in group if name in (run.name, run.path.stem)]
+    found = [run for run in group if name in (run.name, run.stem)]
     if len(found) > 1:
         files = ", ".join(str(run.path) for run in found)
         raise ValueError(f"--against {name}: {len(found)} runs of {group[0].dataset} match ({files}); name one file")
