@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh venv (scripts/setup-venv.sh) and run the whole test suite in it.
+# nginx (for the replica tests) comes from apt-get when it is missing and this runs as root.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"` for the quick subset.
 #
 # The Elasticsearch tests run against the cluster at $ELASTICSEARCH_URL (credentials from ELASTICSEARCH_API_KEY or
@@ -42,6 +43,15 @@ elif .venv/bin/python tests/es_server.py available; then
   fi
 else
   echo "Elasticsearch tests: no ELASTICSEARCH_URL and no noida-db emulator; they will skip"
+fi
+
+# The replica tests run nginx from Debian's package (tests/test_serving_replicas.py); without it they skip and say so.
+if ! command -v nginx >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  echo "nginx for the replica tests: apt-get install nginx-light"
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >/dev/null 2>&1 ||
+    { apt-get update -qq >/dev/null 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx-light >/dev/null 2>&1; }; } ||
+    echo "nginx could not be installed; the replica tests will skip" >&2
 fi
 
 .venv/bin/python -m pytest "$@"
