@@ -12,10 +12,11 @@ clients to one; then the per-call overhead of the HTTP path: the median time of 
 ``RemoteBackend`` against the same call in-process on ``VLLMBackend``.
 
     python bench/serve_clients.py --clients 1 4 8 --per-client 5                        # light settings, SmolLM2
-    python bench/serve_clients.py --replicas 2 --clients 8 16 --per-client 2 --no-overhead  # behind nginx
+    python bench/serve_clients.py --replicas 1 2 --clients 8 16 --per-client 2 --no-overhead  # 1 server, then 2
 
-``--replicas N`` starts N servers behind nginx (``bench/replicas.py``, ``deploy/nginx.conf``), each bound to its own
-share of the cores, and the clients ask nginx; ``server_cpu_s`` is then per replica (and nginx's).
+``--replicas 1 2`` measures one server, then two behind nginx (``bench/replicas.py``, ``deploy/nginx.conf``), each
+bound to its own share of the cores, with the same clients; ``server_cpu_s`` is per replica (and nginx's), and the
+ratio of each deployment's questions per minute to the first's is printed per client count.
     python bench/serve_clients.py --model qwen --settings evaluation --roof --clients 1 4 8 --per-client 4
 
 ``--settings light`` (k=10, 64 tokens, 4 exemplars, at most 3 steps) keeps it to minutes on a CPU; ``evaluation``
@@ -102,7 +103,11 @@ def main() -> None:
     )
     parser.add_argument("--per-client", type=int, default=5)
     parser.add_argument(
-        "--replicas", type=int, default=1, help="servers behind nginx, each on its own share of the cores (1: no nginx)"
+        "--replicas",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="deployments to measure in turn: N servers behind nginx, each on its own share of the cores (1: no nginx)",
     )
     parser.add_argument("--settings", choices=sorted(SETTINGS), default="light", help="the clients' SeaKRConfig")
     parser.add_argument("--roof", action="store_true", help="first measure the engine's roof (bench/engine_roof.py)")
@@ -127,73 +132,89 @@ def main() -> None:
             most = max(args.clients)
             replayed = _replay(args.model, args.dtype, most * args.per_client, most, Path(tmp) / "replay.json")
         index = BM25Index.build(DATA / "corpus_hotpotqa.jsonl", Path(tmp) / "index", progress=False)
-        with Deployment(args.model, args.replicas, Path(tmp), extra=("--dtype", args.dtype)) as deployment:
-            url = deployment.url
-            replica_urls = [deployment.replica_url(i) for i in range(args.replicas)]
-            rates = {}
-            for n in args.clients:
-                launched = time.perf_counter()
-                procs = []
-                for i in range(n):
-                    mine = questions[i * args.per_client : (i + 1) * args.per_client]
-                    argv = [sys.executable, "-c", CLIENT, url, str(index.path), json.dumps(settings), json.dumps(mine)]
-                    procs.append(
-                        subprocess.Popen(
-                            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-                        )
-                    )
-                for p in procs:  # the clients' start-up (imports, the index) is not the server's time
-                    if p.stdout.readline().strip() != "ready":
-                        raise SystemExit(p.communicate()[1][-2000:])
-                fetched, cpu = _fetch_counts(replica_urls), _servers_cpu(deployment)
-                started = time.perf_counter()
-                for p in procs:
-                    p.stdin.write("go\n")
-                    p.stdin.flush()
-                done = [p.communicate() for p in procs]
-                wall = time.perf_counter() - started
-                server_cpu = {
-                    process: {k: round(v - cpu.get(process, {}).get(k, 0.0), 1) for k, v in now.items()}
-                    for process, now in _servers_cpu(deployment).items()
-                }
-                failed = [err[-2000:] for p, (_, err) in zip(procs, done, strict=True) if p.returncode != 0]
-                if failed:
-                    raise SystemExit(failed[0])
-                counts = [json.loads(out.strip().splitlines()[-1]) for out, _ in done]
-                tokens = sum(c["tokens"] for c in counts)
-                rates[n] = n * args.per_client / wall * 60
-                record = {
-                    "clients": n,
-                    "questions": n * args.per_client,
-                    "wall_s": round(wall, 1),
-                    "start_up_s": round(started - launched, 1),
-                    "clients_cpu_s": round(sum(c["cpu_s"] for c in counts), 1),
-                    "server_cpu_s": server_cpu,
-                    "questions_per_minute": round(rates[n], 2),
-                    "tokens": tokens,
-                    "lm_calls": sum(c["lm_calls"] for c in counts),
-                    "tokens_per_s": round(tokens / wall, 2),
-                    # the server's fetches of read-out vectors from vLLM's workers (serving/worker_fetch.py), and
-                    # the clients' requests per route (tokenizer round trips beside the generate calls)
-                    **{k: v - fetched.get(k, 0.0) for k, v in _fetch_counts(replica_urls).items()},
-                }
-                if roof:
-                    record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
-                if replayed and replayed["questions"] == n * args.per_client:
-                    record["replay_s"] = replayed["seconds"]
-                    record["replay_tokens_per_s"] = replayed["tokens_per_s"]
-                    record["replay_over_clients_speed"] = round(replayed["seconds"] / wall, 3)
-                    record["tokens_per_s_over_replay"] = round(tokens / wall / replayed["tokens_per_s"], 3)
-                print(json.dumps({**record, "settings": settings, "machine": machine}), flush=True)
-            if 1 in rates and max(rates) > 1:
-                print(
-                    json.dumps({"ratio": f"{max(rates)} clients / 1", "value": round(rates[max(rates)] / rates[1], 2)})
-                )
-            if not args.no_overhead:
-                far, remote_s = _measure(lambda: _remote(url))
-        if not args.no_overhead:
+        rates: dict[tuple[int, int], float] = {}
+        far = remote_s = None
+        for replicas in args.replicas:
+            folder = Path(tmp) / f"replicas{replicas}"
+            folder.mkdir()
+            with Deployment(args.model, replicas, folder, extra=("--dtype", args.dtype)) as deployment:
+                for n in args.clients:
+                    record = _clients(deployment, n, questions, index.path, settings, args.per_client)
+                    rates[replicas, n] = record["questions_per_minute"]
+                    tokens, wall = record["tokens"], record["wall_s"]
+                    if roof:
+                        record["ratio_to_roof"] = round(tokens / wall / roof["roof_tokens_per_s"], 3)
+                    if replayed and replayed["questions"] == n * args.per_client:
+                        record["replay_s"] = replayed["seconds"]
+                        record["replay_tokens_per_s"] = replayed["tokens_per_s"]
+                        record["replay_over_clients_speed"] = round(replayed["seconds"] / wall, 3)
+                        record["tokens_per_s_over_replay"] = round(tokens / wall / replayed["tokens_per_s"], 3)
+                    print(json.dumps({**record, "settings": settings, "machine": machine}), flush=True)
+                if not args.no_overhead and far is None:
+                    far, remote_s = _measure(lambda url=deployment.url: _remote(url))
+        for replicas in args.replicas:
+            counts = sorted(n for r, n in rates if r == replicas)
+            if 1 in counts and counts[-1] > 1:
+                ratio = round(rates[replicas, counts[-1]] / rates[replicas, 1], 2)
+                print(json.dumps({"replicas": replicas, "ratio": f"{counts[-1]} clients / 1", "value": ratio}))
+        if len(args.replicas) > 1:
+            fewest = min(args.replicas)
+            for (replicas, n), rate in sorted(rates.items()):
+                if replicas != fewest:
+                    ratio = round(rate / rates[fewest, n], 2)
+                    print(json.dumps({"clients": n, "ratio": f"{replicas} replicas / {fewest}", "value": ratio}))
+        if far is not None:
             near, local_s = _measure(lambda: _in_process(args.model, args.dtype))  # with the server gone
             print(json.dumps(_compare(far, remote_s, near, local_s)))
+
+
+def _clients(deployment: Deployment, n: int, questions: list[str], index: Path, settings: dict, per_client: int):
+    """``n`` client processes asking ``deployment`` at once, each its own ``per_client`` questions: the record."""
+    replica_urls = [deployment.replica_url(i) for i in range(len(deployment.ports))]
+    launched = time.perf_counter()
+    procs = []
+    for i in range(n):
+        mine = questions[i * per_client : (i + 1) * per_client]
+        argv = [sys.executable, "-c", CLIENT, deployment.url, str(index), json.dumps(settings), json.dumps(mine)]
+        procs.append(
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        )
+    for p in procs:  # the clients' start-up (imports, the index) is not the server's time
+        if p.stdout.readline().strip() != "ready":
+            raise SystemExit(p.communicate()[1][-2000:])
+    fetched, cpu = _fetch_counts(replica_urls), _servers_cpu(deployment)
+    started = time.perf_counter()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    done = [p.communicate() for p in procs]
+    wall = time.perf_counter() - started
+    server_cpu = {
+        process: {k: round(v - cpu.get(process, {}).get(k, 0.0), 1) for k, v in now.items()}
+        for process, now in _servers_cpu(deployment).items()
+    }
+    failed = [err[-2000:] for p, (_, err) in zip(procs, done, strict=True) if p.returncode != 0]
+    if failed:
+        raise SystemExit(failed[0])
+    counts = [json.loads(out.strip().splitlines()[-1]) for out, _ in done]
+    tokens = sum(c["tokens"] for c in counts)
+    return {
+        "replicas": len(replica_urls),
+        "clients": n,
+        "questions": n * per_client,
+        "wall_s": round(wall, 1),
+        "start_up_s": round(started - launched, 1),
+        "clients_cpu_s": round(sum(c["cpu_s"] for c in counts), 1),
+        # CPU seconds of each replica's processes (and nginx's) while the clients asked: each replica's share
+        "server_cpu_s": server_cpu,
+        "questions_per_minute": round(n * per_client / wall * 60, 2),
+        "tokens": tokens,
+        "lm_calls": sum(c["lm_calls"] for c in counts),
+        "tokens_per_s": round(tokens / wall, 2),
+        # the servers' fetches of read-out vectors from vLLM's workers (serving/worker_fetch.py), and the clients'
+        # requests per route (tokenizer round trips beside the generate calls)
+        **{k: v - fetched.get(k, 0.0) for k, v in _fetch_counts(replica_urls).items()},
+    }
 
 
 PARITY_CONFIG = {"k": 10, "max_tokens": 32, "stop": ("\n",), "seed": 7}
