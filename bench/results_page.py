@@ -166,8 +166,8 @@ def main() -> None:
         "progress on a 2-core machine that ran other work at the same time, and the slice's runs (FLARE, IRCoT)",
         "shared it with the test suite: their seconds are the most inflated. Compare LM calls and tokens across rows;",
         "the ratio to single retrieval on an idle machine is in [`benchmarks.md`](benchmarks.md) (`bench/timing.sh`).",
-        "The gate's stages show what decides: on this model the claim check and the token cascade decide most steps,",
-        "and EigenScore's samples few of them, so these rows measure the default's rules as much as SeaKR's",
+        "The gate's stages show what decides: on this model the claim check decides most steps and EigenScore's",
+        "samples the steps it leaves open, so these rows measure the default's rules as much as SeaKR's",
         "hidden-state signal ([`gate_signals.md`](gate_signals.md) has its AUROC). Each rule's own effect, measured",
         "on the lines it was not designed on, is in [`decision_rules.md`](decision_rules.md).",
     ]
