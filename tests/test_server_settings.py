@@ -167,6 +167,7 @@ def test_the_engine_says_whether_it_takes_seeds_and_its_dtype_and_draws_unseeded
             get_total_num_hidden_layers=lambda: 4,
             enforce_eager=True,
             served_model_name="fake",
+            model="/models/fake-model",
             get_hidden_size=lambda: 8,
             max_model_len=512,
             get_vocab_size=lambda: 100,
@@ -183,7 +184,7 @@ def test_the_engine_says_whether_it_takes_seeds_and_its_dtype_and_draws_unseeded
 
     started = asyncio.run(ServerEngine.start(engine(chunked=True), None, "mlp", True))
     info = started.info()
-    assert info["dtype"] == "bfloat16"
+    assert info["dtype"] == "bfloat16" and info["weights"] == "fake-model"
     assert info["seeded_sampling"] is (not current_platform.is_cpu())
     assert asyncio.run(ServerEngine.start(engine(chunked=False), None, "mlp", True)).info()["seeded_sampling"] is True
 

@@ -236,7 +236,8 @@ def _replica(request: Request) -> dict[str, str]:
     """Which server answered and what it is (``serving.replicas``): behind a load balancer, the client checks that
     every reply comes from a replica like the one it connected to, and names it when not."""
     state = request.app.state
-    return {"replica": state.seakr_replica, "fingerprint": state.seakr_fingerprint}
+    found = {"replica": getattr(state, "seakr_replica", None), "fingerprint": getattr(state, "seakr_fingerprint", None)}
+    return {k: v for k, v in found.items() if v is not None}  # an app built without init_state has neither
 
 
 async def _unless_disconnected(request: Request, work: Any) -> Any:
