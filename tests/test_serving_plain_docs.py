@@ -85,7 +85,10 @@ def test_seakr_runs_against_the_documented_plain_server_and_never_takes_it_down(
             SeaKR(backend, demo_index(), SeaKRConfig(k=4, max_tokens=24))
         message = str(refused.value)
         assert "estimator='eigenscore' needs the samples' hidden states" in message and "seakr serve MODEL" in message
-        config = SeaKRConfig(estimator="perplexity", k=4, max_tokens=24, num_exemplars=2, max_steps=2)
+        # with the (optional) token cascade, whose min_token_prob screen a plain server can read too
+        config = SeaKRConfig(
+            estimator="perplexity", k=4, max_tokens=24, num_exemplars=2, max_steps=2, rules="default,token-cascade"
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # uncalibrated delta, unseeded samples: said above
             results = SeaKR(backend, demo_index(), config).answer_many(
