@@ -150,18 +150,3 @@ def wait_ready(url: str, process: subprocess.Popen, log: Path, limit: float) -> 
             pass
         time.sleep(0.5)
     raise SystemExit(f"{url} did not answer within {limit:g} s:\n{log.read_text()[-3000:]}")
-
-
-def process_tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) of a process and its live children, from /proc."""
-    total, todo, tick = 0.0, [pid], os.sysconf("SC_CLK_TCK")
-    while todo:
-        p = todo.pop()
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError, ValueError):
-            continue
-    return total
