@@ -94,6 +94,24 @@ def stages(rows: list[dict]) -> str:
     return f"{total} steps: " + ", ".join(parts)
 
 
+def support(rows: list[dict]) -> str:
+    """The share of each question's gold supporting passages among the passages its answer saw, overall and by
+    question type, with the passages per question: a method can lose F1 by keeping too little, not only by asking
+    at the wrong time."""
+    seen: dict[str, list[tuple[float, int]]] = {}
+    for r in rows:
+        if r.get("supporting_titles"):
+            titles = {p.get("title") for p in r["trace"]["passages"]}
+            gold = set(r["supporting_titles"])
+            for kind in ("all", r.get("type") or "untyped"):
+                seen.setdefault(kind, []).append((len(gold & titles) / len(gold), len(titles)))
+    if "all" not in seen:
+        return "no question with supporting passages"
+    by_type = ", ".join(f"{k} {statistics.mean(s for s, _ in v):.2f}" for k, v in sorted(seen.items()) if k != "all")
+    share = statistics.mean(s for s, _ in seen["all"])
+    return f"{share:.2f} ({by_type}) with {statistics.mean(n for _, n in seen['all']):.2f} passages a question"
+
+
 def plot(all_runs: dict[str, dict[str, list[dict]]], out: Path) -> None:
     import matplotlib
 
@@ -154,6 +172,9 @@ def main() -> None:
             ]
         if "seakr" in runs:
             page += [f"Which stage of the gate decided SeaKR's steps ({stages(runs['seakr'])}).", ""]
+        seen = [f"{ROWS[m].split(',')[0]} {support(runs[m])}" for m in ("seakr", "single-retrieval") if m in runs]
+        if seen:
+            page += ["Gold supporting passages among the passages each answer saw: " + "; ".join(seen) + ".", ""]
         missing = [ROWS[stem] for stem in ROWS if stem not in runs]
         if missing:
             page += [f"**Not run yet** (no results file): {', '.join(missing)}. `bash bench/results.sh` runs them.", ""]
@@ -169,7 +190,9 @@ def main() -> None:
         "The gate's stages show what decides: on this model the claim check decides most steps and EigenScore's",
         "samples the steps it leaves open, so these rows measure the default's rules as much as SeaKR's",
         "hidden-state signal ([`gate_signals.md`](gate_signals.md) has its AUROC). Each rule's own effect, measured",
-        "on the lines it was not designed on, is in [`decision_rules.md`](decision_rules.md).",
+        "on the lines it was not designed on, is in [`decision_rules.md`](decision_rules.md). The supporting",
+        "passages say what each answer could have known: SeaKR keeps at most two passages (`passage-limit`) where",
+        "single retrieval's prompt holds three, so its extra steps pay only where they find what one search missed.",
     ]
     (ROOT / "docs" / "results.md").write_text("\n".join(page) + "\n", encoding="utf-8")
     plot({d: r for d, r in all_runs.items() if r}, ROOT / "docs" / "results_pareto.png")
