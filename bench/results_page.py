@@ -170,8 +170,9 @@ def main() -> None:
                 "SeaKR minus each, on the questions both answered (paired bootstrap 95%): " + "; ".join(paired) + ".",
                 "",
             ]
-        if "seakr" in runs:
-            page += [f"Which stage of the gate decided SeaKR's steps ({stages(runs['seakr'])}).", ""]
+        decided = [f"{ROWS[m].split(',')[0]}: {stages(runs[m])}" for m in ("seakr", "seakr-paper") if m in runs]
+        if decided:
+            page += ["Which stage of the gate decided the steps (" + "; ".join(decided) + ").", ""]
         seen = [f"{ROWS[m].split(',')[0]} {support(runs[m])}" for m in ("seakr", "single-retrieval") if m in runs]
         if seen:
             page += ["Gold supporting passages among the passages each answer saw: " + "; ".join(seen) + ".", ""]
