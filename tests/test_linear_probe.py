@@ -26,6 +26,26 @@ def test_logistic_regression_separates_a_separable_label():
     assert np.argmax(np.abs(w)) == 2 and auroc(x @ w + b, y.astype(bool)) > 0.99
 
 
+def test_a_state_wider_than_the_questions_takes_the_same_newton_steps_through_the_rows():
+    """More dimensions than questions (a hidden state against a calibration set) solves each step by the rows'
+    n x n system; it must land where the full d x d solve lands."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(40, 120))
+    y = ((x[:, 0] + rng.normal(size=40)) > 0.5).astype(float)
+    for penalty in (0.1, 10.0):
+        w, b = fit_logistic(x, y, penalty)
+        a = np.hstack([x, np.ones((40, 1))])
+        full = np.zeros(121)
+        reg = np.append(np.full(120, penalty), 0.0)
+        for _ in range(50):
+            p = 1 / (1 + np.exp(-(a @ full)))
+            full -= np.linalg.solve(
+                (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg + 1e-9), a.T @ (p - y) + reg * full
+            )
+        np.testing.assert_allclose(w, full[:-1], atol=1e-8)
+        assert b == pytest.approx(full[-1], abs=1e-8)
+
+
 def test_the_inner_choice_finds_the_layer_that_knows_and_the_probe_round_trips():
     rng = np.random.default_rng(1)
     n, layers, width = 160, 4, 12

@@ -40,21 +40,46 @@ def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, penalty: float, iterations: int = 50) -> tuple[np.ndarray, float]:
     """Weights and bias minimising the log-loss plus ``penalty / 2 * |w|^2`` (Newton's method; the bias is not
-    penalised)."""
+    penalised).  A hidden state is wider than the calibration set is long (896 against a few hundred questions), so
+    with ``penalty > 0`` and more dimensions than rows each Newton step is solved through the rows' n x n system
+    (Woodbury, the bias by its Schur complement): the same steps, about ten times faster than the d x d solve."""
     n, d = x.shape
-    a = np.hstack([x, np.ones((n, 1))])
-    w = np.zeros(d + 1)
-    reg = np.full(d + 1, penalty)
-    reg[-1] = 0.0
+    w, b = np.zeros(d), 0.0
+    dual = penalty > 0 and d > n
+    gram = x @ x.T if dual else None
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-(a @ w)))
-        grad = a.T @ (p - y) + reg * w
-        hess = (a * (p * (1 - p))[:, None]).T @ a + np.diag(reg + 1e-9)
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-8:
+        p = 1.0 / (1.0 + np.exp(-(x @ w + b)))
+        weight = p * (1 - p)
+        grad_w, grad_b = x.T @ (p - y) + penalty * w, float(np.sum(p - y))
+        if dual:
+            step_w, step_b = _newton_step_by_rows(x, gram, weight, penalty, grad_w, grad_b)
+        else:
+            a = np.hstack([x, np.ones((n, 1))])
+            reg = np.append(np.full(d, float(penalty)), 0.0)
+            hess = (a * weight[:, None]).T @ a + np.diag(reg + 1e-9)
+            step = np.linalg.solve(hess, np.append(grad_w, grad_b))
+            step_w, step_b = step[:-1], float(step[-1])
+        w, b = w - step_w, b - step_b
+        if max(float(np.max(np.abs(step_w))), abs(step_b)) < 1e-8:
             break
-    return w[:-1], float(w[-1])
+    return w, float(b)
+
+
+def _newton_step_by_rows(
+    x: np.ndarray, gram: np.ndarray, weight: np.ndarray, penalty: float, grad_w: np.ndarray, grad_b: float
+) -> tuple[np.ndarray, float]:
+    """Solve ``[[X'WX + cI, X'W1], [1'WX, 1'W1]] [s; t] = [g; h]`` with one n x n solve: ``(X'WX + cI)^-1`` by
+    Woodbury, ``(1/c)(v - X' R (cI + R K R)^-1 R X v)`` with ``R = W^1/2`` and ``K = XX'``, then the bias."""
+    root = np.sqrt(weight)
+    inner = np.linalg.inv(penalty * np.eye(len(weight)) + root[:, None] * gram * root[None, :])
+
+    def solve(v: np.ndarray) -> np.ndarray:
+        return (v - x.T @ (root * (inner @ (root * (x @ v))))) / penalty
+
+    cross = x.T @ weight
+    solved_grad, solved_cross = solve(grad_w), solve(cross)
+    step_b = (grad_b - cross @ solved_grad) / (float(weight.sum()) + 1e-9 - cross @ solved_cross)
+    return solved_grad - solved_cross * step_b, float(step_b)
 
 
 def _standardise(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
