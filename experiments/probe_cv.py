@@ -5,7 +5,7 @@ held out in turn, the probe's source (MLP output or residual stream), layer and 
 cross-validation over the other four folds (each held out in turn), fitted on those four, and scored on the held-out
 fold: no question is ever scored by a probe trained on it.  The held-out scores of the five folds are pooled into
 one AUROC with a bootstrap interval, beside the free greedy signal (1 - least token probability) and EigenScore on
-the same questions, for the labels of ``experiments/gate_table.py`` ("retrieval helps", "claim wrong").
+the same questions (and the paired bootstrap differences from both), for the labels of ``experiments/gate_table.py`` ("retrieval helps", "claim wrong").
 
     python experiments/probe_cv.py --vectors /tmp/probe        # reads /tmp/probe/DATASET.npz (probe_vectors.py)
 """
@@ -34,6 +34,24 @@ def interval(scores: np.ndarray, labels: np.ndarray, draws: int = 2000) -> tuple
             continue
         values.append(auroc(scores[i], labels[i]))
     return auroc(scores, labels), float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+
+def paired_difference(
+    first: np.ndarray, second: np.ndarray, labels: np.ndarray, draws: int = 2000
+) -> tuple[float, float, float]:
+    """AUROC of ``first`` minus AUROC of ``second`` on the same questions, with a paired bootstrap interval (the same
+    resampled questions score both)."""
+    from seakr_integrations.evaluation.probe_fit import auroc
+
+    rng = np.random.default_rng(0)
+    values = []
+    for _ in range(draws):
+        i = rng.integers(0, len(labels), len(labels))
+        if labels[i].all() or not labels[i].any():
+            continue
+        values.append(auroc(first[i], labels[i]) - auroc(second[i], labels[i]))
+    point = auroc(first, labels) - auroc(second, labels)
+    return point, float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
 
 
 def main() -> None:
@@ -83,7 +101,9 @@ def main() -> None:
             eigen = np.array([rows[int(lines[k])]["scores"]["eigenscore"] or np.inf for k in idx], dtype=float)
             entry = {"dataset": ds, "label": label, "questions": len(labels), "positives": int(labels.sum()),
                      "probe": interval(probe, labels), "min_token_prob": interval(free, labels),
-                     "eigenscore": interval(eigen, labels), "choices": choices}  # fmt: skip
+                     "eigenscore": interval(eigen, labels), "choices": choices,
+                     "probe_minus_eigenscore": paired_difference(probe, eigen, labels),
+                     "probe_minus_min_token_prob": paired_difference(probe, free, labels)}  # fmt: skip
             report.append(entry)
             print(
                 f"{ds} {label}: {len(labels)} q ({labels.sum()} positive); AUROC probe {entry['probe'][0]:.3f} "
