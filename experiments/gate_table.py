@@ -143,9 +143,9 @@ def _probe_differences(probe: dict[str, dict]) -> list[str]:
     return [
         "The state probe's AUROC minus the others', on the same questions (paired bootstrap 95%): "
         + "; ".join(parts)
-        + ". Its vectors are the greedy step's hidden state at EOS, recomputed in transformers (CPU, float32) from the "
-        "step's text (`experiments/probe_vectors.py`); its folds are `line % 5`, and the layer, source and penalty were "
-        "chosen inside the training folds (`experiments/probe_cv.py`)."
+        + ". Its vectors are the greedy step's hidden state at EOS, recomputed in transformers (CPU, float32) from "
+        "the step's text (`experiments/probe_vectors.py`); its folds are `line % 5`, and the layer, source and "
+        "penalty were chosen inside the training folds (`experiments/probe_cv.py`)."
     ]
 
 

@@ -5,7 +5,8 @@ held out in turn, the probe's source (MLP output or residual stream), layer and 
 cross-validation over the other four folds (each held out in turn), fitted on those four, and scored on the held-out
 fold: no question is ever scored by a probe trained on it.  The held-out scores of the five folds are pooled into
 one AUROC with a bootstrap interval, beside the free greedy signal (1 - least token probability) and EigenScore on
-the same questions (and the paired bootstrap differences from both), for the labels of ``experiments/gate_table.py`` ("retrieval helps", "claim wrong").
+the same questions (with the paired bootstrap differences from both), for the labels of
+``experiments/gate_table.py`` ("retrieval helps", "claim wrong").
 
     python experiments/probe_cv.py --vectors /tmp/probe        # reads /tmp/probe/DATASET.npz (probe_vectors.py)
 """
