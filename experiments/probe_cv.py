@@ -24,35 +24,31 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDS = 5
 
 
-def interval(scores: np.ndarray, labels: np.ndarray, draws: int = 2000) -> tuple[float, float, float]:
-    from seakr_integrations.evaluation.probe_fit import auroc
-
-    rng = np.random.default_rng(0)
-    values = []
-    for _ in range(draws):
-        i = rng.integers(0, len(scores), len(scores))
-        if labels[i].all() or not labels[i].any():
-            continue
-        values.append(auroc(scores[i], labels[i]))
-    return auroc(scores, labels), float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
-
-
-def paired_difference(
-    first: np.ndarray, second: np.ndarray, labels: np.ndarray, draws: int = 2000
-) -> tuple[float, float, float]:
-    """AUROC of ``first`` minus AUROC of ``second`` on the same questions, with a paired bootstrap interval (the same
-    resampled questions score both)."""
-    from seakr_integrations.evaluation.probe_fit import auroc
-
+def _bootstrap(statistic, labels: np.ndarray, draws: int = 2000) -> tuple[float, float, float]:
+    """``statistic(indices)`` on every question and its 95% interval over resamples that keep both classes."""
     rng = np.random.default_rng(0)
     values = []
     for _ in range(draws):
         i = rng.integers(0, len(labels), len(labels))
         if labels[i].all() or not labels[i].any():
             continue
-        values.append(auroc(first[i], labels[i]) - auroc(second[i], labels[i]))
-    point = auroc(first, labels) - auroc(second, labels)
-    return point, float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+        values.append(statistic(i))
+    everything = np.arange(len(labels))
+    return statistic(everything), float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
+
+
+def interval(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
+    from seakr_integrations.evaluation.probe_fit import auroc
+
+    return _bootstrap(lambda i: auroc(scores[i], labels[i]), labels)
+
+
+def paired_difference(first: np.ndarray, second: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
+    """AUROC of ``first`` minus AUROC of ``second`` on the same questions, with a paired bootstrap interval (the same
+    resampled questions score both)."""
+    from seakr_integrations.evaluation.probe_fit import auroc
+
+    return _bootstrap(lambda i: auroc(first[i], labels[i]) - auroc(second[i], labels[i]), labels)
 
 
 def main() -> None:

@@ -47,6 +47,8 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, penalty: float, iterations: int =
     w, b = np.zeros(d), 0.0
     dual = penalty > 0 and d > n
     gram = x @ x.T if dual else None
+    a = None if dual else np.hstack([x, np.ones((n, 1))])
+    ridge = None if dual else np.diag(np.append(np.full(d, float(penalty)), 0.0) + 1e-9)
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(-(x @ w + b)))
         weight = p * (1 - p)
@@ -54,9 +56,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, penalty: float, iterations: int =
         if dual:
             step_w, step_b = _newton_step_by_rows(x, gram, weight, penalty, grad_w, grad_b)
         else:
-            a = np.hstack([x, np.ones((n, 1))])
-            reg = np.append(np.full(d, float(penalty)), 0.0)
-            hess = (a * weight[:, None]).T @ a + np.diag(reg + 1e-9)
+            hess = (a * weight[:, None]).T @ a + ridge
             step = np.linalg.solve(hess, np.append(grad_w, grad_b))
             step_w, step_b = step[:-1], float(step[-1])
         w, b = w - step_w, b - step_b
