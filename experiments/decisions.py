@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from experiments.auroc import auroc
+from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.reasoning.jsonform import number_from_json
 

@@ -22,10 +22,9 @@ import gzip
 import json
 import math
 import re
-import sys
 from pathlib import Path
 
-import numpy as np
+from seakr_integrations.evaluation.auroc import auroc_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("hotpotqa", "2wiki")
@@ -61,23 +60,6 @@ def _on_plain_server(estimator: str | None) -> str:
     if estimator is None:
         return "not a library estimator"
     return "yes" if estimator in logprob_estimators() else "no (needs seakr serve)"
-
-
-def auroc_ci(scores: list[float], labels: list[bool], draws: int = 2000) -> tuple[float, float, float]:
-    if str(ROOT) not in sys.path:  # run as `python experiments/gate_table.py`: the package is the root's experiments/
-        sys.path.insert(0, str(ROOT))
-    from experiments.auroc import auroc
-
-    s, y = np.asarray(scores, float), np.asarray(labels, bool)
-    point = auroc(s, y)
-    rng = np.random.default_rng(0)
-    values = []
-    for _ in range(draws):
-        i = rng.integers(0, len(s), len(s))
-        if y[i].all() or not y[i].any():
-            continue
-        values.append(auroc(s[i], y[i]))
-    return point, float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
 
 
 def baseline_f1(ds: str, method: str) -> dict[str, float]:
@@ -238,7 +220,7 @@ def main() -> None:
         probe = {e["label"]: e for e in _probe_cv() if e["dataset"] == ds}
         cells = []
         for pairs in (helps, wrong):
-            point, low, high = auroc_ci(
+            point, low, high = auroc_interval(
                 [float(bool(named_entities(r["greedy"]))) for r, _ in pairs], [y for _, y in pairs]
             )
             cells.append(f"{point:.2f} ({low:.2f}-{high:.2f})")
@@ -256,7 +238,7 @@ def main() -> None:
                 if any(math.isnan(s) for s in scores):
                     cells.append("-")
                     continue
-                point, low, high = auroc_ci(scores, [label for _, label in pairs])
+                point, low, high = auroc_interval(scores, [label for _, label in pairs])
                 cells.append(f"{point:.2f} ({low:.2f}-{high:.2f})")
             out.append(f"| {name} | {needs} | {_on_plain_server(estimator)} | {cells[0]} | {cells[1]} |")
         out += ["", *_probe_differences(probe)] if probe else []

@@ -20,35 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
+from seakr_integrations.evaluation.auroc import auroc, auroc_interval, bootstrap
+from seakr_integrations.evaluation.probe_fit import cross_validated
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDS = 5
-
-
-def _bootstrap(statistic, labels: np.ndarray, draws: int = 2000) -> tuple[float, float, float]:
-    """``statistic(indices)`` on every question and its 95% interval over resamples that keep both classes."""
-    rng = np.random.default_rng(0)
-    values = []
-    for _ in range(draws):
-        i = rng.integers(0, len(labels), len(labels))
-        if labels[i].all() or not labels[i].any():
-            continue
-        values.append(statistic(i))
-    everything = np.arange(len(labels))
-    return statistic(everything), float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
-
-
-def interval(scores: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
-    from seakr_integrations.evaluation.probe_fit import auroc
-
-    return _bootstrap(lambda i: auroc(scores[i], labels[i]), labels)
 
 
 def paired_difference(first: np.ndarray, second: np.ndarray, labels: np.ndarray) -> tuple[float, float, float]:
     """AUROC of ``first`` minus AUROC of ``second`` on the same questions, with a paired bootstrap interval (the same
     resampled questions score both)."""
-    from seakr_integrations.evaluation.probe_fit import auroc
-
-    return _bootstrap(lambda i: auroc(first[i], labels[i]) - auroc(second[i], labels[i]), labels)
+    return bootstrap(lambda i: auroc(first[i], labels[i]) - auroc(second[i], labels[i]), labels)
 
 
 def main() -> None:
@@ -60,7 +42,6 @@ def main() -> None:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from experiments.gate_table import baseline_f1, claim_wrong
-    from seakr_integrations.evaluation.probe_fit import cross_validated
 
     report = []
     for ds in ("hotpotqa", "2wiki"):
@@ -97,8 +78,8 @@ def main() -> None:
             free = np.array([rows[int(lines[k])]["cheap"]["one_minus_min_prob"] for k in idx], dtype=float)
             eigen = np.array([rows[int(lines[k])]["scores"]["eigenscore"] or np.inf for k in idx], dtype=float)
             entry = {"dataset": ds, "label": label, "questions": len(labels), "positives": int(labels.sum()),
-                     "probe": interval(probe, labels), "min_token_prob": interval(free, labels),
-                     "eigenscore": interval(eigen, labels), "choices": choices,
+                     "probe": auroc_interval(probe, labels), "min_token_prob": auroc_interval(free, labels),
+                     "eigenscore": auroc_interval(eigen, labels), "choices": choices,
                      "probe_minus_eigenscore": paired_difference(probe, eigen, labels),
                      "probe_minus_min_token_prob": paired_difference(probe, free, labels)}  # fmt: skip
             report.append(entry)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -24,12 +25,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from experiments.auroc import auroc
 from experiments.confirmation import confirmation_section
 from experiments.method_runs import MethodRun, load_runs, main_run, on_shared_questions
 from experiments.report_decisions import decision_section
 from experiments.report_plots import draw_plots, sweep_section
 from experiments.report_tables import paired_lines, shared_questions_note
+from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.evaluation.summary import method_table
 
 __all__ = ["main", "write_report"]
@@ -44,10 +45,8 @@ def _estimator_aurocs(run: MethodRun) -> dict[str, tuple[float | None, int]]:
         values = [r["trace"]["uncertainty"][name] for r in scored]
         scores = [float("inf") if v is None else v for v in values]
         wrong = [r["em"] == 0.0 for r in scored]
-        try:
-            out[name] = (auroc(scores, wrong), len(scores))
-        except ValueError:
-            out[name] = (None, len(scores))  # all right or all wrong: no AUROC
+        value = auroc(scores, wrong)
+        out[name] = (None if math.isnan(value) else value, len(scores))  # None: all right or all wrong
     return out
 
 

@@ -1,12 +1,13 @@
-"""AUROC from ranks, and the closed-book method that records every estimator's score for it."""
+"""AUROC from ranks, its bootstrap interval, and the closed-book method that records every estimator's score."""
 
 import math
 
+import numpy as np
 import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend
 from test_reasoner import CONFIG
 
-from experiments.auroc import auroc
+from seakr_integrations.evaluation.auroc import auroc, auroc_interval, bootstrap
 from seakr_integrations.evaluation.methods import make_method
 
 
@@ -24,12 +25,32 @@ def test_auroc_perfect_chance_inverse_and_ties():
     [
         ([0.1, 0.2], [True], "2 scores for 1 labels"),
         ([0.1, math.nan], [True, False], "NaN"),
-        ([0.1, 0.2], [False, False], "both right and wrong"),
     ],
 )
 def test_auroc_bad_input(scores, wrong, message):
     with pytest.raises(ValueError, match=message):
         auroc(scores, wrong)
+
+
+def test_auroc_needs_both_classes():
+    assert math.isnan(auroc([0.1, 0.2], [False, False]))
+    assert math.isnan(auroc([0.1, 0.2], [True, True]))
+
+
+def test_interval_holds_the_point_and_is_repeatable():
+    rng = np.random.default_rng(3)
+    labels = rng.random(80) < 0.4
+    scores = labels + rng.normal(0, 1.0, 80)
+    point, low, high = auroc_interval(scores, labels)
+    assert point == auroc(scores, labels) and low < point < high
+    assert 0.5 < point < 1.0 and (point, low, high) == auroc_interval(scores, labels)
+    # a paired difference of a signal with itself is exactly zero on every resample
+    assert bootstrap(lambda i: auroc(scores[i], labels[i]) - auroc(scores[i], labels[i]), labels) == (0.0, 0.0, 0.0)
+
+
+def test_interval_without_a_resample_holding_both_classes_is_nan():
+    point, low, high = auroc_interval([0.1, 0.9], [False, True], draws=0)
+    assert point == 1.0 and math.isnan(low) and math.isnan(high)
 
 
 def test_closed_book_method_records_each_estimators_score():

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from seakr_integrations.evaluation.probe_fit import auroc, choose_and_fit, fit_logistic
+from seakr_integrations.evaluation.auroc import auroc
+from seakr_integrations.evaluation.probe_fit import choose_and_fit, fit_logistic
 from seakr_integrations.uncertainty.linear_probe import LinearProbe
 
 

@@ -1,5 +1,5 @@
 """Fitting a linear probe (``uncertainty.linear_probe``): L2-penalised logistic regression in numpy, the layer and
-the penalty chosen by cross-validation inside the training questions, and AUROC to judge it.
+the penalty chosen by cross-validation inside the training questions (judged by ``evaluation.auroc``).
 
 ``seakr calibrate --probe`` and the project's own analysis (``experiments/probe_cv.py``) both fit with this.
 """
@@ -11,31 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seakr_integrations.evaluation.auroc import auroc
 from seakr_integrations.uncertainty.linear_probe import LinearProbe
 
-__all__ = ["PENALTIES", "Choice", "auroc", "choose_and_fit", "cross_validated", "fit_logistic"]
+__all__ = ["PENALTIES", "Choice", "choose_and_fit", "cross_validated", "fit_logistic"]
 
 PENALTIES = (0.1, 1.0, 10.0, 100.0)
 """The L2 strengths tried (on standardised vectors, the penalty of the mean log-loss times the question count)."""
-
-
-def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
-    """The probability that a positive scores above a negative (ties count half); NaN when one class is missing."""
-    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
-    pos, neg = s[y], s[~y]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
-    ranks = np.empty(len(order))
-    values = np.concatenate([pos, neg])[order]
-    i = 0
-    while i < len(values):  # average ranks over ties
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, penalty: float, iterations: int = 50) -> tuple[np.ndarray, float]:

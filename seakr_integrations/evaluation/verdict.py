@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from seakr_integrations.evaluation.probe_fit import auroc
+from seakr_integrations.evaluation.auroc import auroc_interval
 
 __all__ = ["MIN_QUESTIONS", "RIGHT_F1", "GateVerdict", "gate_verdict"]
 
@@ -80,19 +80,6 @@ class GateVerdict:
         )
 
 
-def _interval(scores: np.ndarray, labels: np.ndarray, draws: int = 2000) -> tuple[float, float]:
-    rng = np.random.default_rng(0)
-    values = []
-    for _ in range(draws):
-        i = rng.integers(0, len(scores), len(scores))
-        if labels[i].all() or not labels[i].any():
-            continue
-        values.append(auroc(scores[i], labels[i]))
-    if not values:
-        return float("nan"), float("nan")
-    return float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))
-
-
 def _rate_threshold(values: np.ndarray, target: float) -> float:
     finite = values[np.isfinite(values)]
     return float(np.quantile(finite, 1.0 - target)) if len(finite) else float("inf")
@@ -122,8 +109,7 @@ def gate_verdict(
     helps = single > cot
     top = u[np.isfinite(u)].max() + 1.0 if np.isfinite(u).any() else 0.0
     finite = np.where(np.isfinite(u), u, top)  # an empty step (inf) ranks as the most uncertain
-    point = auroc(finite, helps)
-    low, high = _interval(finite, helps)
+    point, low, high = auroc_interval(finite, helps)
     realized = None
     if target_rate is not None:
         halves = np.arange(len(u)) % 2 == 0
