@@ -22,6 +22,7 @@ import gzip
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 from seakr_integrations.evaluation.auroc import auroc_interval
@@ -177,6 +178,14 @@ def verdicts() -> list[str]:
     return out
 
 
+def probe_gate_section() -> list[str]:
+    if str(ROOT) not in sys.path:  # run as `python experiments/gate_table.py`: the package is the root's experiments/
+        sys.path.insert(0, str(ROOT))
+    from experiments.probe_gate import section
+
+    return section()
+
+
 def main() -> None:
     out = [
         "# What the first-step gate knows",
@@ -251,6 +260,7 @@ def main() -> None:
             f"probe {c['probe_s']:.2f} s more.",
             "",
         ]
+    out += probe_gate_section()
     out += verdicts()
     (ROOT / "docs" / "gate_signals.md").write_text("\n".join(out))
     print("\n".join(out))
