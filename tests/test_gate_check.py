@@ -12,6 +12,7 @@ from test_calibration import is_step, parse
 from seakr_integrations import calibration
 from seakr_integrations.calibration import UninformativeGateWarning, warn_uninformative
 from seakr_integrations.evaluation.calibrate import calibrate_delta
+from seakr_integrations.evaluation.gate_check import ProbeNotTrainedWarning
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.reasoning import SeaKRConfig
 from seakr_integrations.reasoning.rules import StateProbe
@@ -20,7 +21,7 @@ QUESTIONS = [Question(f"q{i}", f"Where is landmark {i}?", ("France",)) for i in 
 CONFIG = SeaKRConfig(k=4, num_exemplars=0, max_tokens=10, delta=-6.5, rules=())
 
 
-def model(knows: bool):
+def model(knows: bool, helped_every: int = 2):
     """Retrieval helps on even landmarks (closed-book they answer Spain); the first step's spread and its state say
     so when ``knows``, and nothing when not."""
     noise = np.random.default_rng(0)
@@ -29,7 +30,7 @@ def model(knows: bool):
         question, context, answer = parse(prompt)
         i = int(question.split()[-1].rstrip("?"))
         if not is_step(config):
-            wrong = i % 2 == 0 and not context
+            wrong = i % helped_every == 0 and not context
             return Reply("So the answer is Spain" if wrong else "So the answer is France", spread=0.5)
         spread = (1.0 if i % 2 == 0 else 0.1) if knows else float(noise.random())
         return Reply(f"Landmark {i} is in France", spread=spread)
@@ -44,9 +45,10 @@ def model(knows: bool):
     return ScriptedBackend(respond, scoring=scoring)
 
 
-def calibrate(knows: bool):
+def calibrate(knows: bool, helped_every: int = 2):
     retriever = FakeRetriever(default=[passage("p1")])
-    return calibrate_delta(model(knows), retriever, QUESTIONS, CONFIG, objective="rate", target_rate=0.5, probe=True)
+    backend = model(knows, helped_every)
+    return calibrate_delta(backend, retriever, QUESTIONS, CONFIG, objective="rate", target_rate=0.5, probe=True)
 
 
 def test_a_gate_that_knows_and_one_that_does_not():
@@ -73,3 +75,16 @@ def test_an_uninformative_gate_says_so_once(monkeypatch):
     said = [w for w in caught if issubclass(w.category, UninformativeGateWarning)]
     assert len(said) == 1 and "carries no information" in str(said[0].message)
     assert "mode='single_hop', retrieve='always'" in str(said[0].message)
+
+
+def test_too_few_helped_questions_store_no_probe_and_keep_delta():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        profile = calibrate(knows=True, helped_every=10)  # retrieval helps on 4 of 40
+    said = [str(w.message) for w in caught if issubclass(w.category, ProbeNotTrainedWarning)]
+    assert said == [
+        "no state probe stored: retrieval helped on 4 of 40 calibration questions: a probe needs at least 5 questions "
+        "with each label; calibrate on more questions (100 HotpotQA questions gave 27 where it helped)"
+    ]
+    assert not profile.probe and "state probe" not in profile.verdict and profile.verdict["eigenscore"]["helps"] == 4
+    assert np.isfinite(profile.delta)

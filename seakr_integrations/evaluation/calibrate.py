@@ -15,7 +15,7 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
-from seakr_integrations.evaluation.gate_check import baseline_f1, gate_verdicts, train_probe
+from seakr_integrations.evaluation.gate_check import ProbeNotTrainedWarning, baseline_f1, gate_verdicts, train_probe
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.evaluation.verdict import MIN_QUESTIONS
@@ -200,9 +200,12 @@ def _gate(
     verdicts = gate_verdicts(config, assessed, cot, single, target_rate) if verdict else {}
     stored: dict[str, Any] = {}
     if probe:
-        stored, verdicts["state probe"] = train_probe(
-            backend, config, assessed, cot, single, target_rate=target_rate, dataset=dataset
-        )
+        try:
+            stored, verdicts["state probe"] = train_probe(
+                backend, config, assessed, cot, single, target_rate=target_rate, dataset=dataset
+            )
+        except ValueError as err:  # too few of one label: delta and the verdicts are still worth saving
+            warnings.warn(f"no state probe stored: {err}", ProbeNotTrainedWarning, stacklevel=3)
     return verdicts, stored
 
 

@@ -23,10 +23,19 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.records import Assessment
 from seakr_integrations.uncertainty.estimate import estimate
 
-__all__ = ["PROBE_GROUPS", "baseline_f1", "gate_verdicts", "train_probe"]
+__all__ = ["MIN_PROBE_LABELS", "PROBE_GROUPS", "ProbeNotTrainedWarning", "baseline_f1", "gate_verdicts", "train_probe"]
 
 PROBE_GROUPS = 5
 """Question ``i`` is in group ``i % 5`` when the probe's penalty is chosen and its AUROC measured."""
+
+MIN_PROBE_LABELS = PROBE_GROUPS
+"""A probe is trained only when each label ("retrieval helps" and not) has at least this many questions, one per
+group: with fewer, its penalty and threshold would be chosen on groups that hold no example of one of them."""
+
+
+class ProbeNotTrainedWarning(UserWarning):
+    """``seakr calibrate --probe`` stored no probe (its labels could not train one); delta and the verdicts are
+    saved all the same."""
 
 
 def baseline_f1(
@@ -72,11 +81,17 @@ def train_probe(
     its penalty chosen by cross-validation over ``PROBE_GROUPS`` groups; its threshold at ``target_rate`` (else 0.5)
     and its verdict, both from probabilities of questions the probe was not fitted on.  Returns
     ``(DeltaProfile.probe, verdict)``."""
+    helps = np.asarray(single) > np.asarray(cot)
+    if min(int(helps.sum()), int((~helps).sum())) < MIN_PROBE_LABELS:
+        raise ValueError(
+            f"retrieval helped on {int(helps.sum())} of {len(helps)} calibration questions: a probe needs at least "
+            f"{MIN_PROBE_LABELS} questions with each label; calibrate on more questions (100 HotpotQA questions gave "
+            "27 where it helped)"
+        )
     layer = backend.resolve_layer(config.layer)
     sequences = [eos_scoring_sequence(a.output.prompt_token_ids, a.output.greedy.token_ids, backend.eos_token_id)
                  for a in assessed]  # fmt: skip
     vectors = {config.source: backend.last_token_vectors(sequences, layer=layer, source=config.source)[:, None, :]}
-    helps = np.asarray(single) > np.asarray(cot)
     groups = np.arange(len(assessed)) % PROBE_GROUPS
     held_out, _ = cross_validated(vectors, helps, groups, layers=[0])
     trained_on = {"dataset": dataset, "questions": len(assessed), "label": "single retrieval's F1 above closed-book's"}
