@@ -17,8 +17,9 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from seakr_integrations.evaluation.results import finished_results, read_results
-from seakr_integrations.evaluation.summary import bootstrap_interval
+from seakr_integrations.evaluation.results import finished_results
+from seakr_integrations.evaluation.summary import paired_differences, read_runs
+from seakr_integrations.reasoning.decisions import GateReason
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("hotpotqa", "2wiki")
@@ -30,35 +31,30 @@ RUNS = {
 """The probe-gated runs (``runs/results/rules/D_dev/NAME.jsonl.gz``) and their rules."""
 
 
-def _records(path: Path) -> dict[str, dict]:
-    return {r["id"]: r for r in read_results(path)[1] if "id" in r}
-
-
 def comparison(dataset: str, run: str) -> dict | None:
     """The probe-gated ``run`` minus the shipped default on the questions both answered; ``None`` before the run."""
     probe_path = finished_results(ROOT / "runs" / "results" / "rules" / f"{dataset}_dev" / f"{run}.jsonl")
     if not probe_path.exists():
         return None
-    probe = _records(probe_path)
-    default = _records(ROOT / "runs" / "results" / f"{dataset}_dev" / "seakr.jsonl.gz")
-    ids = [i for i in default if i in probe]
-    diffs = [probe[i]["f1"] - default[i]["f1"] for i in ids]
-    low, high = bootstrap_interval(diffs)
-    steps = Counter(s.get("reason") for i in ids for s in probe[i]["trace"]["steps"] if s.get("reason"))
+    default, probe = read_runs([ROOT / "runs" / "results" / f"{dataset}_dev" / "seakr.jsonl.gz", probe_path])
+    (paired,) = paired_differences(probe, [default])
+    ids = {str(r["id"]) for r in probe.records} & {str(r["id"]) for r in default.records}
+    mine, theirs = ([r for r in x.records if str(r["id"]) in ids] for x in (probe, default))
+    steps = Counter(s.get("reason") for r in mine for s in r["trace"]["steps"] if s.get("reason"))
     return {
         "run": run,
         "dataset": dataset,
-        "questions": len(ids),
-        "f1_probe": 100 * statistics.mean(probe[i]["f1"] for i in ids),
-        "f1_default": 100 * statistics.mean(default[i]["f1"] for i in ids),
-        "f1_difference": 100 * statistics.mean(diffs),
-        "f1_low": 100 * low,
-        "f1_high": 100 * high,
-        **{f"{c}_probe": statistics.mean(probe[i][c] for i in ids) for c in COSTS},
-        **{f"{c}_default": statistics.mean(default[i][c] for i in ids) for c in COSTS},
+        "questions": paired.questions,
+        "f1_probe": 100 * statistics.mean(r["f1"] for r in mine),
+        "f1_default": 100 * statistics.mean(r["f1"] for r in theirs),
+        "f1_difference": 100 * paired.mean,
+        "f1_low": 100 * paired.low,
+        "f1_high": 100 * paired.high,
+        **{f"{c}_probe": statistics.mean(r[c] for r in mine) for c in COSTS},
+        **{f"{c}_default": statistics.mean(r[c] for r in theirs) for c in COSTS},
         "steps": sum(steps.values()),
-        "decided_by_probe": steps["sure_from_state"] + steps["unsure_from_state"],
-        "retrieved_by_probe": steps["unsure_from_state"],
+        "decided_by_probe": steps[GateReason.SURE_FROM_STATE] + steps[GateReason.UNSURE_FROM_STATE],
+        "retrieved_by_probe": steps[GateReason.UNSURE_FROM_STATE],
     }
 
 
