@@ -31,7 +31,7 @@ for ds in hotpotqa 2wiki; do
     run "$R/skr-train/$ds/$method.jsonl" --dataset "$ds" --start 200 --limit 100 --method "$method"
   done
   # shellcheck disable=SC2086
-  run "$R/${ds}_dev/skr-knn.jsonl" --dataset "$ds" ${LINES[$ds]} --method skr-knn --skr-train "$R/skr-train/$ds"
+  run "$R/${ds}_dev/skr-knn.jsonl" --dataset "$ds" ${LINES[$ds]} --method skr-knn --train-results "$R/skr-train/$ds"
   # the costly ones on the lines with i % 5 == 1: FLARE, IRCoT and the authors' rules (about ten times the default's
   # cost)
   slice=$(mktemp -d)/${ds}_dev_fold1.jsonl

@@ -148,7 +148,7 @@ def test_results_go_to_one_file_or_one_file_per_method_in_a_directory(tmp_path):
     assert paths() == ["runs/hotpotqa_dev/cot.jsonl", "runs/hotpotqa_dev/single-retrieval.jsonl"]
     assert paths("--out", "r/x.jsonl", methods=("cot",)) == ["r/x.jsonl"]
     assert paths("--out", "r/x.jsonl") == ["r/x.cot.jsonl", "r/x.single-retrieval.jsonl"]
-    # --out-dir names the files as skr-knn's --skr-train expects them (cot.jsonl, single-retrieval.jsonl).
+    # --out-dir names the files as --train-results expects them (cot.jsonl, single-retrieval.jsonl).
     assert paths("--out-dir", str(tmp_path)) == [str(tmp_path / "cot.jsonl"), str(tmp_path / "single-retrieval.jsonl")]
     err = _fails("--dataset", DATASET, "--out", "a.jsonl", "--out-dir", "b")
     assert "not allowed with argument" in err

@@ -33,3 +33,22 @@ def test_option_answer():
     assert option_answer([], "Lew Ayres", [BONDAGE]) == "Lew Ayres"
     assert option_answer(options, "Someone", [], ["the film X"]) == "X"  # the other final answer names one
     assert AnswerWithOption().to_dict() == {"rule": "answer-with-option", "entities": "english"}
+
+
+def test_every_baseline_shares_the_answer_step():
+    """The option choice is part of the answer step every method shares, so a lead over a baseline measures retrieval
+    and reasoning, not how an answer is worded."""
+    from seakr_integrations.evaluation.methods import make_method
+
+    retriever = FakeRetriever(default=[BONDAGE, SANTA])
+    for name in ("single-retrieval", "cot", "ircot", "flare"):
+        backend = ScriptedBackend(lambda p, c: Reply("So the answer is Lew Ayres."))
+        (answer,) = make_method(name, backend, retriever, SeaKRConfig(**SMALL)).answer_many([QUESTION])
+        if name in ("cot", "flare"):  # no passage kept (FLARE is sure here), and no other answer to read one from
+            assert answer.prediction == "Lew Ayres"
+            continue
+        assert answer.prediction == "Hearts In Bondage", name
+        assert {"rule": "answer-with-option", "round": None, "what": "answer"} in answer.trace["rules_applied"]
+        without = SeaKRConfig(**SMALL, rules="default,-answer-with-option")
+        (answer,) = make_method(name, backend, retriever, without).answer_many([QUESTION])
+        assert answer.prediction == "Lew Ayres", name

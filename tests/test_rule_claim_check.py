@@ -93,4 +93,5 @@ def test_another_entity_finder_decides_in_its_own_terms():
     english = SeaKRConfig(**{**SMALL, "delta": 100.0}, rules=(ClaimCheck(),))  # no capitals: no names
     result = SeaKR(ScriptedBackend(respond), FakeRetriever(default=[almond]), english).answer("Does it smell?")
     assert result.steps[0].reason == GateReason.CONFIDENT
-    assert ClaimCheck(entities=LowerCaseNames()).to_dict() == {"rule": "claim-check", "entities": "compounds"}
+    recorded = {"rule": "claim-check", "entities": "compounds", "query": "entity"}
+    assert ClaimCheck(entities=LowerCaseNames()).to_dict() == recorded

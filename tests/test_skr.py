@@ -106,8 +106,9 @@ def test_eval_refuses_skr_without_training_results(tmp_path):
     from seakr_integrations.demo import demo_questions_path
 
     done = _seakr("eval", "--dataset", str(demo_questions_path()), "--method", "skr-knn")
-    assert done.returncode == 2 and "--skr-train DIR" in done.stderr
-    done = _seakr("eval", "--dataset", str(demo_questions_path()), "--method", "skr-knn", "--skr-train", str(tmp_path))
+    assert done.returncode == 2 and "--train-results DIR" in done.stderr
+    questions = str(demo_questions_path())
+    done = _seakr("eval", "--dataset", questions, "--method", "skr-knn", "--train-results", str(tmp_path))
     assert done.returncode == 2 and "cot.jsonl is missing" in done.stderr
 
 

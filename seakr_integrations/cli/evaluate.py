@@ -37,7 +37,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "finishes; closed-book and SKR-kNN answer in batches of it",
     )
     ev.add_argument("--no-trace", action="store_true", help="leave the decision traces out of the records")
-    ev.add_argument("--skr-train", default=None, help="skr-knn: directory of cot and single-retrieval training results")
+    ev.add_argument(
+        "--train-results",
+        default=None,
+        metavar="DIR",
+        help="skr-knn and token-gate: directory of cot and single-retrieval results on training questions",
+    )
     ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")
     ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
     common.add_seakr_arguments(ev)
@@ -77,16 +82,19 @@ def run(args: argparse.Namespace) -> int:
     for name in methods:
         check_method(name)  # an unknown name fails now (listing the known ones), before any loading
     options = {}
-    if "skr-knn" in methods:
+    trained = [name for name in methods if name in ("skr-knn", "token-gate")]
+    if trained:
         from seakr_integrations.evaluation.skr import skr_labels
+        from seakr_integrations.evaluation.token_gate import fit_token_gate
 
-        if args.skr_train is None:
+        if args.train_results is None:
             raise ValueError(
-                "--method skr-knn needs --skr-train DIR: the cot.jsonl and single-retrieval.jsonl results of "
+                f"--method {trained[0]} needs --train-results DIR: the cot.jsonl and single-retrieval.jsonl results of "
                 "`seakr eval --method cot --method single-retrieval` on training questions (not the evaluated ones)"
             )
-        skr_labels(args.skr_train)  # missing or unusable training results fail now, before the model loads
-        options = {"skr_train": args.skr_train, "skr_k": args.skr_k}
+        for name in trained:  # missing or unusable training results fail now, before the model loads
+            skr_labels(args.train_results) if name == "skr-knn" else fit_token_gate(args.train_results)
+        options = {"train_results": args.train_results, "skr_k": args.skr_k}
     questions = common.load_questions(args)
     config = common.seakr_config(args)
     search = common.search_settings(args)

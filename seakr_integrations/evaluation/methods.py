@@ -12,8 +12,9 @@ from typing import Any
 
 from seakr_integrations.evaluation.interface import Method, MethodAnswer
 from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
+from seakr_integrations.evaluation.token_gate import TokenGateFit, fit_token_gate
 from seakr_integrations.reasoning.answer import extract_answer
-from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD
+from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD, TokenGate
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import Reasoner, SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
@@ -119,20 +120,45 @@ _BASELINE_TEXT = {
 }
 
 
+def _token_gate(
+    backend: Any, retriever: Any, config: SeaKRConfig, *, train_results: Any = None, **options: Any
+) -> Method:
+    if train_results is None:
+        raise ValueError(
+            "token-gate needs its threshold's training results: run `seakr eval --method cot --method "
+            "single-retrieval` on a training split, then pass that results directory as --train-results DIR"
+        )
+    fit = fit_token_gate(train_results)
+    gate = TokenGate(backend, retriever, config, **_search(options))
+    gate.threshold = fit.threshold
+    return TokenGateMethod(gate, fit)
+
+
+class TokenGateMethod(SeaKRMethod):
+    """The token gate as an evaluation method: its results files are keyed by its fitted threshold too."""
+
+    def __init__(self, gate: TokenGate, fit: TokenGateFit) -> None:
+        super().__init__(gate.name, gate)
+        self.fit = fit
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "gate": self.fit.describe()}
+
+
 def _skr_knn(
     backend: Any,
     retriever: Any,
     config: SeaKRConfig,
     *,
-    skr_train: Any = None,
+    train_results: Any = None,
     skr_k: int = 10,
     embed: Any = None,
     **options: Any,
 ) -> Method:
-    if skr_train is None:
+    if train_results is None:
         raise ValueError(
             "skr-knn needs training labels: run `seakr eval --method cot --method single-retrieval` on a training "
-            "split, then pass that results directory as --skr-train DIR"
+            "split, then pass that results directory as --train-results DIR"
         )
     if embed is None:
         from seakr_integrations.embeddings import shared_embedder
@@ -140,7 +166,7 @@ def _skr_knn(
         embed = shared_embedder().embed
     without = _method(WITHOUT)(backend, retriever, config, **options)
     with_ = _method(WITH)(backend, retriever, config, **options)
-    return SKRkNN(without, with_, skr_labels(skr_train), embed, k=skr_k)
+    return SKRkNN(without, with_, skr_labels(train_results), embed, k=skr_k)
 
 
 METHODS: dict[str, tuple[MethodFactory, str]] = {
@@ -153,7 +179,12 @@ METHODS: dict[str, tuple[MethodFactory, str]] = {
     "skr-knn": (
         _skr_knn,
         "baseline: SKR-kNN, CoT or single retrieval by the vote of the nearest labelled training questions "
-        "(needs skr_train: a directory with cot.jsonl and single-retrieval.jsonl results)",
+        "(needs train_results: a directory with cot.jsonl and single-retrieval.jsonl results)",
+    ),
+    "token-gate": (
+        _token_gate,
+        "baseline: one closed-book chain, and one retrieval when its greedy reading (1 - least token probability) "
+        "is above a threshold fitted on training results (needs train_results, as skr-knn)",
     ),
 }
 """Method name -> (factory(backend, retriever, base_config), one-line description)."""
@@ -173,8 +204,9 @@ def check_method(name: str) -> None:
 
 def make_method(name: str, backend: Any, retriever: Any, config: SeaKRConfig | None = None, **options: Any) -> Method:
     """Build the method ``name`` on the given back-end, retriever and base configuration (``config``; the baselines
-    keep all but ``k``).  ``options``: ``search_timeout`` and ``on_retrieval_error`` (see ``Reasoner``), and for
-    ``skr-knn`` ``skr_train`` (a results directory) and ``skr_k`` (neighbours, default 10).
+    keep all but ``k``).  ``options``: ``search_timeout`` and ``on_retrieval_error`` (see ``Reasoner``); for
+    ``skr-knn`` and ``token-gate`` ``train_results`` (a results directory), and for ``skr-knn`` ``skr_k``
+    (neighbours, default 10).
 
     Raises:
         ValueError: Unknown method (the message lists the known ones), or a missing option.

@@ -38,6 +38,9 @@ _BEFORE_SAMPLES = {
 def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
+    if step.reason == GateReason.QUESTION_FIRST:
+        kept = ", ".join(quoted(c.passage.title or c.passage.id, 40) for c in step.candidates if c.chosen)
+        return head + f"searched the question first -> kept {kept or 'nothing'}"
     verdict = {"always": "searches at every step", "never": "never searches"}.get(gate, "uncertain")
     if step.decision == "answer":
         said = quoted(step.pseudo_generation.strip(), 80)
@@ -45,11 +48,10 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
         return head + f"it states the answer{measured}: {said}"
     doubt = f"1 - min p {step.screen.value:.2f}" if step.screen is not None else "1 - min p n/a"
     if step.decision == "accept":
-        sure = (
-            f"sure from its tokens ({doubt}, below the band)"
-            if step.reason == GateReason.SURE_FROM_TOKENS
-            else f"certain enough ({_u(step.uncertainty)}{than})"
-        )
+        sure = {
+            GateReason.SURE_FROM_TOKENS: f"sure from its tokens ({doubt}, below the band)",
+            GateReason.SUPPORTED_CLAIM: "every name it states is in a kept passage",
+        }.get(step.reason, f"certain enough ({_u(step.uncertainty)}{than})")
         return head + sure + ", kept its own step: " + quoted((step.accepted or step.pseudo_generation).strip(), 80)
     why = f"{verdict} ({_u(step.uncertainty)}{than})"
     if not step.pseudo_generation.strip() and gate == "uncertain":

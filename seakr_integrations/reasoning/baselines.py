@@ -6,16 +6,23 @@ greedy only (``docs/design/reasoning.md``).
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
 from typing import Any, ClassVar
 
 from seakr_integrations.reasoning.answer import extract_answer, has_answer
 from seakr_integrations.reasoning.calls import NOT_MEASURED
+from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.events import StepAssessed, StepFinished, snapshot
 from seakr_integrations.reasoning.reasoner import Reasoner
-from seakr_integrations.reasoning.records import FinalTrace, StepTrace
-from seakr_integrations.reasoning.state import Program, QuestionState
+from seakr_integrations.reasoning.records import FinalTrace, StepTrace, StopReason
+from seakr_integrations.reasoning.state import Call, Program, QuestionState, Scored
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.retrieval.passage import Passage
+from seakr_integrations.uncertainty.estimate import estimate
+from seakr_integrations.uncertainty.record import Uncertainty
+
+GREEDY_READING = "min_token_prob"
+"""The free greedy signal of a closed-book chain (1 - its least likely token's probability), read without samples."""
 
 FLARE_THRESHOLD = 0.4
 """FLARE's trigger: retrieve when a token of the look-ahead sentence has probability below this."""
@@ -61,7 +68,8 @@ class Baseline(Reasoner):
         return self._result(state, final, stop)
 
     def _result(self, state: QuestionState, final: FinalTrace, stop: str) -> SeaKRResult:
-        return state.result(final, {final.strategy: final}, stop, self.config.to_dict())
+        finals = {final.strategy: final}
+        return state.result(self.calls.given_answer(state, final, finals), finals, stop, self.config.to_dict())
 
     def _step(self, state: QuestionState, decision: str, out: Any, query: str | None = None) -> StepTrace:
         step = StepTrace(len(state.trace), out.greedy.text, NOT_MEASURED, decision, query)  # type: ignore[arg-type]
@@ -83,18 +91,52 @@ class Baseline(Reasoner):
         return step.stop is not None
 
     def _question_search(self, state: QuestionState) -> Program:
-        step = StepTrace(0, "", NOT_MEASURED, "retrieve", state.question)
+        step = StepTrace(len(state.trace), "", NOT_MEASURED, "retrieve", state.question)
         state.trace.append(step)
         self._add(state, (yield from self.calls.search(state, step, state.question)))
 
 
 class ChainOfThought(Baseline):
-    """CoT without retrieval: the exemplars, the question, one generation of the whole reasoning chain."""
+    """CoT without retrieval: the exemplars, the question, one generation of the whole reasoning chain.  Its step
+    records the chain's free greedy reading (``GREEDY_READING``), which the token gate decides on and learns from."""
 
     name: ClassVar[str] = "cot"
 
     def program(self, state: QuestionState) -> Program:
-        return (yield from self._generated_answer(state, [], "no retrieval"))
+        call, scored, reading = yield from self._closed_book(state)
+        self._step(state, "accept", scored[0]).screen = reading
+        return (yield from self._answer_of(state, call, scored, StopReason.NO_RETRIEVAL))
+
+    def _closed_book(self, state: QuestionState) -> Generator[Any, Any, tuple[Call, Scored, Uncertainty]]:
+        """The closed-book chain's call, its output and its greedy reading."""
+        call = self.calls.call(state, [], [], sentence=False, measured=False)
+        (scored,) = yield from self.calls.run(state, [call])
+        return call, scored, estimate(scored[0], GREEDY_READING)
+
+    def _answer_of(self, state: QuestionState, call: Call, scored: Scored, stop: str) -> Program:
+        (final,) = yield from self.calls.final_answers(state, [(call[0], scored, "chain", [])], reading="none")
+        return self._result(state, final, stop)
+
+
+class TokenGate(ChainOfThought):
+    """The single-pass gate the field measures adaptive retrieval against (Moskvoretskii et al., ACL 2025): one
+    greedy chain of thought without retrieval, kept when its greedy reading is at most ``threshold``; above it, one
+    search with the question and one chain over the passages, as single retrieval.  At most two answer calls and
+    one search; no samples.  The threshold is fitted on training questions (``evaluation.token_gate``)."""
+
+    name: ClassVar[str] = "token-gate"
+    threshold: float = math.inf
+    """Retrieve when the closed-book chain's ``GREEDY_READING`` is above it (set from the fit)."""
+
+    def program(self, state: QuestionState) -> Program:
+        call, scored, reading = yield from self._closed_book(state)
+        unsure = reading.value > self.threshold
+        step = self._step(state, "retrieve" if unsure else "accept", scored[0])
+        step.screen, step.reason = reading, GateReason.UNSURE_FROM_TOKENS if unsure else GateReason.SURE_FROM_TOKENS
+        if not unsure:
+            return (yield from self._answer_of(state, call, scored, StopReason.NO_RETRIEVAL))
+        yield from self._question_search(state)
+        return (yield from self._generated_answer(state, [], StopReason.RETRIEVED_ONCE))
 
 
 class SingleRetrieval(Baseline):
@@ -151,4 +193,6 @@ class FLARE(Baseline):
         return (yield from self._chain_answer(state))
 
 
-BASELINES: dict[str, type[Baseline]] = {cls.name: cls for cls in (ChainOfThought, SingleRetrieval, IRCoT, FLARE)}
+BASELINES: dict[str, type[Baseline]] = {
+    cls.name: cls for cls in (ChainOfThought, SingleRetrieval, IRCoT, FLARE, TokenGate)
+}

@@ -221,6 +221,11 @@ class ModelCalls:
             finals = [replace(f, uncertainty=u) for f, (_, u) in zip(finals, scored, strict=True)]
         return finals
 
+    def given_answer(self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace]) -> FinalTrace:
+        """The answer step every method shares once it has chosen its final answer: the rules' answer format
+        (``AnswerWithOption``), so that SeaKR and the baselines are compared on retrieval and reasoning alone."""
+        return self.rules.final_answer(state, winner, finals)
+
     def _final_sampling(self, *, has_steps: bool) -> SamplingConfig:
         """A final answer's call settings (``has_steps``: the call that asks again with " So the answer is")."""
         return self.config.call_sampling(self.config.stops(has_steps=has_steps, one_sentence=False))

@@ -53,6 +53,12 @@ class GateReason(StrEnum):
     UNSUPPORTED_CLAIM = "unsupported_claim"
     """The step names an entity that no kept passage covers (the ``claim-check`` rule): retrieve, whatever the
     uncertainty."""
+    SUPPORTED_CLAIM = "supported_claim"
+    """Every name the step states is covered by a kept passage (the ``accept-covered-steps`` rule): accepted
+    without samples."""
+    QUESTION_FIRST = "question_first"
+    """Before its first step the loop searched the question itself and kept the results, as single retrieval does
+    (the ``search-question-first`` rule); the steps after it search for what those passages leave out."""
     UNCOVERED_ENTITY = "uncovered_entity"
     """The step states the answer, but an entity a rule says the answer needs (one the question compares, the
     ``cover-compared-entities`` rule) has no kept passage yet: search for it first."""

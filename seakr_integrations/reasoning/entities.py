@@ -26,7 +26,7 @@ _JOINERS = frozenset("of for the de del della di da du des la le y von van der d
 _OPENERS = frozenset(
     """who whom whose what which when where why how are is was were did do does has have had can could will would
     the this that these those a an in on at of for from by to as with both either neither so he she it they his her
-    its their there here after before during while since although though if because name""".split()
+    its their there here after before during while since although though if because name yes no""".split()
 )
 _POSSESSIVE = re.compile(r"['’]s$")
 _CONNECTORS = frozenset({"or", "and", ",", "nor"})

@@ -9,6 +9,7 @@ hook of ``self.rules``; without rules every hook leaves the paper's decision as 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Generator, Sequence
 from dataclasses import replace
@@ -17,7 +18,7 @@ from typing import Any
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.quoting import quoted
 from seakr_integrations.reasoning.answer import has_answer, is_unknown
-from seakr_integrations.reasoning.calls import ModelCalls
+from seakr_integrations.reasoning.calls import NOT_MEASURED, ModelCalls
 from seakr_integrations.reasoning.choices import pick_final, pick_passage
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
@@ -68,12 +69,32 @@ class SeaKRLoop:
 
     def multi_hop(self, state: QuestionState) -> Program:
         searched: set[str] = set()
+        state.round = 1
+        opening = self.rules.opening_query(state)
+        if opening is not None:
+            yield from self.open(state, searched, opening)
         while True:
             step = yield from self.round(state, searched)
             state.emit(StepFinished(state.index, state.question, snapshot(step)))
             if step.stop:
                 break
         return (yield from self.finish(state, state.trace[-1].stop or StopReason.STEP_LIMIT))
+
+    def open(self, state: QuestionState, searched: set[str], query: str) -> Generator[Any, Any, None]:
+        """Search ``query`` before the first step and keep every result (a rule's ``opening_query``): a round
+        without a step, recorded as the trace's first."""
+        state.round = 1
+        step = StepTrace(0, "", NOT_MEASURED, "retrieve", query)
+        step.reason = GateReason.QUESTION_FIRST
+        state.trace.append(step)
+        state.emit(StepAssessed(state.index, state.question, snapshot(step)))
+        searched.add(query)
+        found = yield from self.calls.search(state, step, query)
+        found = found or []
+        step.candidates = [CandidateTrace(p, rank, "", NOT_MEASURED, math.nan, True) for rank, p in enumerate(found, 1)]
+        state.docs.extend(c.passage for c in step.candidates)
+        step.chosen_passage_id = step.candidates[0].passage.id if step.candidates else None
+        state.emit(StepFinished(state.index, state.question, snapshot(step)))
 
     def finish(self, state: QuestionState, stop: StopReason) -> Program:
         """How to answer, once the loop has ended (``stop`` says why): the less uncertain of the final answers."""
@@ -298,7 +319,7 @@ class SeaKRLoop:
     def _result(
         self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace], stop: StopReason
     ) -> SeaKRResult:
-        winner = self.rules.final_answer(state, winner, finals)
+        winner = self.calls.given_answer(state, winner, finals)
         return state.result(winner, finals, stop, self.config.to_dict())
 
 

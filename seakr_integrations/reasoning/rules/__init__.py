@@ -12,17 +12,20 @@ from dataclasses import fields
 from difflib import get_close_matches
 from typing import Any
 
+from seakr_integrations.reasoning.rules.accept_covered_steps import AcceptCoveredSteps
 from seakr_integrations.reasoning.rules.anchor_queries import AnchorQueries
 from seakr_integrations.reasoning.rules.answer_alone import AnswerAlone
 from seakr_integrations.reasoning.rules.answer_with_option import AnswerWithOption
 from seakr_integrations.reasoning.rules.base import Decision, Rule, RuleSet
 from seakr_integrations.reasoning.rules.claim_check import ClaimCheck
 from seakr_integrations.reasoning.rules.cover_compared_entities import CoverComparedEntities
+from seakr_integrations.reasoning.rules.final_from_tokens import FinalFromTokens
 from seakr_integrations.reasoning.rules.final_margin import FinalMargin
 from seakr_integrations.reasoning.rules.keep_first_result import KeepFirstResult
 from seakr_integrations.reasoning.rules.no_knowledge_without_passages import NoKnowledgeWithoutPassages
 from seakr_integrations.reasoning.rules.passage_limit import PassageLimit
 from seakr_integrations.reasoning.rules.sample_finals_when_they_differ import SampleFinalsWhenTheyDiffer
+from seakr_integrations.reasoning.rules.search_question_first import SearchQuestionFirst
 from seakr_integrations.reasoning.rules.spacy_query_words import SpacyQueryWords
 from seakr_integrations.reasoning.rules.state_probe import StateProbe
 from seakr_integrations.reasoning.rules.stop_on_repeated_step import StopOnRepeatedStep
@@ -33,12 +36,14 @@ __all__ = [
     "LIGHT_RULES",
     "PRESETS",
     "RULES",
+    "AcceptCoveredSteps",
     "AnchorQueries",
     "AnswerAlone",
     "AnswerWithOption",
     "ClaimCheck",
     "CoverComparedEntities",
     "Decision",
+    "FinalFromTokens",
     "FinalMargin",
     "KeepFirstResult",
     "NoKnowledgeWithoutPassages",
@@ -46,6 +51,7 @@ __all__ = [
     "Rule",
     "RuleSet",
     "SampleFinalsWhenTheyDiffer",
+    "SearchQuestionFirst",
     "SpacyQueryWords",
     "StateProbe",
     "StopOnRepeatedStep",
@@ -58,7 +64,9 @@ __all__ = [
 RULES: dict[str, type[Rule]] = {
     cls.name: cls
     for cls in (
+        SearchQuestionFirst,
         ClaimCheck,
+        AcceptCoveredSteps,
         StateProbe,
         TokenCascade,
         AnchorQueries,
@@ -69,6 +77,7 @@ RULES: dict[str, type[Rule]] = {
         PassageLimit,
         NoKnowledgeWithoutPassages,
         SampleFinalsWhenTheyDiffer,
+        FinalFromTokens,
         FinalMargin,
         AnswerWithOption,
         AnswerAlone,

@@ -38,6 +38,11 @@ class Rule:
     decision: ClassVar[Decision]
 
     # -- when to retrieve -------------------------------------------------------------------------------------
+    def opening_query(self, state: QuestionState) -> str | None:
+        """A query searched before the first step, whose results are all kept (``None``: the paper's loop starts
+        from the question alone)."""
+        return None
+
     def reads_greedy_step(self) -> bool:
         """Whether :meth:`read_step` can decide, so the step is generated greedily first and sampled only if no
         rule decides it (the staged gate)."""
@@ -112,7 +117,9 @@ class Rule:
         return None
 
     def final_answer(self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace]) -> FinalTrace:
-        """The answer given, once chosen (``finals``: every final answer generated)."""
+        """The answer given, once chosen (``finals``: every final answer generated).  Part of the answer step every
+        method shares (SeaKR and each baseline consult it, ``ModelCalls.given_answer``), so that a comparison of
+        methods measures their retrieval and reasoning, not how an answer is worded."""
         return winner
 
     # -- calibration and records ------------------------------------------------------------------------------
@@ -149,6 +156,14 @@ class RuleSet:
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
+
+    def opening_query(self, state: QuestionState) -> str | None:
+        for rule in self.rules:
+            query = rule.opening_query(state)
+            if query is not None:
+                state.rule_applied(rule, "opening search")
+                return query
+        return None
 
     def reads_greedy_step(self) -> bool:
         return any(r.reads_greedy_step() for r in self.rules)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
+from seakr_integrations.params import check_choice
 from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.entities import ENGLISH_NAMES, EntityFinder, covers, uncovered
 from seakr_integrations.reasoning.rules.base import Decision, Rule, check_finder
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from seakr_integrations.outputs import SelfAwareOutput
     from seakr_integrations.reasoning.state import QuestionState
     from seakr_integrations.retrieval.passage import Passage
+
+ClaimQuery = Literal["entity", "step"]
 
 
 @dataclass(frozen=True)
@@ -25,14 +28,19 @@ class ClaimCheck(Rule):
 
     Attributes:
         entities: Where names are found (``EnglishNames``: capitalised runs and quoted titles).
+        query: What such a step searches for: ``"entity"``, the first name it states that no kept passage covers
+            (a bridge entity read off a kept passage: "... was directed by Z" searches "Z"); ``"step"``, the step
+            itself with its low-confidence words masked (the paper's query).
     """
 
     name: ClassVar[str] = "claim-check"
     decision: ClassVar[Decision] = "when to retrieve"
     entities: EntityFinder = ENGLISH_NAMES
+    query: ClaimQuery = "entity"
 
     def __post_init__(self) -> None:
         check_finder(self)
+        check_choice("query", self.query, ClaimQuery, "the default")
 
     def reads_greedy_step(self) -> bool:
         return True
@@ -41,6 +49,13 @@ class ClaimCheck(Rule):
         if uncovered(self.entities.names(text), state.docs):
             return GateReason.UNSUPPORTED_CLAIM
         return None
+
+    def search_query(self, state: QuestionState, query: str) -> str:
+        step = state.trace[-1] if state.trace else None
+        if self.query == "step" or step is None or step.reason != GateReason.UNSUPPORTED_CLAIM:
+            return query
+        missing = uncovered(self.entities.names(step.pseudo_generation), state.docs)
+        return missing[0] if missing else query
 
     def narrow_candidates(
         self, state: QuestionState, new: list[Passage], text: str, focus: Sequence[str]

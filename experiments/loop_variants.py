@@ -1,0 +1,80 @@
+"""Several SeaKR variants and baselines over the same question lines, on one engine load.
+
+Each variant is a name and the ``seakr eval`` options that make it (``--rules``, ``--max-docs``, ``--method``...);
+all share one back-end behind a ``CachedBackend``, so the calls two variants have in common (the same prompt and
+settings, seeded sampling) are generated once.  LM calls and tokens are counted per question as ``seakr eval``
+counts them; the seconds are not comparable between variants (shared calls are free to the later ones): time a
+variant with ``bench/timing.sh``.  Results go to ``OUT/DATASET/NAME.jsonl`` (resumable, as ``seakr eval``'s).
+
+    python experiments/loop_variants.py --dataset hotpotqa --lines 200-299 --out runs/loops \\
+        --variant "default=" --variant "first=--rules default,search-question-first,-passage-limit"
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from seakr_integrations.backends.cached import CachedBackend
+from seakr_integrations.cli import build_parser, common
+from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
+from seakr_integrations.evaluation.methods import check_method
+
+
+def eval_args(dataset: str, options: str) -> argparse.Namespace:
+    """``seakr eval``'s parsed options for ``dataset`` and one variant's ``options``."""
+    args = build_parser().parse_args(["eval", "--dataset", dataset, "-q", *shlex.split(options)])
+    common.use_dataset_files(args)
+    return args
+
+
+def lines(text: str) -> range:
+    start, _, end = text.partition("-")
+    return range(int(start), int(end) + 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dataset", required=True, help="hotpotqa, 2wiki, or a question file")
+    parser.add_argument("--lines", required=True, type=lines, help="0-based line range, e.g. 200-299")
+    parser.add_argument("--fold", default=None, help="keep the lines with i %% 5 in these digits, e.g. 1 or 234")
+    parser.add_argument("--variant", action="append", required=True, help="NAME=SEAKR-EVAL-OPTIONS, repeatable")
+    parser.add_argument("--out", type=Path, required=True, help="results root: OUT/DATASET/NAME.jsonl")
+    parser.add_argument("--batch-size", type=int, default=8)
+    opts = parser.parse_args()
+    variants = [v.partition("=")[::2] for v in opts.variant]
+    parsed = [(name, eval_args(opts.dataset, text)) for name, text in variants]
+    for _, args in parsed:
+        for method in args.method or ["seakr"]:
+            check_method(method)
+    base = parsed[0][1]
+    questions = common.load_questions(eval_args(opts.dataset, "--start 0"))
+    keep = [i for i in opts.lines if opts.fold is None or str(i % 5) in opts.fold]
+    questions = [questions[i] for i in keep if i < len(questions)]
+    retriever, where = common.checked_retriever(base, questions)
+    dataset = Path(base.dataset).stem.removesuffix("_dev")
+    with common.model_backend(base) as model:
+        backend = CachedBackend(model)
+        for name, args in parsed:
+            config = common.calibrated(args, backend, common.seakr_config(args))
+            options = {"train_results": args.train_results, "skr_k": args.skr_k} if args.train_results else {}
+            (method_name,) = args.method or ["seakr"]
+            method = make_method(method_name, backend, retriever, config, **options)
+            setup = {**method.describe(), "variant": name, "dataset": Path(base.dataset).name, "retriever": where}
+            out = opts.out / dataset / f"{name}.jsonl"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with ResultsFile.open(out, setup) as results:
+                summary = evaluate(method, questions, results, batch_size=opts.batch_size, progress=False)
+            print(
+                f"{dataset} {name}: F1 {100 * summary.f1:.1f} EM {100 * summary.em:.1f} ({summary.questions} q; "
+                f"{summary.retrievals:.2f} searches, {summary.lm_calls:.1f} LM calls, {summary.generated_tokens:.0f} "
+                f"tokens a question)",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
