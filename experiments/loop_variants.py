@@ -7,7 +7,8 @@ counts them; the seconds are not comparable between variants (shared calls are f
 variant with ``bench/timing.sh``.  Results go to ``OUT/DATASET/NAME.jsonl`` (resumable, as ``seakr eval``'s).
 
     python experiments/loop_variants.py --dataset hotpotqa --lines 200-299 --out runs/loops \\
-        --variant "default=" --variant "first=--rules default,search-question-first,-passage-limit"
+        --variant "default=" --variant "first=--rules default,search-question-first,-passage-limit" \
+        --variant "pages=--rules default,search-question-first,-passage-limit claim-check.backing=page"
 """
 
 from __future__ import annotations
@@ -15,19 +16,42 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.cli import build_parser, common
 from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
 from seakr_integrations.evaluation.methods import check_method
+from seakr_integrations.reasoning import SeaKRConfig
 
 
 def eval_args(dataset: str, options: str) -> argparse.Namespace:
-    """``seakr eval``'s parsed options for ``dataset`` and one variant's ``options``."""
-    args = build_parser().parse_args(["eval", "--dataset", dataset, "-q", *shlex.split(options)])
+    """``seakr eval``'s parsed options for ``dataset`` and one variant's ``options``; ``RULE.PARAM=VALUE`` words
+    set a rule's parameter (``claim-check.backing=page``), kept in ``args.rule_params``."""
+    words = shlex.split(options)
+    params = [w for w in words if "=" in w and not w.startswith("-") and "." in w.partition("=")[0]]
+    args = build_parser().parse_args(["eval", "--dataset", dataset, "-q", *[w for w in words if w not in params]])
+    args.rule_params = params
     common.use_dataset_files(args)
     return args
+
+
+def with_params(config: SeaKRConfig, params: list[str]) -> SeaKRConfig:
+    """``config`` with each ``RULE.PARAM=VALUE`` set (a number where it reads as one)."""
+    rules = list(config.rules)
+    for item in params:
+        target, _, value = item.partition("=")
+        rule, _, param = target.partition(".")
+        i = next((n for n, r in enumerate(rules) if r.name == rule), None)
+        if i is None:
+            raise ValueError(f"{item}: no rule {rule!r} in {[r.name for r in rules]}")
+        try:
+            number: object = float(value) if "." in value else int(value)
+        except ValueError:
+            number = value
+        rules[i] = replace(rules[i], **{param: number})
+    return config.with_(rules=tuple(rules))
 
 
 def lines(text: str) -> range:
@@ -58,7 +82,7 @@ def main() -> int:
     with common.model_backend(base) as model:
         backend = CachedBackend(model)
         for name, args in parsed:
-            config = common.calibrated(args, backend, common.seakr_config(args))
+            config = common.calibrated(args, backend, with_params(common.seakr_config(args), args.rule_params))
             options = {"train_results": args.train_results, "skr_k": args.skr_k} if args.train_results else {}
             (method_name,) = args.method or ["seakr"]
             method = make_method(method_name, backend, retriever, config, **options)

@@ -107,7 +107,16 @@ def test_a_summary_needs_records():
 
 
 def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
-    assert known_methods() == ["seakr", "closed-book", "cot", "single-retrieval", "ircot", "flare", "skr-knn", "token-gate"]
+    assert known_methods() == [
+        "seakr",
+        "closed-book",
+        "cot",
+        "single-retrieval",
+        "ircot",
+        "flare",
+        "skr-knn",
+        "token-gate",
+    ]
     with pytest.raises(ValueError, match=r"unknown method 'flare2'.*\n  seakr: SeaKR"):
         check_method("flare2")
 

@@ -176,6 +176,18 @@ def entity_query(entity: str, question: str, question_names: Sequence[str]) -> s
     return " ".join([entity, *relation]).strip()
 
 
+_DATE_WORDS = frozenset(
+    """january february march april may june july august september october november december monday tuesday wednesday
+    thursday friday saturday sunday""".split()
+)
+
+
+def is_date(name: str) -> bool:
+    """Whether a name is a date or a number ("September 29", "1948"): it has no page of its own to search for."""
+    words = _WORD.findall(name)
+    return bool(words) and (words[0].lower() in _DATE_WORDS or all(w.isdigit() for w in words))
+
+
 def titled(passage: Passage, entity: str) -> bool:
     """Whether ``passage`` is about ``entity``: its title (its opening words, when it has no title) names it, or
     the title is the entity's name without a qualifier ("Binnya U" for "King Binnya U")."""

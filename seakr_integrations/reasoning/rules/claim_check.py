@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from seakr_integrations.params import check_choice
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.entities import ENGLISH_NAMES, EntityFinder, covers, uncovered
+from seakr_integrations.reasoning.entities import ENGLISH_NAMES, EntityFinder, covers, is_date, titled, uncovered
 from seakr_integrations.reasoning.rules.base import Decision, Rule, check_finder
 
 if TYPE_CHECKING:
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from seakr_integrations.retrieval.passage import Passage
 
 ClaimQuery = Literal["entity", "step"]
+Backing = Literal["mention", "page"]
 
 
 @dataclass(frozen=True)
@@ -31,22 +32,27 @@ class ClaimCheck(Rule):
         query: What such a step searches for: ``"entity"``, the first name it states that no kept passage covers
             (a bridge entity read off a kept passage: "... was directed by Z" searches "Z"); ``"step"``, the step
             itself with its low-confidence words masked (the paper's query).
+        backing: What covers a name: ``"mention"``, a kept passage that contains its words; ``"page"``, a kept
+            passage about it (its title names it), so that a name the model read off a passage ("directed by
+            Z") but that has no passage of its own is searched for (dates are left out).
     """
 
     name: ClassVar[str] = "claim-check"
     decision: ClassVar[Decision] = "when to retrieve"
     entities: EntityFinder = ENGLISH_NAMES
     query: ClaimQuery = "entity"
+    backing: Backing = "mention"
 
     def __post_init__(self) -> None:
         check_finder(self)
         check_choice("query", self.query, ClaimQuery, "the default")
+        check_choice("backing", self.backing, Backing, "the default")
 
     def reads_greedy_step(self) -> bool:
         return True
 
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
-        if uncovered(self.entities.names(text), state.docs):
+        if self.unbacked(self.entities.names(text), state.docs):
             return GateReason.UNSUPPORTED_CLAIM
         return None
 
@@ -54,14 +60,21 @@ class ClaimCheck(Rule):
         step = state.trace[-1] if state.trace else None
         if self.query == "step" or step is None or step.reason != GateReason.UNSUPPORTED_CLAIM:
             return query
-        missing = uncovered(self.entities.names(step.pseudo_generation), state.docs)
+        missing = self.unbacked(self.entities.names(step.pseudo_generation), state.docs)
         return missing[0] if missing else query
 
     def narrow_candidates(
         self, state: QuestionState, new: list[Passage], text: str, focus: Sequence[str]
     ) -> list[Passage]:
-        wanted = list(focus) or uncovered(
+        wanted = list(focus) or self.unbacked(
             [*self.entities.names(text), *self.entities.names(state.question)], state.docs
         )
-        covering = [p for p in new if any(covers(p, e) for e in wanted)]
+        backs = titled if self.backing == "page" else covers
+        covering = [p for p in new if any(backs(p, e) for e in wanted)]
         return covering or new
+
+    def unbacked(self, names: Sequence[str], passages: Sequence[Passage]) -> list[str]:
+        """The ``names`` that no kept passage backs, in order."""
+        if self.backing == "mention":
+            return uncovered(names, passages)
+        return [n for n in names if not is_date(n) and not any(titled(p, n) for p in passages)]
