@@ -102,8 +102,8 @@ class SeaKRLoop:
         if self.config.final_strategy == "choose" and len(finals) == 2:
             rationales, knowledge = finals["rationales"], finals["knowledge"]
             winner = self.rules.choose_final(state, rationales, knowledge, choose(rationales, knowledge))
-        else:  # one strategy asked for, or a rule left one (NoKnowledgeWithoutPassages)
-            winner = finals[self.config.final_strategy if self.config.final_strategy in finals else "rationales"]
+        else:  # one strategy asked for, or a rule left one (NoKnowledgeWithoutPassages, AnswerFromPassages)
+            winner = finals.get(self.config.final_strategy) or next(iter(finals.values()))
         return self._result(state, winner, finals, stop)
 
     def round(self, state: QuestionState, searched: set[str]) -> Generator[Any, Any, StepTrace]:

@@ -15,6 +15,7 @@ from typing import Any
 from seakr_integrations.reasoning.rules.accept_covered_steps import AcceptCoveredSteps
 from seakr_integrations.reasoning.rules.anchor_queries import AnchorQueries
 from seakr_integrations.reasoning.rules.answer_alone import AnswerAlone
+from seakr_integrations.reasoning.rules.answer_from_passages import AnswerFromPassages
 from seakr_integrations.reasoning.rules.answer_with_option import AnswerWithOption
 from seakr_integrations.reasoning.rules.base import Decision, Rule, RuleSet
 from seakr_integrations.reasoning.rules.claim_check import ClaimCheck
@@ -28,6 +29,7 @@ from seakr_integrations.reasoning.rules.sample_finals_when_they_differ import Sa
 from seakr_integrations.reasoning.rules.search_question_first import SearchQuestionFirst
 from seakr_integrations.reasoning.rules.spacy_query_words import SpacyQueryWords
 from seakr_integrations.reasoning.rules.state_probe import StateProbe
+from seakr_integrations.reasoning.rules.step_limit import StepLimit
 from seakr_integrations.reasoning.rules.stop_on_repeated_step import StopOnRepeatedStep
 from seakr_integrations.reasoning.rules.token_cascade import TokenCascade
 
@@ -39,6 +41,7 @@ __all__ = [
     "AcceptCoveredSteps",
     "AnchorQueries",
     "AnswerAlone",
+    "AnswerFromPassages",
     "AnswerWithOption",
     "ClaimCheck",
     "CoverComparedEntities",
@@ -54,6 +57,7 @@ __all__ = [
     "SearchQuestionFirst",
     "SpacyQueryWords",
     "StateProbe",
+    "StepLimit",
     "StopOnRepeatedStep",
     "TokenCascade",
     "check_rules",
@@ -75,7 +79,9 @@ RULES: dict[str, type[Rule]] = {
         CoverComparedEntities,
         StopOnRepeatedStep,
         PassageLimit,
+        StepLimit,
         NoKnowledgeWithoutPassages,
+        AnswerFromPassages,
         SampleFinalsWhenTheyDiffer,
         FinalFromTokens,
         FinalMargin,
