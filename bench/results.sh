@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The runs behind docs/results.md (docs/evaluation_protocol.md): the shipped default exactly as `seakr eval` runs it,
 # SeaKRConfig.paper() on a slice, and the baselines, on lines 8-199 of HotpotQA and 0-199 of 2Wiki (the lines the
-# shipped profiles were not calibrated on), 8 questions in progress; then the page itself. Resumable: rerun to go
-# on; a finished run is kept gzipped (METHOD.jsonl.gz) and skipped. About 4 hours on 2 CPU cores; the runs go one
-# after another, never together.
+# shipped profiles were not calibrated on), 8 questions in progress; then the page itself. Every row gives its
+# answer through the same answer step (the default rules' `answer-with-option`; `paper()` gets it added), so a lead
+# measures retrieval and reasoning. Resumable: rerun to go on; a finished run is kept gzipped (METHOD.jsonl.gz)
+# and skipped. About 4 hours on 2 CPU cores; the runs go one after another, never together.
 #
 #   bash bench/results.sh            # writes runs/results/DATASET_dev/METHOD.jsonl.gz, then docs/results.md
 set -euo pipefail
@@ -27,11 +28,13 @@ for ds in hotpotqa 2wiki; do
   for method in single-retrieval cot; do
     # shellcheck disable=SC2086
     run "$R/${ds}_dev/$method.jsonl" --dataset "$ds" ${LINES[$ds]} --method "$method"
-    # SKR-kNN learns from the CoT and single-retrieval answers of lines 200-299
-    run "$R/skr-train/$ds/$method.jsonl" --dataset "$ds" --start 200 --limit 100 --method "$method"
+    # SKR-kNN and the token gate learn from the CoT and single-retrieval answers of lines 200-299
+    run "$R/train/$ds/$method.jsonl" --dataset "$ds" --start 200 --limit 100 --method "$method"
   done
-  # shellcheck disable=SC2086
-  run "$R/${ds}_dev/skr-knn.jsonl" --dataset "$ds" ${LINES[$ds]} --method skr-knn --train-results "$R/skr-train/$ds"
+  for method in skr-knn token-gate; do
+    # shellcheck disable=SC2086
+    run "$R/${ds}_dev/$method.jsonl" --dataset "$ds" ${LINES[$ds]} --method "$method" --train-results "$R/train/$ds"
+  done
   # the costly ones on the lines with i % 5 == 1: FLARE, IRCoT and the authors' rules (about ten times the default's
   # cost)
   slice=$(mktemp -d)/${ds}_dev_fold1.jsonl
@@ -40,6 +43,7 @@ for ds in hotpotqa 2wiki; do
   for method in flare ircot; do
     run "$R/${ds}_dev/$method.jsonl" --dataset "$slice" --corpus "data/corpus_${ds}.jsonl" --style "$ds" --method "$method"
   done
-  run "$R/${ds}_dev/seakr-paper.jsonl" --dataset "$slice" --corpus "data/corpus_${ds}.jsonl" --style "$ds" --rules paper
+  run "$R/${ds}_dev/seakr-paper.jsonl" --dataset "$slice" --corpus "data/corpus_${ds}.jsonl" --style "$ds" \
+    --rules paper,answer-with-option
 done
 .venv/bin/python bench/results_page.py
