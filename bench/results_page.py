@@ -24,9 +24,12 @@ ROWS = {  # results file stem -> the row's label
     "ircot": "IRCoT (the slice)",
     "cot": "CoT (no retrieval)",
     "skr-knn": "SKR-kNN",
+    "token-gate": "token gate (one chain; one search when unsure)",
 }
 STAGES = {
-    "unsupported_claim": "claim check (a name no kept passage covers)",
+    "question_first": "the question's own search, before any step",
+    "supported_claim": "every name covered by a kept passage: accepted",
+    "unsupported_claim": "claim check (a name no kept passage backs)",
     "uncovered_entity": "a compared entity without a passage",
     "sure_from_tokens": "token cascade, sure",
     "unsure_from_tokens": "token cascade, unsure",
@@ -109,7 +112,26 @@ def support(rows: list[dict]) -> str:
         return "no question with supporting passages"
     by_type = ", ".join(f"{k} {statistics.mean(s for s, _ in v):.2f}" for k, v in sorted(seen.items()) if k != "all")
     share = statistics.mean(s for s, _ in seen["all"])
-    return f"{share:.2f} ({by_type}) with {statistics.mean(n for _, n in seen['all']):.2f} passages a question"
+    said = f"{share:.2f} ({by_type}) with {statistics.mean(n for _, n in seen['all']):.2f} passages a question"
+    later = [hops(r) for r in rows if r.get("supporting_titles")]
+    if any(n is not None for n in later):
+        found = [n for n in later if n]
+        said += (
+            f", {len(found)} of {len(later)} questions with a gold passage that a search after the question's own "
+            f"found ({sum(found)} passages)"
+        )
+    return said
+
+
+def hops(record: dict) -> int | None:
+    """The gold supporting passages kept from the searches after the question's own (``None``: the run did not
+    search the question first)."""
+    steps = record["trace"].get("steps") or []
+    if not steps or steps[0].get("reason") != "question_first":
+        return None
+    gold = set(record["supporting_titles"])
+    later = {c["title"] for s in steps[1:] for c in s.get("candidates", []) if c.get("chosen")}
+    return len(gold & later)
 
 
 def plot(all_runs: dict[str, dict[str, list[dict]]], out: Path) -> None:

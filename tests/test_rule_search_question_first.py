@@ -68,3 +68,12 @@ def test_its_record_is_its_name():
     assert SearchQuestionFirst().to_dict() == {"rule": "search-question-first"}
     assert ClaimCheck().to_dict() == {"rule": "claim-check", "entities": "english", "query": "entity"}
     assert SeaKRConfig(rules="default,search-question-first").rules[-1] == SearchQuestionFirst()
+
+
+def test_a_failed_opening_search_answers_without_passages_when_told_to():
+    retriever = FakeRetriever(error=TimeoutError("index down"))
+    config = SeaKRConfig(**SMALL, rules=(SearchQuestionFirst(), ClaimCheck()))
+    seakr = SeaKR(ScriptedBackend(reads_then_answers), retriever, config, on_retrieval_error="answer_without")
+    result = seakr.answer(QUESTION)
+    assert result.stop_reason == "retrieval error" and result.passages == [] and len(retriever.queries) == 1
+    assert result.steps[0].error == "TimeoutError: index down" and result.answer

@@ -73,6 +73,8 @@ class SeaKRLoop:
         opening = self.rules.opening_query(state)
         if opening is not None:
             yield from self.open(state, searched, opening)
+            if state.trace[-1].stop:  # the search failed and the error policy answers without it
+                return (yield from self.finish(state, state.trace[-1].stop))
         while True:
             step = yield from self.round(state, searched)
             state.emit(StepFinished(state.index, state.question, snapshot(step)))
@@ -83,7 +85,6 @@ class SeaKRLoop:
     def open(self, state: QuestionState, searched: set[str], query: str) -> Generator[Any, Any, None]:
         """Search ``query`` before the first step and keep every result (a rule's ``opening_query``): a round
         without a step, recorded as the trace's first."""
-        state.round = 1
         step = StepTrace(0, "", NOT_MEASURED, "retrieve", query)
         step.reason = GateReason.QUESTION_FIRST
         state.trace.append(step)
