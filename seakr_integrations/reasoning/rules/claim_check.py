@@ -32,16 +32,16 @@ class ClaimCheck(Rule):
         query: What such a step searches for: ``"entity"``, the first name it states that no kept passage covers
             (a bridge entity read off a kept passage: "... was directed by Z" searches "Z"); ``"step"``, the step
             itself with its low-confidence words masked (the paper's query).
-        backing: What covers a name: ``"mention"``, a kept passage that contains its words; ``"page"``, a kept
-            passage about it (its title names it), so that a name the model read off a passage ("directed by
-            Z") but that has no passage of its own is searched for (dates are left out).
+        backing: What backs a name: ``"page"``, a kept passage about it (its title names it), so that a name the
+            model read off a passage ("directed by Z") but that has no passage of its own is searched for (dates
+            are left out); ``"mention"``, a kept passage that contains its words.
     """
 
     name: ClassVar[str] = "claim-check"
     decision: ClassVar[Decision] = "when to retrieve"
     entities: EntityFinder = ENGLISH_NAMES
     query: ClaimQuery = "entity"
-    backing: Backing = "mention"
+    backing: Backing = "page"
 
     def __post_init__(self) -> None:
         check_finder(self)

@@ -25,7 +25,7 @@ class StepLimit(Rule):
 
     name: ClassVar[str] = "step-limit"
     decision: ClassVar[Decision] = "when to stop"
-    max_steps: int = 3
+    max_steps: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_steps", check_int("max_steps", self.max_steps, "an integer >= 1", 1))
