@@ -46,7 +46,7 @@ def eiffel(prompt: str, config: SamplingConfig) -> Reply:
     if not context:
         return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
     if not answer:
-        return Reply("It is in France", spread=SPREADS[context[-1]])
+        return Reply("It is in France", spread=SPREADS.get(context[-1], 0.7))
     return Reply("So the answer is France", spread=1.0)
 
 

@@ -45,7 +45,7 @@ def eiffel(prompt, config):
     if not context:
         return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
     if not answer:
-        return Reply(f"It is in France, says {context[-1][-2:]}", spread=SPREADS[context[-1]])
+        return Reply(f"It is in France, says {context[-1][-2:]}", spread=SPREADS.get(context[-1], 0.7))
     return Reply("So the answer is France", spread=1.0)
 
 

@@ -23,7 +23,7 @@ def respond(first_spread: float):
         if not answer and not context:
             return Reply("The Eiffel Tower stands in Germany", spread=first_spread, low=("Germany",))
         if not answer:
-            return Reply("It is in France", spread=SPREADS[context[-1]])
+            return Reply("It is in France", spread=SPREADS.get(context[-1], 0.7))
         return Reply("So the answer is France", spread=1.0)
 
     return reply

@@ -113,7 +113,10 @@ def test_rules_are_recorded_by_name_and_read_back():
     ]
     assert SeaKRConfig(**config.to_dict()) == config
     assert rules_from_json([r.to_dict() for r in DEFAULT_RULES]) == DEFAULT_RULES
-    assert SeaKRConfig().to_dict()["rules"][0] == {"rule": "claim-check", "entities": "english"}
+    assert SeaKRConfig().to_dict()["rules"][:2] == [
+        {"rule": "search-question-first"},
+        {"rule": "claim-check", "entities": "english", "query": "entity", "backing": "page"},
+    ]
 
 
 @pytest.mark.parametrize(

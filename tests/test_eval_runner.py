@@ -127,7 +127,7 @@ def test_methods_by_name_and_a_clear_error_for_an_unknown_one():
         {"rules": (KeepFirstResult(),)},  # the paper's "w/o re-ranking" ablation
         {"rules": (KeepFirstResult(),), "retrieve": "always"},
         {"estimator": "ln_entropy"},
-        {"rules": "default,-claim-check"},
+        {"rules": "paper,stop-on-repeated-step"},
     ],
 )
 def test_the_seakr_method_runs_the_loop_with_the_config_it_is_given(changes):

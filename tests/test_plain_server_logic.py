@@ -240,7 +240,7 @@ def test_seakr_answers_with_a_logprob_estimator_on_a_plain_server(backend):
     from seakr_integrations.demo import demo_index
 
     config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1, max_steps=1)
-    seakr = SeaKR(backend, demo_index(), config.with_(rules="default,-claim-check"))
+    seakr = SeaKR(backend, demo_index(), config.with_(rules="paper"))  # every step read by the estimator
     result = seakr.answer("Where is Paris?")
     assert result.steps and result.steps[0].uncertainty.estimator == "perplexity"
     assert seakr.profile is None  # nothing ships for a plain server: its profiles are its own

@@ -12,7 +12,7 @@ from seakr_integrations.reasoning.calls import check_search_settings
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import build_query
-from seakr_integrations.reasoning.rules import PassageLimit
+from seakr_integrations.reasoning.rules import StepLimit
 
 
 @pytest.mark.parametrize(
@@ -117,7 +117,7 @@ def test_stops_and_config_validation():
     assert config.stops(has_steps=False, one_sentence=False) == ("\n\n", "\nQuestion:", "\nContext")
     assert config.stops(has_steps=True, one_sentence=True) == ("\n\n", "\nQuestion:", "\nContext", "\n", ". ")
     assert (config.k, config.n_candidates, config.max_steps, config.max_docs, config.delta) == (20, 3, 7, 5, None)
-    assert PassageLimit(max_passages=2) in config.rules  # the default rules stop at two passages, the paper at five
+    assert StepLimit(max_steps=2) in config.rules  # the default rules stop after two steps, the paper after seven
     assert config.style == "hotpotqa" and config.with_(mode="single_hop").style == "simple"
     sampling = config.call_sampling(("\n",))
     assert (sampling.k, sampling.top_k, sampling.top_p, sampling.temperature, sampling.stop) == (

@@ -33,7 +33,7 @@ def answer(first_step: str, rules):
 
 
 def test_a_step_restating_a_kept_passage_is_accepted_without_samples():
-    result, backend = answer("The Eiffel Tower is in Paris.", (ClaimCheck(), AcceptCoveredSteps()))
+    result, backend = answer("The Eiffel Tower is in Paris.", (ClaimCheck(backing="mention"), AcceptCoveredSteps()))
     step = result.steps[1]
     assert step.reason == GateReason.SUPPORTED_CLAIM and step.decision == "accept"
     assert sampled_steps(backend) == [] and result.answer == "France"
@@ -41,12 +41,12 @@ def test_a_step_restating_a_kept_passage_is_accepted_without_samples():
 
 
 def test_without_it_the_samples_decide():
-    result, backend = answer("The Eiffel Tower is in Paris.", (ClaimCheck(),))
+    result, backend = answer("The Eiffel Tower is in Paris.", (ClaimCheck(backing="mention"),))
     assert result.steps[1].reason == GateReason.UNCERTAIN and sampled_steps(backend)
 
 
 def test_a_step_naming_nothing_or_something_uncovered_is_not_its_to_accept():
     result, backend = answer("it is tall.", (AcceptCoveredSteps(),))
     assert result.steps[1].reason == GateReason.UNCERTAIN and sampled_steps(backend)
-    result, _ = answer("The Eiffel Tower is in Lyon.", (ClaimCheck(), AcceptCoveredSteps()))
+    result, _ = answer("The Eiffel Tower is in Lyon.", (ClaimCheck(backing="mention"), AcceptCoveredSteps()))
     assert result.steps[1].reason == GateReason.UNSUPPORTED_CLAIM

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fakes import FakeRetriever, Reply, ScriptedBackend, passage
-from rule_support import QUESTION, SMALL, TOWER, is_step, rules_without
+from rule_support import QUESTION, SMALL, TOWER, is_step
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateDecision, GateReason
@@ -24,7 +24,9 @@ def lyon_then_paris(prompt, config):
 
 def test_a_claim_about_an_entity_no_passage_covers_retrieves_without_samples():
     backend = ScriptedBackend(lyon_then_paris)
-    result = SeaKR(backend, FakeRetriever(default=[TOWER]), SeaKRConfig(**SMALL)).answer(QUESTION)
+    result = SeaKR(backend, FakeRetriever(default=[TOWER]), SeaKRConfig(**SMALL, rules=(ClaimCheck(),))).answer(
+        QUESTION
+    )
     assert result.steps[0].reason == GateReason.UNSUPPORTED_CLAIM and result.steps[0].decision == "retrieve"
     assert result.passages == [TOWER] and result.answer == "France"
     assert result.rules_applied[0] == {"rule": "claim-check", "round": 1, "what": "unsupported_claim"}
@@ -34,7 +36,7 @@ def test_a_claim_about_an_entity_no_passage_covers_retrieves_without_samples():
 
 def test_without_it_the_gate_trusts_a_confident_claim():
     backend = ScriptedBackend(lyon_then_paris)
-    config = SeaKRConfig(**{**SMALL, "delta": 100.0}, rules=rules_without("claim-check"))
+    config = SeaKRConfig(**{**SMALL, "delta": 100.0}, rules=())
     result = SeaKR(backend, FakeRetriever(default=[TOWER]), config).answer(QUESTION)
     assert result.steps[0].reason == GateReason.CONFIDENT and result.passages == []
 
@@ -48,7 +50,7 @@ def test_the_kept_passage_covers_what_the_step_claimed_when_a_result_does():
     other = passage("p0", "A tower is a tall structure.", "Tower")
     eiffel = passage("p1", "Gustave Eiffel's company built the Eiffel Tower.", "Gustave Eiffel")
     retriever = FakeRetriever(default=[other, eiffel])
-    result = SeaKR(ScriptedBackend(respond), retriever, SeaKRConfig(**SMALL)).answer(QUESTION)
+    result = SeaKR(ScriptedBackend(respond), retriever, SeaKRConfig(**SMALL, rules=(ClaimCheck(),))).answer(QUESTION)
     assert result.steps[0].reason == GateReason.UNSUPPORTED_CLAIM and [p.id for p in result.passages] == ["p1"]
     first_only = SeaKRConfig(**{**SMALL, "delta": -100.0}, rules=(KeepFirstResult(),))  # the search order alone
     result = SeaKR(ScriptedBackend(respond), FakeRetriever(default=[other, eiffel]), first_only).answer(QUESTION)
@@ -93,5 +95,5 @@ def test_another_entity_finder_decides_in_its_own_terms():
     english = SeaKRConfig(**{**SMALL, "delta": 100.0}, rules=(ClaimCheck(),))  # no capitals: no names
     result = SeaKR(ScriptedBackend(respond), FakeRetriever(default=[almond]), english).answer("Does it smell?")
     assert result.steps[0].reason == GateReason.CONFIDENT
-    recorded = {"rule": "claim-check", "entities": "compounds", "query": "entity"}
+    recorded = {"rule": "claim-check", "entities": "compounds", "query": "entity", "backing": "page"}
     assert ClaimCheck(entities=LowerCaseNames()).to_dict() == recorded

@@ -66,8 +66,9 @@ def test_without_it_the_first_step_reasons_from_nothing():
 
 def test_its_record_is_its_name():
     assert SearchQuestionFirst().to_dict() == {"rule": "search-question-first"}
-    assert ClaimCheck().to_dict() == {"rule": "claim-check", "entities": "english", "query": "entity"}
-    assert SeaKRConfig(rules="default,search-question-first").rules[-1] == SearchQuestionFirst()
+    recorded = {"rule": "claim-check", "entities": "english", "query": "entity", "backing": "page"}
+    assert ClaimCheck().to_dict() == recorded
+    assert SeaKRConfig(rules="paper,search-question-first").rules == (SearchQuestionFirst(),)
 
 
 def test_a_failed_opening_search_answers_without_passages_when_told_to():

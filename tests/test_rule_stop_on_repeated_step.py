@@ -4,7 +4,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from rule_support import QUESTION, SMALL, is_step, parse, run
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
-from seakr_integrations.reasoning.rules import DEFAULT_RULES, StopOnRepeatedStep
+from seakr_integrations.reasoning.rules import AnchorQueries, ClaimCheck, KeepFirstResult, StopOnRepeatedStep
 from seakr_integrations.reasoning.rules.stop_on_repeated_step import repeats_earlier
 
 
@@ -41,7 +41,7 @@ def test_a_repeated_step_after_a_search_keeps_its_passage():
         return Reply(f"Guess {answer.count('France')} about Germany", spread=1.0, low=("Germany",))
 
     retriever = FakeRetriever(default=lambda q: [passage(f"p{len(retriever.queries)}")])
-    rules = tuple(r for r in DEFAULT_RULES if r.name != "passage-limit")
+    rules = (ClaimCheck(backing="mention"), AnchorQueries(), KeepFirstResult(), StopOnRepeatedStep())
     result = SeaKR(ScriptedBackend(again), retriever, SeaKRConfig(**SMALL, rules=rules)).answer(QUESTION)
     assert [s.accepted for s in result.steps] == ["It is in France", None]
     assert result.stop_reason == "repeated step" and [p.id for p in result.passages] == ["p1", "p2"]
