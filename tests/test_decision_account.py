@@ -50,7 +50,7 @@ def test_a_step_decided_before_the_samples_says_why_instead_of_citing_delta():
     claims = seakr.answer("Where is landmark 3?")
     first = decision_account(claims).splitlines()[0]
     assert claims.steps[0].reason == "unsupported_claim", claims.steps[0]
-    assert first.startswith("step 1: it names something no kept passage covers -> searched for "), first
+    assert first.startswith("step 1: it names something no kept passage backs -> searched for "), first
     sure = SeaKR(ScriptedBackend(respond), retriever, config.with_(rules=(TokenCascade(band=(1.0, 1.0)),)))
     first = decision_account(sure.answer("Where is landmark 3?")).splitlines()[0]
     assert first.startswith("step 1: sure from its tokens (1 - min p ") and "kept its own step" in first, first

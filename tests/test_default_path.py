@@ -61,7 +61,7 @@ def test_the_main_job_finds_the_evidence_and_answers_right_without_a_warning_or_
     answer = re.search(r"^answer: (.*)$", run.stdout, re.M)
     assert answer and score(answer.group(1), MAIN_JOB_GOLD).f1 > 0.5, run.stdout
     retrieved = (
-        r"(uncertain \(U [-\d.]+ > delta [-\d.]+\)|it names something no kept passage covers"
+        r"(uncertain \(U [-\d.]+ > delta [-\d.]+\)|it names something no kept passage backs"
         r"|unsure from its tokens .+?)"
     )
     assert re.search(rf"^step 1: {retrieved} -> searched for ", run.stdout, re.M), run.stdout

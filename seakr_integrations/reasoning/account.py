@@ -28,7 +28,7 @@ def _u(u: Uncertainty) -> str:
 
 
 _BEFORE_SAMPLES = {
-    GateReason.UNSUPPORTED_CLAIM: "it names something no kept passage covers",
+    GateReason.UNSUPPORTED_CLAIM: "it names something no kept passage backs",
     GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no passage yet",
     GateReason.UNSURE_FROM_TOKENS: "unsure from its tokens ({doubt}, above the band)",
 }
@@ -102,9 +102,9 @@ def decision_account(result: SeaKRResult) -> str:
         ):  # sample-finals-when-they-differ
             said = "no answer" if is_unknown(other.answer) else "the same answer"
             line += f"; {other.strategy} gave {said}, so neither was sampled"
-        else:
+        elif other is not None:
+            line += f" ({_u(final.uncertainty)}) rather than {other.strategy} ({_u(other.uncertainty)})"
+        elif not _unread(final.uncertainty):
             line += f" ({_u(final.uncertainty)})"
-            if other is not None:
-                line += f" rather than {other.strategy} ({_u(other.uncertainty)})"
         lines.append(line + f": {quoted(result.answer or '', 80)}")
     return "\n".join(lines)

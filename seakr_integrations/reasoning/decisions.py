@@ -51,7 +51,8 @@ class GateReason(StrEnum):
     UNSURE_FROM_STATE = "unsure_from_state"
     """The ``state-probe`` rule: the probe puts the model on the unsure side (above its band's high edge): retrieve."""
     UNSUPPORTED_CLAIM = "unsupported_claim"
-    """The step names an entity that no kept passage covers (the ``claim-check`` rule): retrieve, whatever the
+    """The step names an entity that no kept passage backs (the ``claim-check`` rule: none is about it, or with
+    ``backing="mention"`` none mentions it): retrieve, whatever the
     uncertainty."""
     SUPPORTED_CLAIM = "supported_claim"
     """Every name the step states is covered by a kept passage (the ``accept-covered-steps`` rule): accepted
@@ -157,7 +158,7 @@ class GateDecision:
             "it retrieves",
             GateReason.SURE_FROM_STATE: "a probe on the model's hidden state finds it sure, so retrieval is skipped",
             GateReason.UNSURE_FROM_STATE: "a probe on the model's hidden state finds it unsure, so it retrieves",
-            GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage covers, so it retrieves",
+            GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage backs, so it retrieves",
             GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no kept passage yet, so "
             "it retrieves",
         }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})") + (

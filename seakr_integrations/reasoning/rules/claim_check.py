@@ -1,4 +1,4 @@
-"""Claims checked against the kept passages: a step that names what no kept passage covers searches first."""
+"""Claims checked against the kept passages: a step that names what no kept passage backs searches first."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ Backing = Literal["mention", "page"]
 
 @dataclass(frozen=True)
 class ClaimCheck(Rule):
-    """A step that names an entity no kept passage covers is sent to retrieval, whatever its uncertainty, and the
+    """A step that names an entity no kept passage backs is sent to retrieval, whatever its uncertainty, and the
     passage kept from that search is one that covers an entity the step or the question still lacks (when one
     does).  A small model writes confident, wrong claims about entities it has not read about ("The Blue Bead was
     directed by Enrique Vico Carré", EigenScore far below delta); the paper's gate accepts them and stops searching.
