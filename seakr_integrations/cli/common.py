@@ -397,8 +397,8 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "--max-docs",
         type=int,
         default=d.max_docs,
-        help=f"kept passages after which the loop stops (default {d.max_docs}, the paper's; the passage-limit rule "
-        "stops earlier)",
+        help=f"kept passages after which the loop stops (default {d.max_docs}, the paper's; the passage-limit rule, "
+        "not in the default, stops earlier)",
     )
     p.add_argument(
         "--search-timeout",

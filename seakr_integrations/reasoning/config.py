@@ -89,9 +89,9 @@ class SeaKRConfig:
             ``SeaKR`` is built (``resolve_config``): your ``seakr calibrate`` profile, else the package's for its
             bundled models, else the authors' -6.0 with an ``UncalibratedDeltaWarning``.
         n_candidates: Passages retrieved per query (N), re-ranked by uncertainty in the paper.
-        max_steps: Reasoning steps after which the loop stops (the paper: 7).
-        max_docs: Kept passages after which the loop stops (the paper: 5; the default rules stop at two,
-            ``PassageLimit``).
+        max_steps: Reasoning steps after which the loop stops (the paper: 7; the default rules stop after two,
+            ``StepLimit``).
+        max_docs: Kept passages after which the loop stops (the paper: 5; ``PassageLimit`` stops earlier).
         mask_threshold: Query building keeps a word whose tokens all have probability >= this (FLARE masking).
         exemplar_style: ``"2wiki"``, ``"hotpotqa"`` or ``"simple"``; ``None``: ``"simple"`` for single-hop,
             ``"hotpotqa"`` for multi-hop.
