@@ -30,7 +30,11 @@ DATASETS = ("hotpotqa", "2wiki")
 
 # Where each rule came from (docs/evaluation_protocol.md): (description, lines it came from).
 DESIGNED: dict[str, tuple[str, Callable[[str, int], bool]]] = {
-    "claim-check": ("traces of lines 220-299; the smoke test of HotpotQA 0-7",
+    "search-question-first": ("pilots on lines 200-239; chosen by cross-validation on every line", lambda d, i: False),
+    "accept-covered-steps": ("pilots on lines 200-239; chosen by cross-validation on every line", lambda d, i: False),
+    "step-limit": ("pilots on lines 200-239; its limit chosen by cross-validation on every line", lambda d, i: False),
+    "answer-from-passages": ("pilots on lines 200-239; chosen by cross-validation on every line", lambda d, i: False),
+    "claim-check": ("traces of lines 220-299; the smoke test of HotpotQA 0-7; its backing chosen by cross-validation",
                     lambda d, i: i >= 220 or (d == "hotpotqa" and i <= 7)),
     "token-cascade": ("fold 0 (with and without); its signal from every line's first step", lambda d, i: i % 5 == 0),
     "anchor-queries": ("traces of lines 220-299", lambda d, i: i >= 220),
@@ -43,7 +47,14 @@ DESIGNED: dict[str, tuple[str, Callable[[str, int], bool]]] = {
     "final-margin": ("fold 0", lambda d, i: i % 5 == 0),
     "answer-with-option": ("fold 0; its effect on folds 1-4 was seen before it was adopted", lambda d, i: i % 5 == 0),
 }  # fmt: skip
-NONE_FREE = {"passage-limit", "sample-finals-when-they-differ"}
+NONE_FREE = {
+    "passage-limit",
+    "sample-finals-when-they-differ",
+    "search-question-first",
+    "accept-covered-steps",
+    "step-limit",
+    "answer-from-passages",
+}
 """Rules chosen on every line: measured on all of them, and that effect is not free of the choice."""
 
 
