@@ -152,10 +152,12 @@ def claim_check_against_state() -> list[str]:
         "## The claim check against the model's state",
         "",
         "On a first step no passage is kept yet, so every step that names an entity makes the claim check retrieve:",
-        "it ranks nothing there (0.50 for both labels above). For a wrong claim the state probe ranks better than",
+        "it ranks almost nothing there (about 0.50 for both labels above). For a wrong claim the state probe ranks",
+        "better than",
         f"that ({'; '.join(parts)}), but it is not the best signal: on HotpotQA the free greedy signal ranks wrong",
-        "claims better beyond the noise. End to end, the default without the claim check lost F1 on both datasets,",
-        "inside the noise ([decision_rules.md](decision_rules.md)), and with the probe in its place F1 changed by "
+        "claims better beyond the noise. End to end, the previous default without the claim check lost F1 on both",
+        "datasets, inside the noise ([archived](archive/decision_rules_previous_default.md)), and with the probe in",
+        "its place F1 changed by "
         + (", ".join(replaced) if replaced else "(not run yet)")
         + " (the next section). So the English-name check stays, and another language swaps its entity finder",
         "(`EntityFinder`, same page).",
