@@ -39,6 +39,8 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
     if step.reason == GateReason.QUESTION_FIRST:
+        if step.error:
+            return head + f"searched the question first -> the search failed ({step.error})"
         kept = ", ".join(quoted(c.passage.title or c.passage.id, 40) for c in step.candidates if c.chosen)
         return head + f"searched the question first -> kept {kept or 'nothing'}"
     verdict = {"always": "searches at every step", "never": "never searches"}.get(gate, "uncertain")
