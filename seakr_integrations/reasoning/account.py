@@ -80,10 +80,14 @@ def decision_account(result: SeaKRResult) -> str:
 
     Example::
 
-        step 1: uncertain (U -0.41 > delta -1.11) -> searched for "Kate Millett" -> kept "Kate Millett" (search
-            rank 1, U -1.20; the other candidates -0.80, -0.95)
-        step 2: it states the answer (U -1.52 <= delta -1.11): "So the answer is Oxford."
-        answered from knowledge (U -1.71) rather than its rationales (U -1.02): "Oxford"
+        step 1: searched the question first -> kept "Sexual Politics", "Political sexuality", "Sex and politics"
+        step 2: it names something no kept passage backs -> searched for "Kate Millett" -> kept "Kate Millett"
+            (search rank 1)
+        step 3: it states the answer: "So the answer is Oxford."
+        answered from the passages it kept (knowledge): "Oxford"
+
+    (``SeaKRConfig.paper()``: "step 1: uncertain (U -0.41 > delta -1.11) -> searched for ...", and "answered from
+    knowledge (U -1.71) rather than rationales (U -1.02)".)
     """
     gate = result.config.get("retrieve", "uncertain")
     delta = result.config.get("delta")
