@@ -30,6 +30,22 @@ RULES_HINT = (
 )
 """Added to ``SeaKRConfig``'s error for a keyword it does not know, which is often a setting that became a rule."""
 
+SEARCH_SETTINGS = ("search_timeout", "on_retrieval_error")
+"""Settings of the components that search, not of the decisions: given to ``SeaKRConfig``, the error says where."""
+
+
+def _refuse_search_setting(owner: str, given: Mapping[str, Any]) -> None:
+    """A search setting given to the config is refused with the components that take it."""
+    for name in SEARCH_SETTINGS:
+        if name in given:
+            raise TypeError(
+                f"{owner} got an unexpected keyword argument {name!r}: it is a setting of the component that searches, "
+                f"not of the decisions; pass it there: SeaKR(backend, retriever, config, {name}=...), "
+                f"SeaKRChain(..., {name}=...), SeaKRMiddleware(..., {name}=...), the gated retrievers, "
+                f"SeaKRQueryEngine(..., {name}=...), SeaKRWorkflow(..., {name}=...)"
+                + (" (seakr ask and eval: --search-timeout)" if name == "search_timeout" else "")
+            )
+
 
 class _FromSampling:
     """``config.k`` reads ``config.sampling.k``, read-only, as users write it (``SeaKRConfig(k=10)``) and the loop,
@@ -52,6 +68,7 @@ def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
     @functools.wraps(fields_init)
     def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
         valid = [f.name for f in fields(cls)] + list(SAMPLING_SETTINGS)
+        _refuse_search_setting(cls.__name__, kwargs)
         check_keywords(cls.__name__, kwargs, valid, hint=RULES_HINT)  # a mistyped setting names the nearest one
         flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
         if isinstance(sampling, Mapping):
