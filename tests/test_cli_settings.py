@@ -58,3 +58,22 @@ def test_the_light_preset_and_a_setting_changed_on_top():
     assert config_of("--preset", "light") == SeaKRConfig.light()
     assert config_of("--preset", "light", "-k", "6") == SeaKRConfig.light(k=6)
     assert config_of("-k", "6", "--max-tokens", "50") == SeaKRConfig(k=6, max_tokens=50)
+
+
+def test_a_rules_value_that_starts_with_a_dash_reaches_the_rules(capsys):
+    """``--rules -claim-check``, as the help's "-NAME to remove" invites, is a value, not an unknown option: the
+    command line reads it and the rules say what to write instead."""
+    from seakr_integrations.cli import attach_dash_values, main
+
+    assert attach_dash_values(["ask", "Q?", "--rules", "-claim-check", "-q"]) == [
+        "ask",
+        "Q?",
+        "--rules=-claim-check",
+        "-q",
+    ]
+    assert attach_dash_values(["ask", "Q?", "--rules", "--", "-x"]) == ["ask", "Q?", "--rules", "--", "-x"]
+    assert main(["ask", "Who?", "--rules", "-claim-check"]) == 2
+    err = capsys.readouterr().err
+    assert "expected one argument" not in err
+    assert "-claim-check removes a rule not given before it; start from the rules it is removed from, e.g." in err
+    assert "default,-claim-check" in err

@@ -21,6 +21,25 @@ TRANSPORT_LOGGERS = ("elastic_transport", "elasticsearch", "urllib3", "httpx", "
 _COMMANDS = (score, ask, evaluate, calibrate, report, index, models, serve)
 """In the order ``seakr --help`` lists them."""
 
+DASH_VALUES = ("--rules",)
+"""Options whose value may start with a dash (``--rules -claim-check``, as the help invites), which argparse would
+read as an unknown option."""
+
+
+def attach_dash_values(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each ``DASH_VALUES`` option joined to a value starting with a dash (``--rules=-claim-check``)."""
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        if args[i] in DASH_VALUES and i + 1 < len(args) and args[i + 1].startswith("-") and args[i + 1] != "--":
+            out.append(f"{args[i]}={args[i + 1]}")
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``seakr`` parser with every command."""
@@ -40,7 +59,7 @@ def quiet_transports() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``seakr`` with ``argv`` (default: the process's); the exit status (2: a usage or input error)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
     if "SEAKR_LOG_LEVEL" not in os.environ:
         quiet_transports()
