@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from seakr_integrations.cli import ask, calibrate, evaluate, index, models, report, score, serve
 from seakr_integrations.cli.common import build_backend as _build_backend  # noqa: F401 - the seam tests replace
+from seakr_integrations.cli.quiet import plain_own_warnings
 
 __all__ = ["build_parser", "main", "quiet_transports"]
 
@@ -61,6 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``seakr`` with ``argv`` (default: the process's); the exit status (2: a usage or input error)."""
     args = build_parser().parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
+    plain_own_warnings()
     if "SEAKR_LOG_LEVEL" not in os.environ:
         quiet_transports()
     try:
