@@ -77,3 +77,23 @@ def test_a_rules_value_that_starts_with_a_dash_reaches_the_rules(capsys):
     assert "expected one argument" not in err
     assert "-claim-check removes a rule not given before it; start from the rules it is removed from, e.g." in err
     assert "default,-claim-check" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--model", "smollm2", "--backend", "hf"], "--backend and --model choose a model to load here"),
+        (["--dtype", "bfloat16"], "--dtype choose"),
+        (["--model=smollm2"], "--model choose"),
+    ],
+)
+def test_an_in_process_models_options_beside_server_are_refused(flags, named, capsys, monkeypatch):
+    """With ``--server`` the server's model answers: ``--model``, ``--backend`` or ``--dtype`` given too would be
+    dropped without a word, so the command refuses before it sends anything."""
+    from seakr_integrations import cli
+    from seakr_integrations.backends import remote
+
+    monkeypatch.setattr(remote, "RemoteBackend", lambda *a, **k: pytest.fail("a request was about to be sent"))
+    assert cli.main(["ask", "Who?", "--server", "http://127.0.0.1:9", *flags, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "answers with the model it serves" in err

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 DATASET_NAMES = ("hotpotqa", "2wiki", "nq_open")
 """The short ``--dataset`` names: the question files ``data/<name>_dev.jsonl`` of the repository (not the wheel)."""
@@ -68,6 +68,12 @@ def resolve_dataset(dataset: str, dirs: Sequence[Path] | None = None) -> Dataset
 def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
     """The back-end ``--server``, or ``--backend``, ``--model`` and ``--dtype`` name."""
     if getattr(args, "server", None):
+        given = sorted(getattr(args, "given_model_options", ()))
+        if given:
+            raise ValueError(
+                f"{' and '.join(given)} choose a model to load here, but --server {args.server} answers with the model "
+                "it serves: leave them out (the server's own options choose its model), or leave out --server"
+            )
         from seakr_integrations.backends.remote import RemoteBackend
         from seakr_integrations.backends.remote_checks import check_api_key
 
@@ -273,6 +279,16 @@ def add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> Non
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
+class _Given(argparse.Action):
+    """Store the value and note that the user gave the option (``args.given_model_options``): with ``--server``
+    the server's model answers, and an in-process model's options would be dropped without a word."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        given = set(getattr(namespace, "given_model_options", ()))
+        namespace.given_model_options = given | {option or self.dest}
+
+
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--backend`` and ``--dtype``, defaulting to the reference model every command runs."""
     from seakr_integrations.backends.loading import BackendKind
@@ -281,15 +297,21 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--model",
+        action=_Given,
         default=REFERENCE_MODEL,
         help=f"short name or local model directory (default {REFERENCE_MODEL}, the model the results are reported "
         "on; smollm2 is smaller and faster to start, too small to reason over several passages)",
     )
     p.add_argument(
-        "--backend", choices=choices(BackendKind), default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}"
+        "--backend",
+        action=_Given,
+        choices=choices(BackendKind),
+        default=REFERENCE_BACKEND,
+        help=f"default {REFERENCE_BACKEND}",
     )
     p.add_argument(
         "--dtype",
+        action=_Given,
         default=REFERENCE_DTYPE,
         help=f"weights dtype (default {REFERENCE_DTYPE}: the precision the shipped calibration profiles were made in)",
     )
