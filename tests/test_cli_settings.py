@@ -97,3 +97,14 @@ def test_an_in_process_models_options_beside_server_are_refused(flags, named, ca
     assert cli.main(["ask", "Who?", "--server", "http://127.0.0.1:9", *flags, "-q"]) == 2
     err = capsys.readouterr().err
     assert named in err and "answers with the model it serves" in err
+
+
+@pytest.mark.parametrize("command", [["ask", "Who?"], ["eval", "--dataset", "hotpotqa", "--limit", "1"]])
+def test_a_profile_dir_without_calibrated_is_refused_before_the_model_loads(command, tmp_path, capsys, monkeypatch):
+    """``--profile-dir`` is read with ``--calibrated``; without it the run would read other profiles and warn that
+    it found none, so the command says to add ``--calibrated`` before any model loads."""
+    from seakr_integrations import cli
+
+    monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
+    assert cli.main([*command, "--profile-dir", str(tmp_path), "-q"]) == 2
+    assert f"--profile-dir {tmp_path} is read with --calibrated: add --calibrated" in capsys.readouterr().err

@@ -117,6 +117,12 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.reasoning.rules import TokenCascade, parse_rules
 
+    if getattr(args, "command", None) != "calibrate" and args.profile_dir is not None and not args.calibrated:
+        raise ValueError(
+            f"--profile-dir {args.profile_dir} is read with --calibrated: add --calibrated to run on the profile "
+            "there (the run then fails if there is none for this model and these settings); without --profile-dir "
+            "a run reads <cache>/calibration and the profiles the package ships"
+        )
     preset = SeaKRConfig.light() if getattr(args, "preset", "default") == "light" else SeaKRConfig()
     rules = preset.rules if args.rules is None else parse_rules(args.rules)
     if args.cascade_band:
