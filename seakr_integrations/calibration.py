@@ -139,13 +139,16 @@ def _probe_with_origin(entry: dict[str, Any], model: str) -> dict[str, Any]:
     return {**entry, "probe": {**filled, **{k: v for k, v in probe.items() if v is not None or k not in filled}}}
 
 
-def read_profile(path: Path, **defaults: Any) -> DeltaProfile:
+def read_profile(path: Path, expected: dict[str, Any] | None = None, **defaults: Any) -> DeltaProfile:
     """The profile in ``path``, every field checked first (``profile_checks``): a ``StoredFileError`` (a
-    ``ValueError``) that names the file, the field and what to do otherwise.  ``defaults`` fill fields it lacks."""
+    ``ValueError``) that names the file, the field and what to do otherwise.  ``expected``: the settings it was
+    looked up for (``_settings``), which it must hold; ``defaults`` fill fields it lacks."""
     data = read_json(path, KIND, REMEDY)
     if isinstance(data, dict):
         data = {**defaults, **data}
     profile = DeltaProfile(**check_profile(data, path))
+    if expected is not None:
+        check_key(profile, expected, path)
     stored_probe(profile, path)
     return profile
 
@@ -251,8 +254,7 @@ def load_profile(
     path = profile_path(model, layer, source, estimator, k, root)
     if not path.is_file():
         return None
-    profile = read_profile(path)
-    check_key(profile, _settings(model, layer, source, estimator, k), path)
+    profile = read_profile(path, _settings(model, layer, source, estimator, k))
     _loaded[profile.key] = profile
     return profile
 
@@ -276,9 +278,8 @@ def shipped_profile(
     ``chat_default``: what ``chat_template=None`` means for the model (``prompt_settings``)."""
     key = profile_key(model, layer, config.source, config.estimator, config.k)
     paths = sorted(SHIPPED_PROFILES.glob(f"{key}__*.json"))
-    profiles = [read_profile(path, dtype=REFERENCE_DTYPE) for path in paths]
-    for path, profile in zip(paths, profiles, strict=True):
-        check_key(profile, _settings(model, layer, config.source, config.estimator, config.k), path)
+    expected = _settings(model, layer, config.source, config.estimator, config.k)
+    profiles = [read_profile(path, expected, dtype=REFERENCE_DTYPE) for path in paths]
     if not profiles:
         return None
     now = prompt_settings(config, chat_default)

@@ -212,5 +212,5 @@ def read_json(path: Path, kind: str, remedy: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        cut = " (it ends early: cut short?)" if err.pos >= len(text.rstrip()) else ""
+        cut = " (it ends early: cut short?)" if text.strip()[-1:] not in ("}", "]") else ""
         raise StoredFileError(path, kind, f"it is not JSON{cut}: {err}", remedy) from None

@@ -330,7 +330,7 @@ def run_settings(path: str | os.PathLike[str]) -> Any:
     except (TypeError, ValueError) as err:
         name = next((n for n in seakr if not _accepted(SeaKRConfig, n, seakr[n])), "")
         where = f"config.seakr.{name}" if name else "config.seakr"
-        raise StoredFileError(path, "results header", f"field {where}: {err}", EDITED, where) from None
+        raise StoredFileError(path, KIND, f"line 1 (the header): field {where}: {err}", EDITED, where) from None
 
 
 def _setting_names() -> set[str]:
