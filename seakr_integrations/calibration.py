@@ -148,7 +148,7 @@ def read_profile(path: Path, expected: dict[str, Any] | None = None, **defaults:
         data = {**defaults, **data}
     profile = DeltaProfile(**check_profile(data, path))
     if expected is not None:
-        check_key(profile, expected, path)
+        check_key(profile, expected, path, canonical_model_name)
     stored_probe(profile, path)
     return profile
 

@@ -6,6 +6,7 @@ field and what to do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +60,15 @@ def stored_probe(profile: Any, source: str | Path | None = None) -> tuple[Linear
     return probe, float(profile.probe["threshold"])
 
 
-def check_key(profile: Any, expected: dict[str, Any], source: str | Path) -> None:
+def check_key(
+    profile: Any, expected: dict[str, Any], source: str | Path, canonical: Callable[[str], str] = str
+) -> None:
     """Refuse (:class:`StoredFileError`) a profile whose settings are not the ones its file was looked up for
-    (``expected``: ``model``, ``layer``, ``source``, ``estimator``, ``k``, the model canonical): its delta was
-    calibrated for others, and applying it would be applying a mismatch."""
+    (``expected``: ``model``, ``layer``, ``source``, ``estimator``, ``k``, the model by its ``canonical`` name): its
+    delta was calibrated for others, and applying it would be applying a mismatch."""
     for name, value in expected.items():
         held = getattr(profile, name)
-        if held != value:
+        if (canonical(held) if name == "model" else held) != value:
             raise StoredFileError(
                 source,
                 KIND,

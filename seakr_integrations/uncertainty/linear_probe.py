@@ -147,8 +147,10 @@ class LinearProbe:
             check(data, PROBE, path)
         except FieldError as err:
             raise FieldError(err.path, f"not a stored linear probe: {err}") from None
+        from seakr_integrations.calibration import canonical_model_name
+
         recorded = data.get("model")
-        if recorded is not None and model is not None and recorded != model:
+        if recorded is not None and model is not None and canonical_model_name(recorded) != canonical_model_name(model):
             raise FieldError(
                 join(path, "model"),
                 f"field {join(path, 'model')} says the probe was trained on {recorded}, but it is stored for "
