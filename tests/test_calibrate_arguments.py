@@ -32,6 +32,8 @@ def workspace(tmp_path, monkeypatch):
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "a-file").write_text("not a directory")
     monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))  # a kept profile's fallback stays in the test's
     monkeypatch.setattr(calibration, "_warned", set())
     monkeypatch.setattr(common, "checked_retriever", lambda args, qs: (FakeRetriever(default=[passage("p1")]), {}))
     return tmp_path

@@ -72,6 +72,7 @@ def test_a_rules_value_that_starts_with_a_dash_reaches_the_rules(capsys):
         "-q",
     ]
     assert attach_dash_values(["ask", "Q?", "--rules", "--", "-x"]) == ["ask", "Q?", "--rules", "--", "-x"]
+    assert attach_dash_values(["ask", "Q?", "--rules", "--calibrated"]) == ["ask", "Q?", "--rules", "--calibrated"]
     assert main(["ask", "Who?", "--rules", "-claim-check"]) == 2
     err = capsys.readouterr().err
     assert "expected one argument" not in err
@@ -83,8 +84,8 @@ def test_a_rules_value_that_starts_with_a_dash_reaches_the_rules(capsys):
     ("flags", "named"),
     [
         (["--model", "smollm2", "--backend", "hf"], "--backend and --model choose a model to load here"),
-        (["--dtype", "bfloat16"], "--dtype choose"),
-        (["--model=smollm2"], "--model choose"),
+        (["--dtype", "bfloat16"], "--dtype chooses a model"),
+        (["--model=smollm2"], "--model chooses a model"),
     ],
 )
 def test_an_in_process_models_options_beside_server_are_refused(flags, named, capsys, monkeypatch):
@@ -108,3 +109,12 @@ def test_a_profile_dir_without_calibrated_is_refused_before_the_model_loads(comm
     monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
     assert cli.main([*command, "--profile-dir", str(tmp_path), "-q"]) == 2
     assert f"--profile-dir {tmp_path} is read with --calibrated: add --calibrated" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_search_timeout_that_is_no_number_of_seconds_is_refused_in_the_options_words(value, capsys, monkeypatch):
+    from seakr_integrations import cli
+
+    monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
+    assert cli.main(["ask", "Who?", "--search-timeout", value, "-q"]) == 2
+    assert f"--search-timeout {value}: give seconds > 0, or 0 to wait for ever" in capsys.readouterr().err

@@ -109,6 +109,8 @@ def test_a_probe_that_records_no_model_is_refused_where_none_can_be_read():
                                          r"--probe"):  # fmt: skip
         LinearProbe.from_dict(alone)
     assert LinearProbe.from_dict(alone, model="scripted").model == "scripted"  # its profile's model
+    built = probe()  # a probe built in code may record no model: it reads back as it was
+    assert LinearProbe.from_dict(built.to_dict()) == built
 
 
 def test_a_profile_built_in_code_with_a_bad_probe_names_the_profile_and_the_field():

@@ -23,8 +23,8 @@ _COMMANDS = (score, ask, evaluate, calibrate, report, index, models, serve)
 """In the order ``seakr --help`` lists them."""
 
 DASH_VALUES = ("--rules",)
-"""Options whose value may start with a dash (``--rules -claim-check``, as the help invites), which argparse would
-read as an unknown option."""
+"""Options whose value may start with one dash (``--rules -claim-check``, as the help invites), which argparse would
+read as an unknown option; a word with two dashes stays an option."""
 
 
 def attach_dash_values(argv: Sequence[str]) -> list[str]:
@@ -33,8 +33,9 @@ def attach_dash_values(argv: Sequence[str]) -> list[str]:
     args = list(argv)
     i = 0
     while i < len(args):
-        if args[i] in DASH_VALUES and i + 1 < len(args) and args[i + 1].startswith("-") and args[i + 1] != "--":
-            out.append(f"{args[i]}={args[i + 1]}")
+        value = args[i + 1] if i + 1 < len(args) else ""
+        if args[i] in DASH_VALUES and value.startswith("-") and not value.startswith("--"):  # "--x" is an option
+            out.append(f"{args[i]}={value}")
             i += 2
             continue
         out.append(args[i])

@@ -157,7 +157,11 @@ def keep(profile: Any, args: argparse.Namespace, saved: list, why: str, *, whole
     elif whole:
         target = checks.profile_dir(args.profile_dir) / f"{profile.key}.json"
         where = f"the profile is kept whole in {kept}: rename it to {target} once that can be written, and "
-        where += "--calibrated uses it"
+        where += (
+            "--calibrated uses it"
+            if args.profile_dir is None
+            else f"--calibrated --profile-dir {args.profile_dir} uses it"
+        )
     else:
         where = f"the sweep and delta are kept in {kept} (not a profile: what failed is missing from it)"
     return RuntimeError(f"{why}; {where}; or pass --delta {profile.delta:.4f} to use this delta as it is")

@@ -96,8 +96,8 @@ def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
     @functools.wraps(fields_init)
     def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
         valid = [f.name for f in fields(cls)] + list(SAMPLING_SETTINGS)
+        _refuse_removed_setting(cls.__name__, kwargs)  # first: an old header holds the search settings too
         _refuse_search_setting(cls.__name__, kwargs)
-        _refuse_removed_setting(cls.__name__, kwargs)
         check_keywords(cls.__name__, kwargs, valid, hint=RULES_HINT)  # a mistyped setting names the nearest one
         flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
         if isinstance(sampling, Mapping):

@@ -156,7 +156,7 @@ class LinearProbe:
                 f"field {join(path, 'model')} says the probe was trained on {recorded}, but it is stored for "
                 f"{model}: {RETRAIN}",
             )
-        if recorded is None and model is None:
+        if "model" not in data and model is None:  # an explicit null: a probe built in code, recorded as such
             raise FieldError(
                 join(path, "model"),
                 f"the field '{join(path, 'model')}' is missing: the probe records no model it was trained on, so it "
