@@ -282,8 +282,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
         default=REFERENCE_MODEL,
-        help=f"short name or local model directory (default {REFERENCE_MODEL}, the model the results are reported "
-        "on; smollm2 is smaller and faster to start, too small to reason over several passages)",
+        help=f"short name, local model directory or Hugging Face id, org/name[@revision] (default {REFERENCE_MODEL}, "
+        "the model the results are reported on; smollm2 is smaller and faster to start, too small to reason over "
+        "several passages)",
     )
     p.add_argument(
         "--backend", choices=choices(BackendKind), default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}"

@@ -60,7 +60,7 @@ def serve_command(
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of ``seakr serve`` (for tests and for printing with ``--dry-run``);
     ``convert=False``: a packaged model not converted yet is named by the directory it will be converted into."""
-    from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, model_dir, resolve_model
+    from seakr_integrations.models import REFERENCE_DTYPE, hub_id, known_model_names, model_dir, resolve_model
 
     refuse_unsupported_parallelism(extra)
     tp = _size(extra, "--tensor-parallel-size", "-tp")
@@ -74,7 +74,7 @@ def serve_command(
         ("--enable-prefix-caching", []),
         ("--logits-processors", [TOP_K_TOP_P]),
     ]
-    if model in known_model_names():
+    if model in known_model_names() or hub_id(model) is not None:  # served under the name it was asked by
         defaults.append(("--served-model-name", [model]))
     context = max_model_len(path)
     if not _given(extra, "--max-model-len"):
@@ -176,7 +176,7 @@ def command_line(args: Sequence[str], env: dict[str, str]) -> str:
 def replica_facts_before_start(model: str, extra: Sequence[str], path: str) -> dict[str, object]:
     """What a server started with these options will say of itself in ``/v1/seakr/info``, as far as it is known
     before it starts (``serving.replicas``): its model name, weights, layers, read-out layer and source, dtype."""
-    from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, read_config
+    from seakr_integrations.models import REFERENCE_DTYPE, hub_id, known_model_names, read_config
     from seakr_integrations.serving.protocol import readout_from_environment
 
     config = read_config(path)
@@ -184,7 +184,7 @@ def replica_facts_before_start(model: str, extra: Sequence[str], path: str) -> d
     num_layers = int(config["num_hidden_layers"])  # type: ignore[index,call-overload]
     layer, source = readout_from_environment()
     served = [extra[i + 1] for i, a in enumerate(extra[:-1]) if a == "--served-model-name"]
-    name = served[0] if served else model if model in known_model_names() else path
+    name = served[0] if served else model if model in known_model_names() or hub_id(model) else path
     facts: dict[str, object] = {
         "model": name,
         "weights": Path(path).name,
