@@ -7,8 +7,8 @@ counts them; the seconds are not comparable between variants (shared calls are f
 variant with ``bench/timing.sh``.  Results go to ``OUT/DATASET/NAME.jsonl`` (resumable, as ``seakr eval``'s).
 
     python experiments/loop_variants.py --dataset hotpotqa --lines 200-299 --out runs/loops \\
-        --variant "default=" --variant "first=--rules default,search-question-first,-passage-limit" \
-        --variant "pages=--rules default,search-question-first,-passage-limit claim-check.backing=page"
+        --variant "default=" --variant "three-steps=--rules default step-limit.max_steps=3" \
+        --variant "mentions=--rules default claim-check.backing=mention"
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """``SeaKRChain``: the whole SeaKR loop as a LangChain Runnable over any LangChain retriever.
 
 It takes the place of a ``retriever | prompt | llm | parser`` RAG chain (same input, a question; same output, the
-answer string) and adds what that chain cannot do: retrieve only when the model is unsure, pick the passage that
-makes it surest, and choose between its own reasoning and the retrieved knowledge.  Every model call and search
+answer string) and adds what that chain cannot do: after the question's own search, search again for what the
+model's next step names and no passage is about (the default rules), or, with the paper's rules, retrieve only when
+the model is unsure, pick the passage that makes it surest, and choose between its own reasoning and the retrieved
+knowledge.  Every model call and search
 shows up in LangChain callbacks, and every decision is a custom event, so a tracer sees the whole trace.
 """
 

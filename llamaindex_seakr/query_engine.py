@@ -1,10 +1,11 @@
 """``SeaKRQueryEngine``: the whole SeaKR loop as a LlamaIndex query engine over any retriever.
 
-A standard retrieve-then-synthesise engine retrieves once, always.  SeaKR reasons step by step, searches only when
-a step is uncertain, keeps the passage that leaves the model least uncertain, and finally answers from its
-rationales or from the passages, whichever it is surer of.  This engine runs the core loop unchanged with the
-user's LlamaIndex retriever as its search engine and returns a normal ``Response``: the answer, the nodes SeaKR
-chose as ``source_nodes`` and the full decision trace in ``metadata["trace"]``.
+A standard retrieve-then-synthesise engine retrieves once, always.  SeaKR reasons step by step: by default it keeps
+the question's own search, then searches for what a step names that no passage is about and answers from the
+passages; with the paper's rules it searches only when a step is uncertain, keeps the passage that leaves the model
+least uncertain, and answers from its rationales or the passages, whichever it is surer of.  This engine runs the
+core loop unchanged with the user's LlamaIndex retriever as its search engine and returns a normal ``Response``:
+the answer, the nodes SeaKR chose as ``source_nodes`` and the full decision trace in ``metadata["trace"]``.
 """
 
 from __future__ import annotations

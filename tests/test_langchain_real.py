@@ -73,6 +73,9 @@ def test_chain_over_the_embedded_bm25_index_returns_the_answer_and_a_consistent_
     assert isinstance(out["answer"], str) and out["answer"] == trace["answer"]
     assert [d.id for d in out["documents"]] == [p["id"] for p in trace["passages"]]
     for step in trace["steps"]:
+        if step["reason"] == "question_first":  # the question's own search: every result kept, in search order
+            assert [c["id"] for c in step["candidates"] if c["chosen"]] == [d.id for d in bm25.invoke(QUESTION)]
+            continue
         if step["decision"] == "retrieve" and step["candidates"]:
             tried = [c["id"] for c in step["candidates"]]
             found = [d.id for d in bm25.invoke(step["query"])]

@@ -113,8 +113,22 @@ def check_trace(response_trace: dict, source_nodes: list[NodeWithScore], spy: Sp
     at = 0
     for i, step in enumerate(steps):
         u = number_from_json(step["uncertainty"]["value"])
-        if step["uncertainty"]["estimator"] == "none":  # decided before any sample: the claim check or the screen
-            assert step["reason"] in ("unsupported_claim", "uncovered_entity", "sure_from_tokens", "unsure_from_tokens")
+        if step["reason"] == "question_first":  # the question's own search: its results kept, in search order
+            ids = returned[at]
+            at += 1
+            kept = [c["id"] for c in step["candidates"] if c["chosen"]]
+            assert kept == ids[: len(kept)] and 0 < len(kept) <= config.max_docs
+            assert step["chosen_passage_id"] == kept[0] and (step["stop"] is not None) == (i == len(steps) - 1)
+            continue
+        if step["uncertainty"]["estimator"] == "none":  # decided before any sample: a rule or the screen
+            decided = (
+                "unsupported_claim",
+                "supported_claim",
+                "uncovered_entity",
+                "sure_from_tokens",
+                "unsure_from_tokens",
+            )
+            assert step["reason"] in decided
             assert step["reason"] not in ("sure_from_tokens", "unsure_from_tokens") or step["screen"] is not None
         else:
             assert step["uncertainty"]["layer"] == 14 and step["uncertainty"]["estimator"] == "eigenscore"
@@ -130,7 +144,7 @@ def check_trace(response_trace: dict, source_nodes: list[NodeWithScore], spy: Sp
             assert best["chosen"] and sum(c["chosen"] for c in step["candidates"]) == 1
             assert step["chosen_passage_id"] == best["id"]
         assert (step["stop"] is not None) == (i == len(steps) - 1)
-    chosen = [s["chosen_passage_id"] for s in steps if s["chosen_passage_id"]]
+    chosen = [c["id"] for s in steps for c in s["candidates"] if c["chosen"]]
     assert [p["id"] for p in response_trace["passages"]] == chosen == [n.node.node_id for n in source_nodes]
     for node in source_nodes:  # the retriever's own nodes, with SeaKR's annotations
         assert node.node.get_content() == spy.texts[node.node.node_id]

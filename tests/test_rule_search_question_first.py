@@ -78,3 +78,24 @@ def test_a_failed_opening_search_answers_without_passages_when_told_to():
     result = seakr.answer(QUESTION)
     assert result.stop_reason == "retrieval error" and result.passages == [] and len(retriever.queries) == 1
     assert result.steps[0].error == "TimeoutError: index down" and result.answer
+
+
+def test_retrieval_off_searches_nothing_and_the_opening_keeps_each_result_once_up_to_max_docs():
+    retriever = FakeRetriever(default=[TOWER, OTHER])
+    never = SeaKRConfig(**SMALL, retrieve="never")  # the default rules, retrieval off
+    assert SeaKR(ScriptedBackend(reads_then_answers), retriever, never).answer(QUESTION).searches == 0
+    assert retriever.queries == []
+    twice = FakeRetriever(default=[TOWER, TOWER, OTHER])
+    config = SeaKRConfig(**SMALL, max_docs=1, rules=(SearchQuestionFirst(),))
+    result = SeaKR(ScriptedBackend(reads_then_answers), twice, config).answer(QUESTION)
+    assert [c.passage.id for c in result.steps[0].candidates] == ["p1"] and [p.id for p in result.passages] == ["p1"]
+
+
+def test_the_gate_decision_explains_the_new_reasons():
+    from seakr_integrations.reasoning.decisions import GateDecision
+
+    for reason, words in [
+        (GateReason.SUPPORTED_CLAIM, "covered by a kept passage"),
+        (GateReason.QUESTION_FIRST, "searched"),
+    ]:
+        assert words in GateDecision("q", reason == GateReason.QUESTION_FIRST, reason, float("nan"), -1.0).explanation

@@ -85,3 +85,10 @@ def test_the_method_is_keyed_by_its_fit(tmp_path):
     assert described["method"] == "token-gate" and described["gate"]["threshold"] == 0.2
     (answer,) = method.answer_many([QUESTION])
     assert answer.prediction == "France" and answer.retrievals == 1
+
+
+def test_an_empty_chain_reads_inf_and_is_routed_to_retrieval(tmp_path):
+    write(tmp_path / "cot.jsonl", [cot_row("q0", 0.2, 1.0), cot_row("q1", "inf", 0.0)])
+    write(tmp_path / "single-retrieval.jsonl", [{"id": "q0", "f1": 0.0}, {"id": "q1", "f1": 1.0}])
+    fit = fit_token_gate(tmp_path)
+    assert fit.threshold == 0.2 and fit.retrieval_rate == 0.5 and fit.f1["routed"] == 1.0

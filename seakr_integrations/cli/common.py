@@ -342,9 +342,9 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         choices=("default", "light"),
         default="default",
         help=f"the sampling preset: default (SeaKRConfig(): k {d.k}, {d.max_tokens} tokens, {d.num_exemplars} "
-        f"exemplars, {d.max_steps} steps) or light (SeaKRConfig.light(): k {light.k}, {light.max_tokens} tokens, "
-        f"{light.num_exemplars} exemplars, {light.max_steps} steps); each has its shipped profiles. -k, --max-tokens, "
-        "--exemplars and --max-steps change one setting of it",
+        f"exemplars) or light (SeaKRConfig.light(): k {light.k}, {light.max_tokens} tokens, {light.num_exemplars} "
+        "exemplars); each has its shipped profiles, and both stop after two steps (the step-limit rule). -k, "
+        "--max-tokens, --exemplars and --max-steps change one setting of it",
     )
     p.add_argument("-k", type=int, default=None, help=f"samples per LM call (default {d.k}; light {light.k})")
     p.add_argument(
@@ -380,7 +380,8 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "--final-strategy",
         choices=choices(FinalStrategy),
         default=d.final_strategy,
-        help="choose the less uncertain final answer (default), or always the rationales' or the knowledge answer",
+        help="choose the less uncertain final answer (the paper; the default rules answer from the kept passages, "
+        "answer-from-passages), or always the rationales' or the knowledge answer",
     )
     p.add_argument(
         "--candidates",
@@ -392,7 +393,8 @@ def add_seakr_arguments(p: argparse.ArgumentParser) -> None:
         "--max-steps",
         type=int,
         default=None,
-        help=f"reasoning steps after which the loop stops (default {d.max_steps}; light {light.max_steps})",
+        help=f"reasoning steps after which the loop stops (the paper's {d.max_steps}; light {light.max_steps}); the "
+        "default rules' step-limit stops after two whatever this says: --rules default,-step-limit lifts it",
     )
     p.add_argument(
         "--max-docs",

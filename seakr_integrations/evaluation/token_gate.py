@@ -18,6 +18,7 @@ from typing import Any
 
 from seakr_integrations.evaluation.results import finished_results, read_results
 from seakr_integrations.reasoning.baselines import GREEDY_READING
+from seakr_integrations.reasoning.jsonform import number_from_json
 
 WITHOUT, WITH = "cot", "single-retrieval"
 """The two answers the gate chooses between, and whose training results it is fitted on."""
@@ -78,8 +79,9 @@ def fit_token_gate(train_dir: str | os.PathLike[str]) -> TokenGateFit:
             )
         points.append((reading, float(rows[WITHOUT][i]["f1"]), float(rows[WITH][i]["f1"])))
     best = (-math.inf, -math.inf)
-    threshold = min(p[0] for p in points) - 1.0
-    for candidate in sorted({p[0] for p in points} | {threshold}):
+    finite = [p[0] for p in points if math.isfinite(p[0])]
+    threshold = min(finite, default=0.0) - 1.0  # below every reading: retrieve for every question
+    for candidate in sorted(set(finite) | {threshold}):
         routed = sum(without if reading <= candidate else with_ for reading, without, with_ in points) / len(points)
         if (routed, candidate) >= best:
             best, threshold = (routed, candidate), candidate
@@ -99,10 +101,14 @@ def fit_token_gate(train_dir: str | os.PathLike[str]) -> TokenGateFit:
 
 
 def _reading(record: dict[str, Any]) -> float | None:
-    """The greedy reading a CoT record's step holds, or ``None``."""
+    """The greedy reading a CoT record's step holds (``inf`` for an empty chain: the gate retrieves), or ``None``
+    when it holds none."""
     steps = (record.get("trace") or {}).get("steps") or []
     screen = steps[0].get("screen") if steps else None
     if not isinstance(screen, dict) or screen.get("estimator") != GREEDY_READING:
         return None
-    value = screen.get("value")
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    try:
+        value = number_from_json(screen.get("value"))
+    except ValueError:
+        return None
+    return None if math.isnan(value) else value

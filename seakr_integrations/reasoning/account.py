@@ -39,6 +39,8 @@ def _step_line(step: StepTrace, delta: float | None, gate: str) -> str:
     than = "" if delta is None else f" {'>' if step.decision == 'retrieve' else '<='} delta {delta:.2f}"
     head = f"step {step.index + 1}: "
     if step.reason == GateReason.QUESTION_FIRST:
+        if step.error:
+            return head + f"searched the question first -> the search failed ({step.error})"
         kept = ", ".join(quoted(c.passage.title or c.passage.id, 40) for c in step.candidates if c.chosen)
         return head + f"searched the question first -> kept {kept or 'nothing'}"
     verdict = {"always": "searches at every step", "never": "never searches"}.get(gate, "uncertain")
@@ -78,10 +80,14 @@ def decision_account(result: SeaKRResult) -> str:
 
     Example::
 
-        step 1: uncertain (U -0.41 > delta -1.11) -> searched for "Kate Millett" -> kept "Kate Millett" (search
-            rank 1, U -1.20; the other candidates -0.80, -0.95)
-        step 2: it states the answer (U -1.52 <= delta -1.11): "So the answer is Oxford."
-        answered from knowledge (U -1.71) rather than its rationales (U -1.02): "Oxford"
+        step 1: searched the question first -> kept "Sexual Politics", "Political sexuality", "Sex and politics"
+        step 2: it names something no kept passage backs -> searched for "Kate Millett" -> kept "Kate Millett"
+            (search rank 1)
+        step 3: it states the answer: "So the answer is Oxford."
+        answered from the passages it kept (knowledge): "Oxford"
+
+    (``SeaKRConfig.paper()``: "step 1: uncertain (U -0.41 > delta -1.11) -> searched for ...", and "answered from
+    knowledge (U -1.71) rather than rationales (U -1.02)".)
     """
     gate = result.config.get("retrieve", "uncertain")
     delta = result.config.get("delta")

@@ -71,8 +71,18 @@ class Baseline(Reasoner):
         finals = {final.strategy: final}
         return state.result(self.calls.given_answer(state, final, finals), finals, stop, self.config.to_dict())
 
-    def _step(self, state: QuestionState, decision: str, out: Any, query: str | None = None) -> StepTrace:
+    def _step(
+        self,
+        state: QuestionState,
+        decision: str,
+        out: Any,
+        query: str | None = None,
+        *,
+        screen: Uncertainty | None = None,
+        reason: GateReason | None = None,
+    ) -> StepTrace:
         step = StepTrace(len(state.trace), out.greedy.text, NOT_MEASURED, decision, query)  # type: ignore[arg-type]
+        step.screen, step.reason = screen, reason
         state.trace.append(step)
         state.emit(StepAssessed(state.index, state.question, snapshot(step)))
         return step
@@ -104,7 +114,7 @@ class ChainOfThought(Baseline):
 
     def program(self, state: QuestionState) -> Program:
         call, scored, reading = yield from self._closed_book(state)
-        self._step(state, "accept", scored[0]).screen = reading
+        self._step(state, "accept", scored[0], screen=reading)
         return (yield from self._answer_of(state, call, scored, StopReason.NO_RETRIEVAL))
 
     def _closed_book(self, state: QuestionState) -> Generator[Any, Any, tuple[Call, Scored, Uncertainty]]:
@@ -121,8 +131,9 @@ class ChainOfThought(Baseline):
 class TokenGate(ChainOfThought):
     """The single-pass gate the field measures adaptive retrieval against (Moskvoretskii et al., ACL 2025): one
     greedy chain of thought without retrieval, kept when its greedy reading is at most ``threshold``; above it, one
-    search with the question and one chain over the passages, as single retrieval.  At most two answer calls and
-    one search; no samples.  The threshold is fitted on training questions (``evaluation.token_gate``)."""
+    search with the question and one chain over the passages, as single retrieval.  At most one search and two
+    chains (each asked once more for its answer when it states none); no samples.  The threshold is fitted on
+    training questions (``evaluation.token_gate``)."""
 
     name: ClassVar[str] = "token-gate"
     threshold: float = math.inf
@@ -131,8 +142,8 @@ class TokenGate(ChainOfThought):
     def program(self, state: QuestionState) -> Program:
         call, scored, reading = yield from self._closed_book(state)
         unsure = reading.value > self.threshold
-        step = self._step(state, "retrieve" if unsure else "accept", scored[0])
-        step.screen, step.reason = reading, GateReason.UNSURE_FROM_TOKENS if unsure else GateReason.SURE_FROM_TOKENS
+        reason = GateReason.UNSURE_FROM_TOKENS if unsure else GateReason.SURE_FROM_TOKENS
+        self._step(state, "retrieve" if unsure else "accept", scored[0], screen=reading, reason=reason)
         if not unsure:
             return (yield from self._answer_of(state, call, scored, StopReason.NO_RETRIEVAL))
         yield from self._question_search(state)

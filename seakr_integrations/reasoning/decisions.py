@@ -159,6 +159,9 @@ class GateDecision:
             GateReason.SURE_FROM_STATE: "a probe on the model's hidden state finds it sure, so retrieval is skipped",
             GateReason.UNSURE_FROM_STATE: "a probe on the model's hidden state finds it unsure, so it retrieves",
             GateReason.UNSUPPORTED_CLAIM: "the step names an entity that no kept passage backs, so it retrieves",
+            GateReason.SUPPORTED_CLAIM: "every name the step states is covered by a kept passage, so retrieval is "
+            "skipped",
+            GateReason.QUESTION_FIRST: "the question itself was searched before the first step",
             GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no kept passage yet, so "
             "it retrieves",
         }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})") + (

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from seakr_integrations.quoting import quoted
+from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.events import (
     AnswerChosen,
     PassagesReranked,
@@ -28,6 +29,8 @@ def describe(event: Any) -> str | None:
     """One line for a loop event, or ``None`` for events with nothing to tell."""
     if isinstance(event, StepAssessed):
         step = event.step
+        if step.reason == GateReason.QUESTION_FIRST:
+            return f"step {step.index + 1}: the question is searched first"
         verdict = {"answer": "it states the answer", "accept": "certain enough", "retrieve": "uncertain: retrieve"}
         return (
             f"step {step.index + 1}: U={_u(step.uncertainty.value)} -> {verdict.get(step.decision, step.decision)}"

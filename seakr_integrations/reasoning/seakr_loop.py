@@ -70,7 +70,7 @@ class SeaKRLoop:
     def multi_hop(self, state: QuestionState) -> Program:
         searched: set[str] = set()
         state.round = 1
-        opening = self.rules.opening_query(state)
+        opening = self.rules.opening_query(state) if self.config.retrieve != "never" else None
         if opening is not None:
             yield from self.open(state, searched, opening)
             if state.trace[-1].stop:  # the search failed and the error policy answers without it
@@ -83,15 +83,15 @@ class SeaKRLoop:
         return (yield from self.finish(state, state.trace[-1].stop or StopReason.STEP_LIMIT))
 
     def open(self, state: QuestionState, searched: set[str], query: str) -> Generator[Any, Any, None]:
-        """Search ``query`` before the first step and keep every result (a rule's ``opening_query``): a round
-        without a step, recorded as the trace's first."""
+        """Search ``query`` before the first step and keep its results (a rule's ``opening_query``), once each and at
+        most ``max_docs``: a round without a step, recorded as the trace's first."""
         step = StepTrace(0, "", NOT_MEASURED, "retrieve", query)
         step.reason = GateReason.QUESTION_FIRST
         state.trace.append(step)
         state.emit(StepAssessed(state.index, state.question, snapshot(step)))
         searched.add(query)
         found = yield from self.calls.search(state, step, query)
-        found = found or []
+        found = list({p.id: p for p in found or []}.values())[: self.config.max_docs]
         step.candidates = [CandidateTrace(p, rank, "", NOT_MEASURED, math.nan, True) for rank, p in enumerate(found, 1)]
         state.docs.extend(c.passage for c in step.candidates)
         step.chosen_passage_id = step.candidates[0].passage.id if step.candidates else None

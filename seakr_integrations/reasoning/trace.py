@@ -6,6 +6,7 @@ retrieval and evaluation can read the uncertainties.  ``SeaKRResult`` reads and 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,8 @@ __all__ = ["SeaKRResult"]
 def _score(u: Uncertainty | None) -> str:
     if u is None:
         return "-"
+    if u.value is None or math.isnan(u.value):
+        return "n/a"
     return f"{u.value:.3f}" if u.is_finite else "inf"
 
 
@@ -155,7 +158,7 @@ class SeaKRResult:
                 mark = "*" if c.chosen else " "
                 lines.append(
                     f"   {mark}[{c.rank}] {c.passage.title or c.passage.id} ({c.passage.id}) U={_score(c.uncertainty)}"
-                    + (" (empty generation)" if not c.generation.strip() else "")
+                    + (" (empty generation)" if not c.generation.strip() and s.reason != "question_first" else "")
                     + f": {c.generation.strip()!r}"
                 )
             if s.error:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from seakr_integrations.retrieval.passage import Passage
 
 ClaimQuery = Literal["entity", "step"]
-Backing = Literal["mention", "page"]
+Backing = Literal["page", "mention"]
 
 
 @dataclass(frozen=True)
@@ -29,9 +29,10 @@ class ClaimCheck(Rule):
 
     Attributes:
         entities: Where names are found (``EnglishNames``: capitalised runs and quoted titles).
-        query: What such a step searches for: ``"entity"``, the first name it states that no kept passage covers
-            (a bridge entity read off a kept passage: "... was directed by Z" searches "Z"); ``"step"``, the step
-            itself with its low-confidence words masked (the paper's query).
+        query: What such a step searches for: ``"entity"``, the first name it states that no kept passage backs
+            (a bridge entity read off a kept passage: "... was directed by Z" searches "Z", which ``AnchorQueries``
+            after it may prefix with a question entity still lacking a passage, or with the question's words);
+            ``"step"``, the step itself with its low-confidence words masked (the paper's query).
         backing: What backs a name: ``"page"``, a kept passage about it (its title names it), so that a name the
             model read off a passage ("directed by Z") but that has no passage of its own is searched for (dates
             are left out); ``"mention"``, a kept passage that contains its words.
