@@ -33,6 +33,7 @@ __all__ = [
     "REFERENCE_MODEL",
     "cache_dir",
     "convert_here",
+    "default_dtype",
     "hub_id",
     "known_model_names",
     "model_dir",
@@ -128,6 +129,13 @@ REFERENCE_BACKEND = "vllm"
 
 REFERENCE_DTYPE = "float32"
 """The weights' precision in the CLI: the shipped calibration profiles were measured in it."""
+
+
+def default_dtype(model: str | os.PathLike[str]) -> str:
+    """The weights' precision a run takes when none is given: ``REFERENCE_DTYPE`` for a packaged model (its shipped
+    calibration profiles were measured in it, and a profile holds for the precision it was made in), the
+    checkpoint's own otherwise (``"auto"``: bfloat16 or float16 for most models, what transformers and vLLM load)."""
+    return REFERENCE_DTYPE if packaged_model(str(model)) is not None else "auto"
 
 
 def known_model_names() -> list[str]:

@@ -97,9 +97,13 @@ def quiet_vllm_start() -> None:
 
 def model_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
     """The back-end a command runs on, built by ``seakr_integrations.cli._build_backend``: commands reach it through
-    the package so that a test can replace it there with a scripted model."""
+    the package so that a test can replace it there with a scripted model.  Without ``--dtype``, the model's own
+    (``models.default_dtype``) is filled in first, so that results files record the precision that ran."""
     from seakr_integrations import cli
+    from seakr_integrations.models import default_dtype
 
+    if getattr(args, "dtype", None) is None and not getattr(args, "server", None):
+        args.dtype = default_dtype(args.model)
     return cli._build_backend(args)
 
 
@@ -291,8 +295,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--dtype",
-        default=REFERENCE_DTYPE,
-        help=f"weights dtype (default {REFERENCE_DTYPE}: the precision the shipped calibration profiles were made in)",
+        default=None,
+        help=f"weights dtype (default: {REFERENCE_DTYPE} for a packaged model, the precision its shipped calibration "
+        "profiles were made in; the checkpoint's own, auto, for any other)",
     )
 
 
