@@ -7,11 +7,9 @@ weights.  Its delta is not calibrated yet, so the run warns and uses the paper's
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
-from test_default_path import MAIN_JOB_GOLD, main_job_arguments
+from test_default_path import MAIN_JOB_GOLD, run_main_job
 
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.models import packaged_model, read_config, resolve_model
@@ -32,15 +30,7 @@ def test_it_converts_and_answers_the_readme_question(tmp_path):
     path = resolve_model(NAME)
     config = read_config(path)
     assert (config["num_hidden_layers"], config["hidden_size"]) == (28, 1536)
-    argv = main_job_arguments()
-    run = subprocess.run(
-        [sys.executable, "-m", "seakr_integrations.cli", *argv, "--model", NAME],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        cwd=tmp_path,
-    )
-    print(run.stdout)
+    run = run_main_job(tmp_path, "--model", NAME, timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     answer = re.search(r"^answer: (.*)$", run.stdout, re.M)
     assert answer and score(answer.group(1), MAIN_JOB_GOLD).f1 > 0.5, run.stdout
