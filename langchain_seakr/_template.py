@@ -21,15 +21,21 @@ def check_template(template: str) -> str:
             "({{ and }}) and keep {passages} where the kept passage goes"
         ) from None
     stray = list(dict.fromkeys(written for name, written in fields if name is not None and name != SLOT))
+    shown = ", ".join(f"{{{field}}}" for field in stray)
+    doubled = ", ".join(f"{{{{{field}}}}}" for field in stray)
+    if SLOT not in (name for name, _ in fields):
+        instead = (
+            f"; it has {shown}, which nothing fills: rename it {{passages}}, or write it doubled ({doubled}) to show "
+            "it as it is"
+            if stray
+            else ""
+        )
+        raise ValueError(f"context_template must contain {{passages}}, where the kept passage goes{instead}")
     if stray:
-        shown = ", ".join(f"{{{field}}}" for field in stray)
-        doubled = ", ".join(f"{{{{{field}}}}}" for field in stray)
         raise ValueError(
             f"context_template has {shown} besides {{passages}}: only {{passages}} is filled in (with the kept "
             f"passage); write other braces doubled to show them as they are ({doubled})"
         )
-    if SLOT not in (name for name, _ in fields):
-        raise ValueError("context_template must contain {passages}, where the kept passage goes")
     try:
         template.format(passages="")
     except (ValueError, IndexError, KeyError) as error:  # a format spec or conversion the slot cannot take

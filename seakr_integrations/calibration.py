@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from seakr_integrations.models import REFERENCE_DTYPE, cache_dir, packaged_model
+from seakr_integrations.profile_checks import KIND, REMEDY, check_key, check_profile, stored_probe
+from seakr_integrations.stored import read_json
 
 PAPER_DELTA = -6.0
 """The authors' threshold, set for Llama-2-7B's MLP output: the delta of a model without any profile."""
@@ -90,7 +92,8 @@ class DeltaProfile:
         dtype: The dtype the model ran in (``None``: not recorded; the shipped profiles were made in
             ``REFERENCE_DTYPE``).  A back-end that runs another gets a :class:`CalibrationMismatchWarning`.
         probe: The linear probe on the greedy step's state (``seakr calibrate --probe``): ``{"probe":
-            LinearProbe.to_dict(), "threshold", "choice", "labels"}``, or empty.
+            LinearProbe.to_dict(), "threshold", ...}``, or empty; the probe's ``model`` and ``width`` are filled in
+            from the profile where missing (profiles stored before probes recorded them).
         verdict: Whether the gate's signals know anything here (``evaluation.verdict.GateVerdict.to_dict`` per
             signal, by signal name), or empty when not measured.
     """
@@ -114,6 +117,7 @@ class DeltaProfile:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt", _current_prompt(self.prompt))  # as today's settings spell it
+        object.__setattr__(self, "probe", _probe_with_origin(self.probe, self.model))
 
     @property
     def key(self) -> str:
@@ -121,6 +125,32 @@ class DeltaProfile:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _probe_with_origin(entry: dict[str, Any], model: str) -> dict[str, Any]:
+    """The probe entry with the probe's ``model`` and ``width`` filled in where it lacks them: it was trained in the
+    profile's own calibration, on the profile's model, so this is read, not guessed (``stored_probe`` refuses a
+    probe that records another model); a malformed entry is left for the reader to refuse."""
+    probe = entry.get("probe") if isinstance(entry, dict) else None
+    if not isinstance(probe, dict):
+        return entry
+    weights = probe.get("weights")
+    filled = {"model": model, **({"width": len(weights)} if isinstance(weights, list) else {})}
+    return {**entry, "probe": {**filled, **{k: v for k, v in probe.items() if v is not None or k not in filled}}}
+
+
+def read_profile(path: Path, expected: dict[str, Any] | None = None, **defaults: Any) -> DeltaProfile:
+    """The profile in ``path``, every field checked first (``profile_checks``): a ``StoredFileError`` (a
+    ``ValueError``) that names the file, the field and what to do otherwise.  ``expected``: the settings it was
+    looked up for (``_settings``), which it must hold; ``defaults`` fill fields it lacks."""
+    data = read_json(path, KIND, REMEDY)
+    if isinstance(data, dict):
+        data = {**defaults, **data}
+    profile = DeltaProfile(**check_profile(data, path))
+    if expected is not None:
+        check_key(profile, expected, path, canonical_model_name)
+    stored_probe(profile, path)
+    return profile
 
 
 def profile_key(model: str, layer: int | None, source: str, estimator: str, k: int) -> str:
@@ -224,12 +254,14 @@ def load_profile(
     path = profile_path(model, layer, source, estimator, k, root)
     if not path.is_file():
         return None
-    try:
-        profile = DeltaProfile(**json.loads(path.read_text(encoding="utf-8")))
-    except (json.JSONDecodeError, TypeError) as err:
-        raise ValueError(f"{path}: not a valid delta profile ({err}); run seakr calibrate again or delete it") from None
+    profile = read_profile(path, _settings(model, layer, source, estimator, k))
     _loaded[profile.key] = profile
     return profile
+
+
+def _settings(model: str, layer: int | None, source: str, estimator: str, k: int) -> dict[str, Any]:
+    """What a profile looked up for these settings must hold (``check_key``)."""
+    return {"model": canonical_model_name(model), "layer": layer, "source": source, "estimator": estimator, "k": k}
 
 
 _warned: set[str] = set()
@@ -246,7 +278,8 @@ def shipped_profile(
     ``chat_default``: what ``chat_template=None`` means for the model (``prompt_settings``)."""
     key = profile_key(model, layer, config.source, config.estimator, config.k)
     paths = sorted(SHIPPED_PROFILES.glob(f"{key}__*.json"))
-    profiles = [DeltaProfile(**{"dtype": REFERENCE_DTYPE, **json.loads(path.read_text("utf-8"))}) for path in paths]
+    expected = _settings(model, layer, config.source, config.estimator, config.k)
+    profiles = [read_profile(path, expected, dtype=REFERENCE_DTYPE) for path in paths]
     if not profiles:
         return None
     now = prompt_settings(config, chat_default)

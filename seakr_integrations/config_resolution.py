@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from seakr_integrations.calibration import (
     DeltaProfile,
     calibrate_command,
+    canonical_model_name,
     load_profile,
     profile_path,
     resolve_delta,
@@ -56,6 +57,7 @@ def resolve_config(backend: SelfAwareBackend, config: SeaKRConfig) -> ResolvedCo
     if profile is not None and config.retrieve == "uncertain":
         warn_dtype_mismatch(profile, backend.dtype, server)
     resolved = config.with_(delta=delta, rules=resolve_rules(profile, config))
+    check_probe_fits(backend, resolved)
     warn_uninformative(profile, resolved)
     return ResolvedConfig(resolved, profile, config, backend.model_name)
 
@@ -103,4 +105,22 @@ def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path
             f"`{calibrate_command(model, config, server)} --dtype {backend.dtype}`"
         )
     warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
-    return config.with_(delta=profile.delta, rules=resolve_rules(profile, config))
+    resolved = config.with_(delta=profile.delta, rules=resolve_rules(profile, config))
+    check_probe_fits(backend, resolved)
+    return resolved
+
+
+def check_probe_fits(backend: SelfAwareBackend, config: SeaKRConfig) -> None:
+    """Refuse (``ValueError``, naming both sides) a state probe of ``config`` trained on another model, hidden size,
+    layer or source than this back-end reads; the config itself checked the layer and source it names, the
+    back-end's default layer and its model are known only here.  A back-end that reads no hidden states has no
+    vector to compare (the rule is refused when it asks for one)."""
+    from seakr_integrations.reasoning.rules.state_probe import check_probe_readout
+
+    if backend.reads_hidden_states:
+        layer = backend.resolve_layer(config.layer)
+        width = backend.hidden_size or None
+        model = canonical_model_name(backend.model_name)
+        server = server_url(backend)
+        named = f"--server {server}" if server else f"--model {model}"
+        check_probe_readout(config.rules, layer, config.source, model, width, named)

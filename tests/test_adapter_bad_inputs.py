@@ -179,7 +179,8 @@ def test_before_model_on_a_state_without_messages_says_what_it_reads():
         ('Context as JSON {"passage": 1}: {passages}', r'\{"passage": 1\} besides \{passages\}.*\{\{"passage": 1\}\}'),
         ("{passages} for {question}", r"\{question\} besides \{passages\}.*\{\{question\}\}"),
         ("a lone } then {passages}", r"Single '\}'.*double every literal brace"),
-        ("no slot at all", r"must contain \{passages\}"),
+        ("no slot at all", r"must contain \{passages\}, where the kept passage goes( \[|$)"),
+        ("Context: {docs}", r"must contain \{passages\}.*it has \{docs\}.*rename it \{passages\}.*\{\{docs\}\}"),
     ],
 )
 def test_a_context_template_with_stray_braces_is_refused_at_construction(template, named):

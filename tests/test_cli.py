@@ -99,8 +99,9 @@ def test_ask_json_and_trace(small_index):
     done = _seakr(*args, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads(done.stdout)
-    assert record["question"] == QUESTION and record["strategy"] in ("rationales", "knowledge")
-    assert record["steps"] and set(record["finals"]) == {"rationales", "knowledge"}
+    # the default rules search the question first and answer from the kept passages (answer-from-passages)
+    assert record["question"] == QUESTION and record["strategy"] == "knowledge"
+    assert record["steps"][0]["reason"] == "question_first" and set(record["finals"]) == {"knowledge"}
     assert record["config"]["k"] == 3 and record["lm_calls"] >= 3
     done = _seakr(*args, "--trace")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -171,3 +171,21 @@ def test_eval_and_calibrate_keep_the_engines_output_as_quiet_as_ask(tmp_path, ca
     assert "100%" in quiet.err  # the command's own progress bar still reaches the terminal
     assert cli.main([*argv, "-v"]) == 0
     assert "NUMA" in capfd.readouterr().err
+
+
+def test_the_commands_own_warnings_print_as_messages_not_as_python_source():
+    """A command's own warning is one line, ``seakr: warning: ... (Category)``, without the file, line number and
+    source line Python prints; other libraries' warnings keep Python's form."""
+    code = (
+        "import warnings\n"
+        "from seakr_integrations.calibration import UncalibratedDeltaWarning\n"
+        "from seakr_integrations.cli.quiet import plain_own_warnings\n"
+        "plain_own_warnings(); plain_own_warnings()\n"
+        "warnings.warn('delta=-6.0 is uncalibrated', UncalibratedDeltaWarning, stacklevel=1)\n"
+        "warnings.warn('a FutureWarning of torch', FutureWarning, stacklevel=1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = done.stderr.splitlines()
+    assert lines[0] == "seakr: warning: delta=-6.0 is uncalibrated (UncalibratedDeltaWarning)"
+    assert "FutureWarning: a FutureWarning of torch" in lines[1]  # not ours: Python's form
+    assert not any("warnings.warn('delta" in line for line in lines)

@@ -58,3 +58,63 @@ def test_the_light_preset_and_a_setting_changed_on_top():
     assert config_of("--preset", "light") == SeaKRConfig.light()
     assert config_of("--preset", "light", "-k", "6") == SeaKRConfig.light(k=6)
     assert config_of("-k", "6", "--max-tokens", "50") == SeaKRConfig(k=6, max_tokens=50)
+
+
+def test_a_rules_value_that_starts_with_a_dash_reaches_the_rules(capsys):
+    """``--rules -claim-check``, as the help's "-NAME to remove" invites, is a value, not an unknown option: the
+    command line reads it and the rules say what to write instead."""
+    from seakr_integrations.cli import attach_dash_values, main
+
+    assert attach_dash_values(["ask", "Q?", "--rules", "-claim-check", "-q"]) == [
+        "ask",
+        "Q?",
+        "--rules=-claim-check",
+        "-q",
+    ]
+    assert attach_dash_values(["ask", "Q?", "--rules", "--", "-x"]) == ["ask", "Q?", "--rules", "--", "-x"]
+    assert attach_dash_values(["ask", "Q?", "--rules", "--calibrated"]) == ["ask", "Q?", "--rules", "--calibrated"]
+    assert main(["ask", "Who?", "--rules", "-claim-check"]) == 2
+    err = capsys.readouterr().err
+    assert "expected one argument" not in err
+    assert "-claim-check removes a rule not given before it; start from the rules it is removed from, e.g." in err
+    assert "default,-claim-check" in err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--model", "smollm2", "--backend", "hf"], "--backend and --model choose a model to load here"),
+        (["--dtype", "bfloat16"], "--dtype chooses a model"),
+        (["--model=smollm2"], "--model chooses a model"),
+    ],
+)
+def test_an_in_process_models_options_beside_server_are_refused(flags, named, capsys, monkeypatch):
+    """With ``--server`` the server's model answers: ``--model``, ``--backend`` or ``--dtype`` given too would be
+    dropped without a word, so the command refuses before it sends anything."""
+    from seakr_integrations import cli
+    from seakr_integrations.backends import remote
+
+    monkeypatch.setattr(remote, "RemoteBackend", lambda *a, **k: pytest.fail("a request was about to be sent"))
+    assert cli.main(["ask", "Who?", "--server", "http://127.0.0.1:9", *flags, "-q"]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "answers with the model it serves" in err
+
+
+@pytest.mark.parametrize("command", [["ask", "Who?"], ["eval", "--dataset", "hotpotqa", "--limit", "1"]])
+def test_a_profile_dir_without_calibrated_is_refused_before_the_model_loads(command, tmp_path, capsys, monkeypatch):
+    """``--profile-dir`` is read with ``--calibrated``; without it the run would read other profiles and warn that
+    it found none, so the command says to add ``--calibrated`` before any model loads."""
+    from seakr_integrations import cli
+
+    monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
+    assert cli.main([*command, "--profile-dir", str(tmp_path), "-q"]) == 2
+    assert f"--profile-dir {tmp_path} is read with --calibrated: add --calibrated" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_search_timeout_that_is_no_number_of_seconds_is_refused_in_the_options_words(value, capsys, monkeypatch):
+    from seakr_integrations import cli
+
+    monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
+    assert cli.main(["ask", "Who?", "--search-timeout", value, "-q"]) == 2
+    assert f"--search-timeout {value}: give seconds > 0, or 0 to wait for ever" in capsys.readouterr().err

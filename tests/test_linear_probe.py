@@ -3,6 +3,7 @@ that separates what is separable, a choice of layer by inner cross-validation th
 AUROC as the rank statistic, and plain-number storage."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -63,8 +64,14 @@ def test_the_inner_choice_finds_the_layer_that_knows_and_the_probe_round_trips()
     )
     assert (choice.layer, choice.source) == (2, "mlp") and choice.inner_auroc > 0.8
     assert auroc(probe.probabilities(data[:, 2]), labels) > 0.8
+    probe = replace(probe, model="smollm2")  # a stored probe says the model it was trained on
     again = LinearProbe.from_dict(json.loads(json.dumps(probe.to_dict())))
     assert again == probe and again.probability(data[0, 2]) == pytest.approx(probe.probability(data[0, 2]))
+    assert again.model == "smollm2-135m-instruct" and again.width == probe.to_dict()["width"] == width
+    with pytest.raises(ValueError, match=r"the field 'model' is missing.*seakr calibrate --probe"):
+        LinearProbe.from_dict({k: v for k, v in probe.to_dict().items() if k != "model"})  # stored without: not guessed
+    unnamed = replace(probe, model=None)  # a probe built in code may name no model: it reads back as it was
+    assert LinearProbe.from_dict(unnamed.to_dict()) == unnamed
 
 
 def test_bad_probes_and_inputs_are_refused():

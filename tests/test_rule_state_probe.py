@@ -1,6 +1,8 @@
 """``StateProbe``: a linear probe on the greedy step's hidden state decides the gate without samples; the vector is
 read in the same call as the step; the probe and its threshold come from the profile; a plain server refuses it."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from fakes import FakeRetriever, Reply, ScriptedBackend
@@ -54,7 +56,7 @@ def test_the_probe_and_threshold_come_from_the_profile():
     stored = {"probe": PROBE.to_dict(), "threshold": 0.4}
     profile = DeltaProfile("m", 1, "mlp", "eigenscore", 4, -1.0, "rate", probe=stored)
     (rule,) = resolve_rules(profile, SeaKRConfig(rules=(StateProbe(),)))
-    assert rule == StateProbe(PROBE, (0.4, 0.4))
+    assert rule == StateProbe(replace(PROBE, model="m"), (0.4, 0.4))  # trained on the profile's model
     recorded = SeaKRConfig(rules=(rule,)).to_dict()["rules"][0]
     assert recorded == {
         "rule": "state-probe",

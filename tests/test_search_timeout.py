@@ -110,8 +110,12 @@ def test_the_setting_is_validated_set_by_the_cli_and_ignored_by_results_files():
     assert search_settings(args) == {"search_timeout": None}
     assert search_settings(build_parser().parse_args(["ask", "What?"])) == {"search_timeout": DEFAULT_SEARCH_TIMEOUT}
     # how long to wait is not what is computed: results files and their fingerprints never see it
-    with pytest.raises(TypeError, match="search_timeout"):
+    # and given to the config, the error says which components take it
+    where = r"'search_timeout': it is a setting of the component that searches.*SeaKR\(backend, retriever, config, "
+    with pytest.raises(TypeError, match=where + r"search_timeout=\.\.\.\).*--search-timeout"):
         SeaKRConfig(search_timeout=1.0)
+    with pytest.raises(TypeError, match=r"'on_retrieval_error': it is a setting of the component that searches"):
+        SeaKRConfig(on_retrieval_error="answer_without")
     one, other, more = (
         make_method("seakr", backend, None, config, search_timeout=timeout).describe()
         for config, timeout in ((CONFIG, 1.0), (CONFIG, None), (CONFIG.with_(k=CONFIG.k + 2), 1.0))

@@ -63,6 +63,18 @@ def test_dry_run_prints_the_command_and_converts_nothing(cpu, capsys):
     assert f"{folder} does not exist yet: `seakr serve smollm2` converts the model into it first" in err
 
 
+@pytest.mark.parametrize("flag", [["--dry-run"], ["--join", "http://127.0.0.1:9"], ["--join=http://127.0.0.1:9"]])
+def test_seakrs_own_options_after_the_model_are_refused_before_vllm_starts(cpu, flag, capsys, monkeypatch):
+    """Every option after MODEL goes to vllm serve, which does not know seakr's: said before anything starts."""
+    from seakr_integrations import cli
+    from seakr_integrations.serving import launch
+
+    monkeypatch.setattr(launch, "serve", lambda *a, **k: pytest.fail("seakr serve started with its own option late"))
+    assert cli.main(["serve", "smollm2", "--port", "8011", *flag]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0].split('=')[0]} is seakr serve's own option" in err and "put it before the model" in err
+
+
 def test_the_server_loads_float32_unless_told_otherwise_and_the_kv_cache_follows(cpu):
     def flag(args: list[str], name: str) -> list[str]:
         return [args[i + 1] for i, a in enumerate(args) if a == name]

@@ -162,8 +162,15 @@ def test_seakr_answers_through_the_server(remote):
     from seakr_integrations.demo import demo_index
     from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 
-    # every step read from the samples' hidden states through the server (no claim check or token screen first)
-    config = SeaKRConfig(k=4, max_tokens=24, num_exemplars=2, max_steps=2, rules="default,-claim-check")
+    # every step read from the samples' hidden states through the server (no opening search, claim check or
+    # covered-step acceptance first)
+    config = SeaKRConfig(
+        k=4,
+        max_tokens=24,
+        num_exemplars=2,
+        max_steps=2,
+        rules="default,-search-question-first,-claim-check,-accept-covered-steps",
+    )
     results = SeaKR(remote, demo_index(), config).answer_many(
         ["Who directed the film Jaws?", "What is the capital of France?"]
     )

@@ -96,7 +96,13 @@ def test_a_seakr_chain_answers_the_same_through_either(servers):
 
     # every step read from the samples' hidden states, so the decisions rest on the vectors compared above
     config = SeaKRConfig(
-        k=6, max_tokens=32, num_exemplars=2, max_steps=2, seed=11, delta=0.0, rules="default,-claim-check"
+        k=6,
+        max_tokens=32,
+        num_exemplars=2,
+        max_steps=2,
+        seed=11,
+        delta=0.0,
+        rules="default,-search-question-first,-claim-check,-accept-covered-steps",
     )
     answers, values = [], []
     for url in servers:

@@ -104,7 +104,7 @@ def test_seakr_answers_through_a_stock_vllm_server_and_refuses_eigenscore(stock_
             max_tokens=24,
             num_exemplars=2,
             max_steps=2,
-            rules="default,-claim-check",
+            rules="default,-search-question-first,-claim-check,-accept-covered-steps",
         )
         seakr = SeaKR(backend, demo_index(), config)
         results = seakr.answer_many(["Who directed the film Jaws?", "What is the capital of France?"])

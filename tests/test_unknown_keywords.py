@@ -152,3 +152,13 @@ def test_the_helper_reads_signatures_fields_and_aliases():
     assert str(error) == "X got an unexpected keyword argument 'zzzz'; it takes: alpha, beta"
     assert "did you mean 'search_timeout'" in str(unknown_keyword("X", "timeout", ["search_timeout", "llm"]))
     assert "did you mean" not in str(unknown_keyword("SeaKRConfig", "check_claims", ["k", "rules"]))  # no guess
+
+
+def test_a_setting_removed_with_the_rules_api_is_named_as_such():
+    """An old results header's settings (``SeaKRConfig(**header["seakr"])``) are told they predate the rule objects,
+    not "did you mean 'max_steps'?" for ``step_stop``."""
+    from seakr_integrations.reasoning import SeaKRConfig
+
+    with pytest.raises(TypeError, match=r"'step_stop': settings removed when the decision rules became objects") as e:
+        SeaKRConfig(max_steps=3, step_stop="\n")
+    assert "did you mean" not in str(e.value) and "run_settings(path)" in str(e.value)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from seakr_integrations.cli import ask, calibrate, evaluate, index, models, report, score, serve
 from seakr_integrations.cli.common import build_backend as _build_backend  # noqa: F401 - the seam tests replace
+from seakr_integrations.cli.quiet import plain_own_warnings
 
 __all__ = ["build_parser", "main", "quiet_transports"]
 
@@ -20,6 +21,26 @@ TRANSPORT_LOGGERS = ("elastic_transport", "elasticsearch", "urllib3", "httpx", "
 
 _COMMANDS = (score, ask, evaluate, calibrate, report, index, models, serve)
 """In the order ``seakr --help`` lists them."""
+
+DASH_VALUES = ("--rules",)
+"""Options whose value may start with one dash (``--rules -claim-check``, as the help invites), which argparse would
+read as an unknown option; a word with two dashes stays an option."""
+
+
+def attach_dash_values(argv: Sequence[str]) -> list[str]:
+    """``argv`` with each ``DASH_VALUES`` option joined to a value starting with a dash (``--rules=-claim-check``)."""
+    out: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        value = args[i + 1] if i + 1 < len(args) else ""
+        if args[i] in DASH_VALUES and value.startswith("-") and not value.startswith("--"):  # "--x" is an option
+            out.append(f"{args[i]}={value}")
+            i += 2
+            continue
+        out.append(args[i])
+        i += 1
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,8 +61,9 @@ def quiet_transports() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``seakr`` with ``argv`` (default: the process's); the exit status (2: a usage or input error)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(attach_dash_values(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=os.environ.get("SEAKR_LOG_LEVEL", "WARNING"))
+    plain_own_warnings()
     if "SEAKR_LOG_LEVEL" not in os.environ:
         quiet_transports()
     try:

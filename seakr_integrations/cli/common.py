@@ -4,11 +4,14 @@ objects those options build."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+from seakr_integrations.cli.model_options import add_model_arguments, check_server_options
 
 DATASET_NAMES = ("hotpotqa", "2wiki", "nq_open")
 """The short ``--dataset`` names: the question files ``data/<name>_dev.jsonl`` of the repository (not the wheel)."""
@@ -68,6 +71,7 @@ def resolve_dataset(dataset: str, dirs: Sequence[Path] | None = None) -> Dataset
 def build_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
     """The back-end ``--server``, or ``--backend``, ``--model`` and ``--dtype`` name."""
     if getattr(args, "server", None):
+        check_server_options(args)
         from seakr_integrations.backends.remote import RemoteBackend
         from seakr_integrations.backends.remote_checks import check_api_key
 
@@ -115,6 +119,13 @@ def seakr_config(args: argparse.Namespace):  # noqa: ANN202 - returns a SeaKRCon
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.reasoning.rules import TokenCascade, parse_rules
 
+    check_server_options(args)
+    if getattr(args, "command", None) != "calibrate" and args.profile_dir is not None and not args.calibrated:
+        raise ValueError(
+            f"--profile-dir {args.profile_dir} is read with --calibrated: add --calibrated to run on the profile "
+            "there (the run then fails if there is none for this model and these settings); without --profile-dir "
+            "a run reads <cache>/calibration and the profiles the package ships"
+        )
     preset = SeaKRConfig.light() if getattr(args, "preset", "default") == "light" else SeaKRConfig()
     rules = preset.rules if args.rules is None else parse_rules(args.rules)
     if args.cascade_band:
@@ -168,7 +179,7 @@ def search_settings(args: argparse.Namespace) -> dict[str, float | None]:
     (a command calls it before it loads a model, so a bad value fails at once)."""
     from seakr_integrations.reasoning.calls import check_search_settings
 
-    if args.search_timeout is not None and args.search_timeout < 0:
+    if args.search_timeout is not None and not (math.isfinite(args.search_timeout) and args.search_timeout >= 0):
         raise ValueError(f"--search-timeout {args.search_timeout:g}: give seconds > 0, or 0 to wait for ever")
     timeout, _ = check_search_settings(args.search_timeout or None, "raise")
     return {"search_timeout": timeout}
@@ -275,30 +286,6 @@ def add_question_arguments(p: argparse.ArgumentParser, dataset_help: str) -> Non
     p.add_argument("--skip-bad", action="store_true", help="skip malformed question lines (they are counted)")
     p.add_argument("--no-coverage-check", action="store_true", help="skip the index/dataset match check")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-
-
-def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    """``--model``, ``--backend`` and ``--dtype``, defaulting to the reference model every command runs."""
-    from seakr_integrations.backends.loading import BackendKind
-    from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL
-    from seakr_integrations.params import choices
-
-    p.add_argument(
-        "--model",
-        default=REFERENCE_MODEL,
-        help=f"short name, local model directory or Hugging Face id, org/name[@revision] (default {REFERENCE_MODEL}, "
-        "the model the results are reported on; smollm2 is smaller and faster to start, too small to reason over "
-        "several passages)",
-    )
-    p.add_argument(
-        "--backend", choices=choices(BackendKind), default=REFERENCE_BACKEND, help=f"default {REFERENCE_BACKEND}"
-    )
-    p.add_argument(
-        "--dtype",
-        default=None,
-        help=f"weights dtype (default: {REFERENCE_DTYPE} for a packaged model, the precision its shipped calibration "
-        "profiles were made in; the checkpoint's own, auto, for any other)",
-    )
 
 
 def add_seakr_arguments(p: argparse.ArgumentParser) -> None:

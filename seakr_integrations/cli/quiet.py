@@ -25,6 +25,23 @@ OWN_LOGGERS = ("seakr", "seakr_integrations", "langchain_seakr", "llamaindex_sea
 the terminal while the engine's output is logged."""
 
 
+def plain_own_warnings() -> None:
+    """Show the library's own warnings as a command's messages, ``seakr: warning: ... (UncalibratedDeltaWarning)``,
+    not as Python prints them (file, line number and the source line that warned): a command line user reads the
+    message, not our code.  Only the command line does this (the process is the command's)."""
+    python_format = warnings.formatwarning
+    if getattr(python_format, "plain_own", False):  # set by an earlier command in this process
+        return
+
+    def formatwarning(message: Any, category: type[Warning], filename: str, lineno: int, line: Any = None) -> str:
+        if category.__module__.split(".", 1)[0] in OWN_LOGGERS:
+            return f"seakr: warning: {message} ({category.__name__})\n"
+        return python_format(message, category, filename, lineno, line)
+
+    formatwarning.plain_own = True  # type: ignore[attr-defined]
+    warnings.formatwarning = formatwarning
+
+
 def add_verbose_argument(parser: Any) -> None:
     """``-v/--verbose`` (``args.engine_output``): show what vLLM and torch print instead of logging it."""
     parser.add_argument(

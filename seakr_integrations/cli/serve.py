@@ -30,7 +30,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     serve.set_defaults(func=run)
 
 
+SEAKR_OPTIONS = ("--dry-run", "--join")
+"""``seakr serve``'s own options: after MODEL they would go to vllm serve, which does not know them."""
+
+
 def run(args: argparse.Namespace) -> int:
     from seakr_integrations.serving.launch import serve
 
+    for option in SEAKR_OPTIONS:
+        if any(a == option or a.startswith(option + "=") for a in args.vllm_args):
+            raise ValueError(
+                f"{option} is seakr serve's own option, and every option after MODEL goes to vllm serve: put it "
+                f"before the model (seakr serve {option}{' URL' if option == '--join' else ''} {args.model} ...)"
+            )
     return serve(args.model, args.vllm_args, dry_run=args.dry_run, join=args.join)

@@ -7,7 +7,8 @@ calls the runs share, so a sweep costs a few full runs (docs/design/core.md).  N
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -15,7 +16,13 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
-from seakr_integrations.evaluation.gate_check import ProbeNotTrainedWarning, baseline_f1, gate_verdicts, train_probe
+from seakr_integrations.evaluation.gate_check import (
+    MIN_PROBE_LABELS,
+    ProbeNotTrainedWarning,
+    baseline_f1,
+    gate_verdicts,
+    train_probe,
+)
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.evaluation.verdict import MIN_QUESTIONS
@@ -27,7 +34,105 @@ from seakr_integrations.uncertainty.estimate import estimate
 CASCADE_AGREEMENT = 0.9
 """The share of the steps it decides on which the cascade must agree with the EigenScore gate, on each side."""
 
+MIN_POINTS = 2
+"""The fewest quantile thresholds a sweep takes: the lowest and the highest first-step uncertainty."""
+
+MIN_PROBE_QUESTIONS = max(MIN_QUESTIONS, 2 * MIN_PROBE_LABELS)
+"""The fewest questions ``probe=True`` trains on: fewer get no labels (no verdict below ``MIN_QUESTIONS``), and each
+label needs ``MIN_PROBE_LABELS`` questions."""
+
 Objective = Literal["f1", "rate"]
+
+
+class CalibrationIncomplete(RuntimeError):
+    """A stage after the sweep failed (the gate's verdict, the probe, the cascade band): ``partial`` is the profile
+    the sweep made, its delta chosen, without what that stage would have added, so a caller can keep it."""
+
+    def __init__(self, message: str, partial: DeltaProfile) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+def _spelt(names: Mapping[str, str] | None, name: str, value: object) -> str:
+    """How the caller spells ``name`` given ``value``: ``target_rate=5`` in Python, ``--target-rate 5`` on the
+    command line (``names`` maps each parameter to its option there)."""
+    option = (names or {}).get(name)
+    if option is None:
+        return f"{name}={value!r}"
+    return f"{option} {value:g}" if isinstance(value, float) else f"{option} {value}"
+
+
+def check_settings(
+    *,
+    objective: str,
+    target_rate: float | None,
+    points: int,
+    agreement: float,
+    names: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse the settings that would otherwise fail only after the sweep, its LM calls spent.
+
+    ``target_rate`` is checked under either objective: with ``"f1"`` it still sets the verdict's realised-rate check
+    and the probe's threshold.  ``names`` maps parameters to the options a caller spells them with (the CLI's).
+
+    Raises:
+        ValueError: Naming the setting, what is wrong with it and the values it takes.
+    """
+    if objective not in ("f1", "rate"):
+        raise ValueError(
+            f"{_spelt(names, 'objective', objective)}: choose 'f1' (maximise F1) or 'rate' (reach a retrieval rate)"
+        )
+    if objective == "rate" and target_rate is None:
+        raise ValueError(
+            f"{_spelt(names, 'objective', objective)} needs {(names or {}).get('target_rate', 'target_rate')} R: the "
+            "fraction of first steps that should retrieve, in [0, 1]"
+        )
+    if target_rate is not None and not 0.0 <= target_rate <= 1.0:
+        raise ValueError(
+            f"{_spelt(names, 'target_rate', target_rate)}: the fraction of first steps that should retrieve must be "
+            "in [0, 1] (0.3: three in ten)"
+        )
+    if isinstance(points, bool) or not isinstance(points, int) or points < MIN_POINTS:
+        raise ValueError(
+            f"{_spelt(names, 'points', points)}: the sweep needs at least {MIN_POINTS} thresholds (the lowest and the "
+            "highest first-step uncertainty; always and never retrieving are added to them); default 11"
+        )
+    if not 0.5 < agreement <= 1.0:
+        raise ValueError(
+            f"{_spelt(names, 'agreement', agreement)}: the share of the steps the cascade band decides on which it "
+            f"must agree with the gate, each side, is in (0.5, 1] (default {CASCADE_AGREEMENT})"
+        )
+
+
+def check_probe_questions(questions: int, names: Mapping[str, str] | None = None) -> None:
+    """Refuse a probe on too few questions to hold both labels (``MIN_PROBE_QUESTIONS``): it would not be trained.
+
+    Raises:
+        ValueError: Saying how many questions the probe needs.
+    """
+    if questions < MIN_PROBE_QUESTIONS:
+        raise ValueError(
+            f"{(names or {}).get('probe', 'probe=True')} with {questions} calibration questions: a probe trains on at "
+            f"least {MIN_PROBE_QUESTIONS} ({MIN_PROBE_LABELS} where retrieval helps and {MIN_PROBE_LABELS} where it "
+            "does not); calibrate on more questions (100 HotpotQA questions gave 27 where it helped), or drop it"
+        )
+
+
+def check_probe_backend(backend: Any, names: Mapping[str, str] | None = None) -> None:
+    """Refuse a probe on a back-end that reads no hidden states (a plain OpenAI-compatible server).
+
+    Raises:
+        ValueError: Saying which back-ends read them.
+    """
+    if getattr(backend, "reads_hidden_states", True):
+        return
+    where = getattr(backend, "base_url", None)
+    raise ValueError(
+        f"{(names or {}).get('probe', 'probe=True')} reads the first step's hidden state, and {backend.model_name} "
+        f"is served by a plain OpenAI-compatible server{f' at {where}' if where else ''}, which returns token "
+        "log-probabilities only: serve the model with `seakr serve MODEL` (seakr's routes read hidden states) or "
+        "run it in-process (an HF or vLLM back-end: --backend hf or vllm, no --server), or drop the probe"
+    )
 
 
 def threshold_grid(values: Sequence[float], points: int = 11) -> list[float]:
@@ -35,8 +140,8 @@ def threshold_grid(values: Sequence[float], points: int = 11) -> list[float]:
     finite = np.array([v for v in values if np.isfinite(v)], dtype=float)
     if finite.size == 0:
         raise ValueError("no finite uncertainty to calibrate on: every first step was empty; check the prompts")
-    if points < 2:
-        raise ValueError(f"points={points}: a sweep needs at least 2 thresholds")
+    if points < MIN_POINTS:
+        raise ValueError(f"points={points}: a sweep needs at least {MIN_POINTS} thresholds")
     inner = np.quantile(finite, np.linspace(0.0, 1.0, points))
     margin = max(1.0, float(finite.max() - finite.min()) * 0.1)
     grid = [float(finite.min() - margin), *map(float, inner), float(finite.max() + margin)]
@@ -103,8 +208,9 @@ def calibrate_delta(
         questions: Labelled calibration questions (not the ones you evaluate on).
         config: SeaKR's other settings (k, layer, source, estimator... are part of the profile's key).
         objective: ``"f1"`` (the sweep's best mean F1; ties: the higher, fewer retrievals) or ``"rate"``.
-        target_rate: Fraction of first steps that should retrieve, in [0, 1] (objective ``"rate"``).
-        points: Quantile thresholds in the sweep (two more are added: always and never).
+        target_rate: Fraction of first steps that should retrieve, in [0, 1]: what delta is set for with objective
+            ``"rate"``; with ``"f1"``, only what the verdict compares the realised rate with and the probe's threshold.
+        points: Quantile thresholds in the sweep, at least ``MIN_POINTS`` (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
         search_timeout: Seconds one search may take (the F1 objective searches), ``None``: no limit.
         agreement: With a ``TokenCascade`` among ``config``'s rules, the :func:`cascade_band` of its estimator
@@ -113,15 +219,21 @@ def calibrate_delta(
             questions delta was not set on, the harm rate), labelled by closed-book and single-retrieval answers to
             the same questions (about three LM calls and one search more per question).
         probe: Also train a linear probe on the first step's hidden state (``StateProbe``'s, stored with delta), and
-            judge it; needs a back-end that reads hidden states.
+            judge it; needs a back-end that reads hidden states and ``MIN_PROBE_QUESTIONS`` questions.
+
+    Every setting is checked before the first call (:func:`check_settings`, :func:`check_probe_questions`,
+    :func:`check_probe_backend`).
+
+    Raises:
+        ValueError: A setting that could not work, before any call.
+        CalibrationIncomplete: A stage after the sweep failed; its ``partial`` holds the sweep and the chosen delta.
     """
     if not questions:
         raise ValueError("no calibration questions: give a labelled question file with at least one question")
-    if objective == "rate":
-        if target_rate is None or not 0.0 <= target_rate <= 1.0:
-            raise ValueError(f"target_rate={target_rate!r}: give the fraction of steps that should retrieve, in [0, 1]")
-    elif objective != "f1":
-        raise ValueError(f"objective={objective!r}: choose 'f1' (maximise F1) or 'rate' (reach a retrieval rate)")
+    check_settings(objective=objective, target_rate=target_rate, points=points, agreement=agreement)
+    if probe:
+        check_probe_questions(len(questions))
+        check_probe_backend(backend)
     base = (config or SeaKRConfig()).with_(retrieve="uncertain")
     cached = CachedBackend(backend)
     texts = [q.question for q in questions]
@@ -159,26 +271,32 @@ def calibrate_delta(
             best = max(sweep, key=lambda r: (r["f1"], r["delta"]))
             best["chosen"] = True
             delta = best["delta"]
-        verdicts, stored_probe = _gate(cached, retriever, base, questions, assessed, target_rate, dataset, verdict,
-                                       probe, search_timeout)  # fmt: skip
-    return DeltaProfile(
-        model=canonical_model_name(backend.model_name),
-        layer=backend.profile_layer(base.layer),
-        source=base.source,
-        estimator=base.estimator,
-        k=base.k,
-        delta=float(delta),
-        objective=objective,
-        target_rate=target_rate,
-        dataset=dataset,
-        questions=len(questions),
-        sweep=sweep,
-        prompt=prompt_settings(base),
-        cascade=_cascade(base, assessed, first, float(delta), agreement),
-        probe=stored_probe,
-        verdict=verdicts,
-        dtype=getattr(backend, "dtype", None),
-    )
+        partial = DeltaProfile(
+            model=canonical_model_name(backend.model_name),
+            layer=backend.profile_layer(base.layer),
+            source=base.source,
+            estimator=base.estimator,
+            k=base.k,
+            delta=float(delta),
+            objective=objective,
+            target_rate=target_rate,
+            dataset=dataset,
+            questions=len(questions),
+            sweep=sweep,
+            prompt=prompt_settings(base),
+            dtype=getattr(backend, "dtype", None),
+        )
+        stage = "judging the gate (closed-book and single-retrieval answers, the probe)"
+        try:
+            verdicts, stored_probe = _gate(cached, retriever, base, questions, assessed, target_rate, dataset,
+                                           verdict, probe, search_timeout)  # fmt: skip
+            stage = "calibrating the cascade band"
+            cascade = _cascade(base, assessed, first, float(delta), agreement)
+        except Exception as err:  # the sweep's LM calls are spent: hand back what they chose
+            raise CalibrationIncomplete(
+                f"the sweep chose delta = {delta:.4f}, then {stage} failed: {type(err).__name__}: {err}", partial
+            ) from err
+    return replace(partial, cascade=cascade, probe=stored_probe, verdict=verdicts)
 
 
 def _gate(

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-FORMAT = "seakr-eval-results/1"
+from seakr_integrations.stored import FieldError, StoredFileError, check
+from seakr_integrations.stored_schemas import RESULTS_FORMAT, RESULTS_HEADER
+
+FORMAT = RESULTS_FORMAT
+KIND = "seakr results file"
+EDITED = "the file was edited or corrupted: repair or move that line, or write the run to a new file"
 
 
 def config_fingerprint(config: Mapping[str, Any]) -> str:
@@ -52,14 +57,53 @@ def _load(path: Path, data: bytes | None = None) -> tuple[dict[str, Any], list[d
         try:
             records.append(json.loads(raw))
         except json.JSONDecodeError as err:
-            raise ValueError(
-                f"{path}, line {lineno}: not a JSON record ({err.msg}); the file was edited or corrupted: repair or "
-                "move that line, or write the run to a new file"
-            ) from None
-    header = records[0]
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a seakr results file (the first line is not a {FORMAT} header)")
+            raise ValueError(f"{path}, line {lineno}: not a JSON record ({err.msg}); {EDITED}") from None
+    header = _checked_header(path, records[0])
+    for lineno, record in enumerate(records[1:], 2):
+        _check_record(path, lineno, record)
     return header, records[1:], cut
+
+
+def _checked_header(path: Path, header: Any) -> dict[str, Any]:
+    """The first line if it is a results header of this release's format (``stored_schemas.RESULTS_HEADER``),
+    else a ``ValueError`` that names the file, the field and what to do."""
+    stated = header.get("format") if isinstance(header, dict) else None
+    if not isinstance(stated, str) or not stated.startswith(FORMAT.split("/")[0] + "/"):
+        raise ValueError(f"{path}: not a seakr results file (the first line is not a {FORMAT} header)")
+    if stated != FORMAT:
+        raise StoredFileError(
+            path,
+            KIND,
+            f"its header (line 1) says format {stated!r}, and this release reads {FORMAT!r}",
+            "read it with the release of seakr-integrations that wrote it (upgrade for a newer format)",
+            "format",
+        )
+    try:
+        check(header, RESULTS_HEADER)
+    except FieldError as err:
+        raise StoredFileError.of(path, KIND, FieldError(err.path, f"line 1 (the header): {err}"), EDITED) from None
+    return header
+
+
+def _check_record(path: Path, lineno: int, record: Any) -> None:
+    """Refuse a result line that is not an object, or whose decision trace is malformed (``stored_schemas.TRACE``):
+    read back later (``read_traces``, a report, a notebook), it would fail far from the file."""
+    from seakr_integrations.reasoning.jsonform import check_trace, trace_version
+
+    if not isinstance(record, dict):
+        raise StoredFileError(f"{path}, line {lineno}", "result record", f"it holds {type(record).__name__}, not a "
+                              "JSON object", EDITED)  # fmt: skip
+    where, trace = f"{path}, question {record.get('id')!r}", record.get("trace")
+    try:
+        version = trace_version(trace)
+    except ValueError as err:  # a schema_version this release cannot read: the message says what to do
+        raise ValueError(f"{where}: line {lineno}: {err}") from None
+    if version is not None:
+        try:
+            check_trace(trace)
+        except FieldError as err:
+            detail = f"line {lineno}, its trace (schema_version {version}): {err}"
+            raise StoredFileError(where, "result record", detail, EDITED, f"trace.{err.path}") from None
 
 
 @dataclass
@@ -235,3 +279,87 @@ def read_results(path: str | os.PathLike[str]) -> tuple[dict[str, Any], Iterator
     data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else None
     header, records, _ = _load(path, data)
     return header["config"], iter(records)
+
+
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The header's configuration of a results file (plain or ``.gz``), checked, reading its first line only."""
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        first = f.readline()
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError:
+        header = None
+    return _checked_header(path, header)["config"]
+
+
+OLDER = (
+    "its results still read (read_results, seakr report), but no SeaKRConfig of this release runs what it ran: to run "
+    "that set-up again, run seakr eval with today's settings (--rules paper is the authors' SeaKR; CHANGELOG.md says "
+    "what replaced each removed setting)"
+)
+
+
+def run_settings(path: str | os.PathLike[str]) -> Any:
+    """The ``SeaKRConfig`` a results file's run used, rebuilt from its header (``config.seakr``), or ``None`` for a
+    method without SeaKR settings.  A header written before the decision rules were objects (no ``rules``: what ran
+    was other settings, and reading it as today's default rules would be wrong) or by another release is refused
+    with a ``StoredFileError`` naming the file, the field and what to do, not a keyword error about a setting.
+    """
+    from seakr_integrations.reasoning.config import SeaKRConfig
+
+    path = Path(path)
+    seakr = read_header(path).get("seakr")
+    if seakr is None:
+        return None
+    unknown = [name for name in seakr if name not in _setting_names()]
+    if "rules" not in seakr:
+        removed = f" {', '.join(unknown)} (settings SeaKRConfig no longer takes) and" if unknown else ""
+        detail = (
+            f"its header predates the rules API (SeaKRConfig(rules=...)): field config.seakr holds{removed} no 'rules'"
+        )
+        raise StoredFileError(path, "", detail, OLDER, "config.seakr.rules")
+    if unknown:
+        detail = f"its header's field config.seakr.{unknown[0]} is no setting of this release's SeaKRConfig"
+        raise StoredFileError(
+            path, "", detail + " (written by another release of seakr?)", OLDER, f"config.seakr.{unknown[0]}"
+        )
+    try:
+        return SeaKRConfig(**seakr)
+    except (TypeError, ValueError) as err:
+        name = next((n for n in seakr if not _accepted(SeaKRConfig, n, seakr[n])), "")
+        where = f"config.seakr.{name}" if name else "config.seakr"
+        raise StoredFileError(path, KIND, f"line 1 (the header): field {where}: {err}", EDITED, where) from None
+
+
+def _setting_names() -> set[str]:
+    from dataclasses import fields
+
+    from seakr_integrations.reasoning.config import SAMPLING_SETTINGS, SeaKRConfig
+
+    return {f.name for f in fields(SeaKRConfig)} | set(SAMPLING_SETTINGS)
+
+
+def _accepted(cls: Any, name: str, value: Any) -> bool:
+    try:
+        cls(**{name: value})
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def read_traces(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
+    """Each result's id and its decision trace as a ``SeaKRResult`` (records without a SeaKR trace are skipped),
+    every trace checked when the file is read (``read_results``)."""
+    from seakr_integrations.reasoning.jsonform import trace_version
+    from seakr_integrations.reasoning.trace import SeaKRResult
+
+    path = Path(path)
+    for record in read_results(path)[1]:
+        if trace_version(record.get("trace")) is None:
+            continue
+        try:
+            yield str(record.get("id")), SeaKRResult.from_dict(record["trace"])
+        except ValueError as err:
+            raise ValueError(f"{path}, question {record.get('id')!r}: {err}; {EDITED}") from None

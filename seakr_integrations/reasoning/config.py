@@ -22,6 +22,7 @@ from seakr_integrations.reasoning.rules import (
     parse_rules,
     rules_from_json,
 )
+from seakr_integrations.reasoning.rules.state_probe import check_probe_readout
 from seakr_integrations.uncertainty.eigenscore import DEFAULT_ALPHA
 from seakr_integrations.uncertainty.registry import check_estimator
 
@@ -147,6 +148,7 @@ class SeaKRConfig:
         check_choice("retrieve", self.retrieve, RetrievePolicy, "SeaKR")
         check_choice("final_strategy", self.final_strategy, FinalStrategy, "SeaKR")
         checked["rules"] = _read_rules(self.rules)
+        check_probe_readout(checked["rules"], self.sampling.layer, self.sampling.source)  # a probe reads its own layer
         if self.sampling.k == 0:  # the rest of the sampling settings were validated by SamplingConfig
             raise ValueError(
                 "k=0: SeaKR's loop measures every call's uncertainty from k samples; use k >= 2 (SeaKR: 20)"

@@ -30,6 +30,50 @@ RULES_HINT = (
 )
 """Added to ``SeaKRConfig``'s error for a keyword it does not know, which is often a setting that became a rule."""
 
+SEARCH_SETTINGS = ("search_timeout", "on_retrieval_error")
+"""Settings of the components that search, not of the decisions: given to ``SeaKRConfig``, the error says where."""
+
+
+REMOVED_SETTINGS = (
+    "base_stops",
+    "step_stop",
+    "sentence_stop",
+    "query_max_tokens",
+    "content_filter",
+    "rerank",
+    "chat_answer_prefix",
+    "rerank_margin",
+    "final_margin",
+    "knowledge_needs_passages",
+    "stop_on_repeated_step",
+)
+"""Settings ``SeaKRConfig`` took before its decision rules became objects; a results header of that time holds
+them, and a near name ("did you mean 'max_steps'?") would mislead."""
+
+
+def _refuse_removed_setting(owner: str, given: Mapping[str, Any]) -> None:
+    """A setting removed when the rules became objects is named as such, with where to read an old header."""
+    removed = [name for name in given if name in REMOVED_SETTINGS]
+    if removed:
+        raise TypeError(
+            f"{owner} got {', '.join(map(repr, removed))}: settings removed when the decision rules became objects "
+            "(rules=...; CHANGELOG.md says what replaced each). Settings from a results file's header of that time: "
+            "read them with seakr_integrations.evaluation.results.run_settings(path), which says what it ran"
+        )
+
+
+def _refuse_search_setting(owner: str, given: Mapping[str, Any]) -> None:
+    """A search setting given to the config is refused with the components that take it."""
+    for name in SEARCH_SETTINGS:
+        if name in given:
+            raise TypeError(
+                f"{owner} got an unexpected keyword argument {name!r}: it is a setting of the component that searches, "
+                f"not of the decisions; pass it there: SeaKR(backend, retriever, config, {name}=...), "
+                f"SeaKRChain(..., {name}=...), SeaKRMiddleware(..., {name}=...), the gated retrievers, "
+                f"SeaKRQueryEngine(..., {name}=...), SeaKRWorkflow(..., {name}=...)"
+                + (" (seakr ask and eval: --search-timeout)" if name == "search_timeout" else "")
+            )
+
 
 class _FromSampling:
     """``config.k`` reads ``config.sampling.k``, read-only, as users write it (``SeaKRConfig(k=10)``) and the loop,
@@ -52,6 +96,8 @@ def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
     @functools.wraps(fields_init)
     def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
         valid = [f.name for f in fields(cls)] + list(SAMPLING_SETTINGS)
+        _refuse_removed_setting(cls.__name__, kwargs)  # first: an old header holds the search settings too
+        _refuse_search_setting(cls.__name__, kwargs)
         check_keywords(cls.__name__, kwargs, valid, hint=RULES_HINT)  # a mistyped setting names the nearest one
         flat = {name: kwargs.pop(name) for name in SAMPLING_SETTINGS if name in kwargs}
         if isinstance(sampling, Mapping):

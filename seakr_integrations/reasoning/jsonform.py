@@ -8,6 +8,8 @@ from dataclasses import fields
 from enum import StrEnum
 from typing import Any
 
+from seakr_integrations.stored import check
+from seakr_integrations.stored_schemas import TRACE
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 SCHEMA_VERSION = 2
@@ -33,41 +35,11 @@ def number_from_json(value: float | int | str | None) -> float:
     return float(value)
 
 
-TEXT_FIELDS = frozenset(
-    {"question", "answer", "strategy", "stop_reason", "generation", "pseudo_generation", "query", "accepted", "text"}
-    | {"title", "decision", "error", "reason", "stop", "note", "estimator"}
-)
-"""Fields of a trace that hold text (or ``null``): a number there, NaN above all, is a corrupt trace."""
-
-COUNT_FIELDS = frozenset({"lm_calls", "generated_tokens", "searches", "index", "search_rank", "num_samples"})
-"""Fields of a trace that hold a whole number."""
-
-
-def check_field_types(data: Any, path: str = "") -> None:
-    """Refuse (``ValueError``) a trace's JSON form whose text fields are not text (``"answer": NaN``) or whose counts
-    are not whole numbers, naming the first by its path (``steps[2].query``); the recorded ``config`` is not checked."""
-    if isinstance(data, list):
-        for i, item in enumerate(data):
-            check_field_types(item, f"{path}[{i}]")
-        return
-    if not isinstance(data, dict):
-        return
-    for key, value in data.items():
-        where = f"{path}.{key}" if path else str(key)
-        if key == "config" and not path:
-            continue
-        if key in TEXT_FIELDS and value is not None and not isinstance(value, str):
-            raise ValueError(f"field {where} holds {_shown(value)}: it must be a string (or null)")
-        if key in COUNT_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ValueError(f"field {where} holds {_shown(value)}: it must be a whole number")
-        check_field_types(value, where)
-
-
-def _shown(value: Any) -> str:
-    """A wrong value, in words: NaN and the infinities by name, others by type and a short repr."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
-    return f"{type(value).__name__} {value!r:.40}"
+def check_trace(data: Any) -> None:
+    """Refuse (``stored.FieldError``, a ``ValueError``) a trace's JSON form that is not what ``stored_schemas.TRACE``
+    describes, naming the first bad field by its path (``steps[2].query``): a text field that holds NaN, a count that
+    is not a whole number, a list where an object belongs; the recorded ``config`` is not checked."""
+    check(data, TRACE)
 
 
 def _plain(value: Any) -> Any:

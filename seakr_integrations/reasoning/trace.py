@@ -14,12 +14,13 @@ from seakr_integrations.reasoning.jsonform import (
     SCHEMA_VERSION,
     _numbers_from_json,
     _plain,
-    check_field_types,
+    check_trace,
     number_from_json,
     trace_version,
 )
 from seakr_integrations.reasoning.records import FinalTrace, StepTrace, StopReason, Strategy
 from seakr_integrations.retrieval.passage import Passage
+from seakr_integrations.stored import FieldError
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
 __all__ = ["SeaKRResult"]
@@ -94,7 +95,8 @@ class SeaKRResult:
 
         Raises:
             ValueError: ``data`` is not a SeaKR trace, was written by a newer release (upgrade
-                ``seakr-integrations`` to read it), or holds a value no trace can hold (the message says which).
+                ``seakr-integrations`` to read it), or holds a value no trace can hold: a ``stored.FieldError`` whose
+                message and ``path`` name the field (``stored_schemas.TRACE``, checked before anything is read).
         """
         version = trace_version(data)
         if version is None:
@@ -104,9 +106,9 @@ class SeaKRResult:
                 + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
             )
         try:
-            check_field_types(data)
-        except ValueError as err:
-            raise ValueError(f"malformed SeaKR trace (schema_version {version}): {err}") from None
+            check_trace(data)
+        except FieldError as err:
+            raise FieldError(err.path, f"malformed SeaKR trace (schema_version {version}): {err}") from None
         try:
             passages = [
                 Passage(str(p["id"]), p.get("title") or "", p.get("text") or "", number_from_json(p.get("score")))

@@ -3,18 +3,28 @@ wrong"), read from the greedy continuation's vector at EOS, with no samples (Sem
 2024; Probing-RAG, Baek et al. 2025).
 
 Pure arithmetic on a vector; the weights come from ``seakr calibrate --probe`` (``evaluation.probe_fit``) and live
-in a calibration profile as plain lists of numbers, never a pickle.
+in a calibration profile as plain lists of numbers, never a pickle.  A probe knows where it was trained (model,
+layer, source, width): read through another model's or layer's vector it would still return a probability, a
+meaningless one, so every run that applies it compares the two first (:meth:`LinearProbe.mismatch`).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LinearProbe"]
+from seakr_integrations.stored import FieldError, check, join
+from seakr_integrations.stored_schemas import PROBE, SOURCES
+
+__all__ = ["LinearProbe", "RETRAIN"]
+
+RETRAIN = "train it again with `seakr calibrate --probe` (it stores the probe in the profile)"
+"""What to do about a probe that cannot be applied."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,8 @@ class LinearProbe:
         weights, bias: The logistic regression's coefficients on the standardised vector.
         penalty: The L2 strength it was fitted with.
         trained_on: What it was trained on (question file and lines), as recorded.
+        model: The model it was trained on (read as its canonical name, as profiles name models); ``None`` for a
+            probe built by hand, whose model cannot be compared (its width still is).  A stored probe always has one.
     """
 
     layer: int
@@ -40,17 +52,55 @@ class LinearProbe:
     bias: float
     penalty: float
     trained_on: Mapping[str, Any] = field(default_factory=dict)
+    model: str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.layer, bool) or not isinstance(self.layer, numbers.Integral) or self.layer < 0:
+            raise ValueError(f"LinearProbe(layer={self.layer!r}): the layer it reads is an integer >= 0")
+        object.__setattr__(self, "layer", int(self.layer))
+        if self.source not in SOURCES:
+            raise ValueError(f"LinearProbe(source={self.source!r}): choose one of {', '.join(map(repr, SOURCES))}")
         sizes = {len(self.mean), len(self.scale), len(self.weights)}
-        if len(sizes) != 1:
-            raise ValueError(f"a probe's mean, scale and weights must have one length, got {sorted(sizes)}")
-        if any(not np.isfinite(v) for v in (*self.mean, *self.scale, *self.weights, self.bias)):
+        if len(sizes) != 1 or 0 in sizes:
+            raise ValueError(f"a probe's mean, scale and weights must have one length (>= 1), got {sorted(sizes)}")
+        if any(not _finite(v) for v in (*self.mean, *self.scale, *self.weights, self.bias, self.penalty)):
             raise ValueError("a probe's numbers must be finite")
+        if any(v <= 0 for v in self.scale):
+            raise ValueError("a probe's scale holds standard deviations: each must be > 0")
+        if self.model is not None:
+            if not isinstance(self.model, str) or not self.model:
+                raise ValueError(f"LinearProbe(model={self.model!r}): the model's name, or None")
+            from seakr_integrations.calibration import canonical_model_name  # profiles' names: compared as theirs
+
+            object.__setattr__(self, "model", canonical_model_name(self.model))
 
     @property
     def width(self) -> int:
+        """The hidden size of the vectors it reads."""
         return len(self.weights)
+
+    def readout(self) -> str:
+        """Where it reads, in words: ``"layer 3 (residual) of smollm2-135m-instruct"``."""
+        return f"layer {self.layer} ({self.source})" + (f" of {self.model}" if self.model else "")
+
+    def mismatch(
+        self, *, layer: int | None = None, source: str | None = None, model: str | None = None, width: int | None = None
+    ) -> str | None:
+        """What differs between where it was trained and where a run reads (each ``None``: not known yet), in words
+        naming both sides, or ``None`` when nothing does."""
+        read = ["the default layer" if layer is None else f"layer {layer}"]
+        read += [] if source is None else [f"({source})"]
+        read += [] if model is None else [f"of {model}"]
+        differs = (layer is not None and layer != self.layer) or (source is not None and source != self.source)
+        differs |= model is not None and self.model is not None and model != self.model
+        if differs:
+            return f"StateProbe's probe was trained on {self.readout()}; this run reads {' '.join(read)}"
+        if width is not None and width != self.width:
+            return (
+                f"StateProbe's probe reads vectors of width {self.width} ({self.readout()}); "
+                f"this run's model{f' {model}' if model else ''} has hidden size {width}"
+            )
+        return None
 
     def probabilities(self, vectors: np.ndarray | Sequence[Sequence[float]]) -> np.ndarray:
         """The probability of the label for each row of ``vectors`` ``(n, width)``."""
@@ -64,7 +114,7 @@ class LinearProbe:
         return float(self.probabilities(np.asarray(vector, dtype=np.float64)[None, :])[0])
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON numbers, as a profile stores them."""
+        """Plain JSON numbers, as a profile stores them (``PROBE`` in ``stored_schemas``)."""
         return {
             "layer": self.layer,
             "source": self.source,
@@ -75,21 +125,56 @@ class LinearProbe:
             "bias": float(self.bias),
             "penalty": float(self.penalty),
             "trained_on": dict(self.trained_on),
+            "model": self.model,
+            "width": self.width,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LinearProbe:
+    def from_dict(cls, data: Any, *, model: str | None = None, path: str = "") -> LinearProbe:
+        """The probe :meth:`to_dict` wrote, checked against its schema first.
+
+        Args:
+            data: The stored form.
+            model: The model of the profile that holds it (it was trained in the same calibration): read for a
+                probe that records none (one stored before probes recorded their model); refused when it records
+                another.
+            path: Where ``data`` sits in its file (``"probe.probe"``), for the messages.
+
+        Raises:
+            FieldError: A ``ValueError`` that names the field: a missing or wrong one, or no model known.
+        """
         try:
-            return cls(
-                layer=int(data["layer"]),
-                source=str(data["source"]),
-                label=str(data["label"]),
-                mean=tuple(float(v) for v in data["mean"]),
-                scale=tuple(float(v) for v in data["scale"]),
-                weights=tuple(float(v) for v in data["weights"]),
-                bias=float(data["bias"]),
-                penalty=float(data["penalty"]),
-                trained_on=dict(data.get("trained_on") or {}),
+            check(data, PROBE, path)
+        except FieldError as err:
+            raise FieldError(err.path, f"not a stored linear probe: {err}") from None
+        from seakr_integrations.calibration import canonical_model_name
+
+        recorded = data.get("model")
+        if recorded is not None and model is not None and canonical_model_name(recorded) != canonical_model_name(model):
+            raise FieldError(
+                join(path, "model"),
+                f"field {join(path, 'model')} says the probe was trained on {recorded}, but it is stored for "
+                f"{model}: {RETRAIN}",
             )
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"not a stored linear probe ({type(err).__name__}: {err})") from None
+        if "model" not in data and model is None:  # an explicit null: a probe built in code, recorded as such
+            raise FieldError(
+                join(path, "model"),
+                f"the field '{join(path, 'model')}' is missing: the probe records no model it was trained on, so it "
+                f"cannot be checked against the model it would read; {RETRAIN}",
+            )
+        return cls(
+            layer=data["layer"],
+            source=data["source"],
+            label=data["label"],
+            mean=tuple(float(v) for v in data["mean"]),
+            scale=tuple(float(v) for v in data["scale"]),
+            weights=tuple(float(v) for v in data["weights"]),
+            bias=float(data["bias"]),
+            penalty=float(data["penalty"]),
+            trained_on=dict(data.get("trained_on") or {}),
+            model=recorded or model,
+        )
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)

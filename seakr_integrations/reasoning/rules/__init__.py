@@ -161,7 +161,8 @@ def parse_rules(text: str) -> tuple[Rule, ...]:
             if name not in RULES:
                 raise _unknown(name)
             if not any(r.name == name for r in rules):
-                raise ValueError(f"--rules {text!r}: -{name} removes a rule not given before it")
+                start = "" if rules else f"; start from the rules it is removed from, e.g. default,-{name}"
+                raise ValueError(f"--rules {text!r}: -{name} removes a rule not given before it{start}")
             rules = [r for r in rules if r.name != name]
         elif item in PRESETS:
             rules += [r for r in PRESETS[item] if all(r.name != s.name for s in rules)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,7 +40,13 @@ class StateProbe(Rule):
         if self.probe is not None and not isinstance(self.probe, LinearProbe):
             raise TypeError(f"StateProbe(probe={self.probe!r}): pass a LinearProbe (seakr calibrate --probe makes one)")
         if self.band is not None:
-            object.__setattr__(self, "band", check_band(self.band))
+            band = check_band(self.band)
+            if not 0 <= band[0] <= band[1] <= 1:
+                raise ValueError(
+                    f"StateProbe(band={self.band!r}): the band is in the probe's probability, so both edges must be in "
+                    "[0, 1]; pass (t, t) for a threshold t, or None for the calibrated one"
+                )
+            object.__setattr__(self, "band", band)
 
     def reads_greedy_step(self) -> bool:
         return self.probe is not None and self.band is not None
@@ -65,12 +72,15 @@ class StateProbe(Rule):
 
     def calibrated(self, profile: Any) -> StateProbe:
         """With the probe and threshold the profile stores (``DeltaProfile.probe``) filled in."""
-        stored = getattr(profile, "probe", None) or {}
-        if not stored or (self.probe is not None and self.band is not None):
+        from seakr_integrations.profile_checks import stored_probe  # the profile's reader: no cycle at import
+
+        if profile is None or (self.probe is not None and self.band is not None):
             return self
-        probe = LinearProbe.from_dict(stored["probe"]) if self.probe is None else self.probe
-        threshold = float(stored["threshold"])
-        return replace(self, probe=probe, band=self.band or (threshold, threshold))
+        stored = stored_probe(profile)  # checked: a malformed entry names the profile and the field
+        if stored is None:
+            return self
+        probe, threshold = stored
+        return replace(self, probe=self.probe or probe, band=self.band or (threshold, threshold))
 
     def uncalibrated(self) -> str | None:
         if self.probe is not None and self.band is not None:
@@ -85,3 +95,26 @@ class StateProbe(Rule):
         probe = None if self.probe is None else {"layer": self.probe.layer, "source": self.probe.source,
                                                  "trained_on": dict(self.probe.trained_on)}  # fmt: skip
         return {"rule": self.name, "probe": probe, "band": None if self.band is None else list(self.band)}
+
+
+def check_probe_readout(rules: Sequence[Any], layer: int | None, source: str, model: str | None = None,
+                        width: int | None = None, backend: str = "") -> None:  # fmt: skip
+    """Refuse (``ValueError``) a ``StateProbe`` whose probe was trained elsewhere than this run reads: another layer
+    or source (the config knows them, unless ``layer`` is ``None``: the back-end's default), model or hidden size
+    (known where the config meets the back-end; ``backend``: how ``seakr calibrate`` names it, ``--model NAME`` or
+    ``--server URL``).  A probe read through another layer's vector still returns a
+    probability, a meaningless one, and the trace would record the probe's layer as if it had been read."""
+    for rule in rules:
+        probe = getattr(rule, "probe", None) if isinstance(rule, StateProbe) else None
+        problem = None if probe is None else probe.mismatch(layer=layer, source=source, model=model, width=width)
+        if problem is None:
+            continue
+        assert probe is not None
+        options = (f" {backend}" if backend else "") + ("" if layer is None else f" --layer {layer}")
+        train = f"train a probe where this run reads: `seakr calibrate --probe{options} --source {source}`"
+        if probe.mismatch(model=model, width=width) is not None:  # another model: no layer of this one fits
+            raise ValueError(f"{problem}. Run it on {probe.model or 'the model it was trained on'}, or {train}")
+        raise ValueError(
+            f"{problem}. Pass layer={probe.layer}, source={probe.source!r} (the probe's) to read where it was "
+            f"trained, or {train}"
+        )
