@@ -20,6 +20,7 @@ from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, ModelCall
 from seakr_integrations.reasoning.calls import RetrievalError as RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
+from seakr_integrations.reasoning.gathered import GatheredKnowledge
 from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
 from seakr_integrations.reasoning.query import BuiltQuery, has_words
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace
@@ -278,6 +279,36 @@ class SeaKR(Reasoner):
 
     def program(self, state: QuestionState) -> Program:
         return self.loop.program(state)
+
+    def gather(self, question: str) -> GatheredKnowledge:
+        """SeaKR's loop for ``question`` without its final answer: the passages it keeps, for another model (an
+        agent's) to answer from (:meth:`gather_many`)."""
+        return self.gather_many([question])[0]
+
+    def gather_many(
+        self,
+        questions: Sequence[str],
+        *,
+        observers: Sequence[Observer | None] | None = None,
+        max_in_flight: int = 32,
+    ) -> list[GatheredKnowledge]:
+        """The loop of :meth:`answer_many` up to its end, without the final answer, for each question: the same
+        steps, gate, queries, re-ranking and stops (the config's rules), its events to ``observers``; results in
+        order (the first failure raised once all have finished).
+
+        Raises:
+            ValueError: ``config.mode`` is ``"single_hop"`` (its one retrieval decision is the answer itself: use
+                :meth:`assess` and :meth:`rerank`), no retriever, or a question that cannot be asked.
+        """
+        if self.config.mode != "multi_hop":
+            raise ValueError(
+                f"gather runs the multi-hop loop, and this config's mode is {self.config.mode!r}: pass "
+                "SeaKRConfig(mode='multi_hop'), or use assess() and rerank() for a single retrieval decision"
+            )
+        if self.retriever is None:
+            raise ValueError("this SeaKR has no retriever: pass one to SeaKR(backend, retriever) to gather passages")
+        states, _ = self._states(questions, observers)
+        return self._run_all(states, self.loop.gather, max_in_flight)
 
     def assess(self, question: str, *, steps: Sequence[str] = (), passages: Sequence[Passage] = ()) -> Assessment:
         """SeaKR's uncertainty check alone: generate the next step (multi-hop) or the direct answer (single-hop)
