@@ -8,7 +8,7 @@ from fakes import FakeRetriever, Reply, ScriptedBackend, passage
 from test_reasoner import CONFIG, final, is_step, parse
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
-from seakr_integrations.reasoning.events import Observer, PassagesReranked, StepFinished
+from seakr_integrations.reasoning.events import KnowledgeGathered, Observer, PassagesReranked, StepFinished
 
 QUESTION = "Which country is the Eiffel Tower in?"
 SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
@@ -58,7 +58,14 @@ def test_gather_many_runs_together_and_reports_each_questions_events():
     out = seakr().gather_many([QUESTION, QUESTION + " (again)"], observers=observers)
     assert [[p.id for p in g.passages] for g in out] == [["p2"], ["p2"]]
     for seen in observers:
-        assert PassagesReranked in seen.events and seen.events[-1] is StepFinished
+        assert PassagesReranked in seen.events and seen.events[-2:] == [StepFinished, KnowledgeGathered]
+
+
+def test_gather_events_stream_the_phases_and_end_with_the_knowledge():
+    events = list(seakr().gather_events([QUESTION]))
+    assert [e.kind for e in events][-2:] == ["step_finished", "knowledge_gathered"]
+    data = json.loads(json.dumps(events[-1].to_dict(), allow_nan=False))
+    assert data["kind"] == "knowledge_gathered" and data["gathered"]["passages"][0]["id"] == "p2"
 
 
 def test_gather_refuses_single_hop_and_a_missing_retriever():

@@ -20,8 +20,14 @@ from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, ModelCall
 from seakr_integrations.reasoning.calls import RetrievalError as RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
+from seakr_integrations.reasoning.events import (
+    KnowledgeGathered,
+    Observer,
+    QuestionAnswered,
+    QuestionFailed,
+    SeaKREvent,
+)
 from seakr_integrations.reasoning.gathered import GatheredKnowledge
-from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
 from seakr_integrations.reasoning.query import BuiltQuery, has_words
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace
 from seakr_integrations.reasoning.seakr_loop import SeaKRLoop
@@ -300,6 +306,22 @@ class SeaKR(Reasoner):
             ValueError: ``config.mode`` is ``"single_hop"`` (its one retrieval decision is the answer itself: use
                 :meth:`assess` and :meth:`rerank`), no retriever, or a question that cannot be asked.
         """
+        gathered: list[Any] = [None] * (len(questions) if not isinstance(questions, str) else 1)
+        for event in self.gather_events(questions, observers=observers, max_in_flight=max_in_flight):
+            if isinstance(event, KnowledgeGathered):
+                gathered[event.question_index] = event.gathered
+        return gathered
+
+    def gather_events(
+        self,
+        questions: Sequence[str],
+        *,
+        observers: Sequence[Observer | None] | None = None,
+        max_in_flight: int = 32,
+    ) -> Iterator[SeaKREvent]:
+        """:meth:`gather_many`, yielding every phase as it completes (``StepAssessed``, ``PassagesRetrieved``,
+        ``PassagesReranked``, ``StepFinished``), each question ending with ``KnowledgeGathered``; the first failure
+        is raised once the others have finished."""
         if self.config.mode != "multi_hop":
             raise ValueError(
                 f"gather runs the multi-hop loop, and this config's mode is {self.config.mode!r}: pass "
@@ -308,7 +330,14 @@ class SeaKR(Reasoner):
         if self.retriever is None:
             raise ValueError("this SeaKR has no retriever: pass one to SeaKR(backend, retriever) to gather passages")
         states, _ = self._states(questions, observers)
-        return self._run_all(states, self.loop.gather, max_in_flight)
+        failed: Exception | None = None
+        for item in Driver(self.backend, self.retriever, max_in_flight).run((s, self.loop.gather(s)) for s in states):
+            if isinstance(item, Failed):
+                failed = failed or item.error
+            elif not isinstance(item, Answered):
+                yield item
+        if failed is not None:
+            raise failed
 
     def assess(self, question: str, *, steps: Sequence[str] = (), passages: Sequence[Passage] = ()) -> Assessment:
         """SeaKR's uncertainty check alone: generate the next step (multi-hop) or the direct answer (single-hop)

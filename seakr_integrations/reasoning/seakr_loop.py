@@ -22,7 +22,13 @@ from seakr_integrations.reasoning.calls import NOT_MEASURED, ModelCalls
 from seakr_integrations.reasoning.choices import pick_final, pick_passage
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
+from seakr_integrations.reasoning.events import (
+    KnowledgeGathered,
+    PassagesReranked,
+    StepAssessed,
+    StepFinished,
+    snapshot,
+)
 from seakr_integrations.reasoning.gate import Gate
 from seakr_integrations.reasoning.gathered import GatheredKnowledge
 from seakr_integrations.reasoning.query import BuiltQuery
@@ -76,7 +82,7 @@ class SeaKRLoop:
         """The multi-hop loop without its final answer, for another model to answer from: returns the
         ``GatheredKnowledge`` (the passages kept, the steps, why it stopped)."""
         stop = yield from self.reason(state)
-        return GatheredKnowledge(
+        gathered = GatheredKnowledge(
             state.question,
             list(state.docs),
             state.trace,
@@ -87,6 +93,8 @@ class SeaKRLoop:
             state.searches,
             list(state.rules_applied),
         )
+        state.emit(KnowledgeGathered(state.index, state.question, gathered))
+        return gathered
 
     def reason(self, state: QuestionState) -> Generator[Any, Any, StopReason]:
         """The rounds of Algorithm 1 (each: a step, the gate, and when unsure a search and its re-ranking) until one
