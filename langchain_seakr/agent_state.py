@@ -24,8 +24,8 @@ class SeaKRAgentState(AgentState[ResponseT]):
     Attributes:
         seakr_gathered: What the loop decided for the turn's question (``AgentLoop``),
             ``GatheredKnowledge.to_dict()``: every step (its uncertainty, gate decision, query, candidates and the one
-            kept), the passages kept, why the loop stopped (``stop_reason``) and its cost (``lm_calls``, ``generated_tokens``, ``searches``);
-            ``None`` with the one-shot gate.
+            kept), the passages kept, why the loop stopped (``stop_reason``) and its cost (``lm_calls``,
+            ``generated_tokens``, ``searches``); ``None`` with the one-shot gate.
         seakr_decision: The one-shot gate's decision for the turn's question (``AgentGate``; ``None`` with the
             loop), ``GateDecision.to_dict()`` (``reason``, ``explanation``, ``uncertainty``, ``delta``,
             ``num_documents``...); ``GateDecision.from_dict`` reads it back.

@@ -1,7 +1,7 @@
 """``SeaKRMiddleware`` (SeaKR's loop, and the one-shot gate) and ``seakr_gate_tool`` in a real
-``langchain.agents.create_agent`` graph, offline: the self-aware model is the scripted back-end of ``fakes.py`` (real EigenScore over vectors the script spreads) and the
-agent's model a scripted chat model that records what it was shown.  The real-model version is in
-``test_langchain_real.py``."""
+``langchain.agents.create_agent`` graph, offline: the self-aware model is the scripted back-end of ``fakes.py`` (real
+EigenScore over vectors the script spreads) and the agent's model a scripted chat model that records what it was
+shown.  The real-model version is in ``test_langchain_real.py``."""
 
 from __future__ import annotations
 
