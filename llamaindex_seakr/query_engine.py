@@ -115,10 +115,14 @@ class SeaKRQueryEngine(CustomQueryEngine):
         """The core SeaKR object this engine drives (built on first use, ``LoopCache``)."""
         return self._loops.get(self.llm.backend, self._search, self.config, **self._search_settings)
 
-    def as_tool(self, name: str = "seakr_answer", description: str = QUERY_TOOL_DESCRIPTION) -> QueryEngineTool:
+    def as_tool(
+        self, name: str = "seakr_answer", description: str = QUERY_TOOL_DESCRIPTION, *, return_direct: bool = False
+    ) -> QueryEngineTool:
         """This engine as an agent's tool: the agent asks SeaKR a question and reads its answer (the tool output's
-        ``raw_output`` is the ``Response``, with the chosen nodes and the trace)."""
-        return QueryEngineTool.from_defaults(self, name=name, description=description)
+        ``raw_output`` is the ``Response``, with the chosen nodes and the trace); ``return_direct=True`` makes
+        SeaKR's answer the agent's (LlamaIndex's own setting: for an agent model too small to write a reply from a
+        tool's output)."""
+        return QueryEngineTool.from_defaults(self, name=name, description=description, return_direct=return_direct)
 
     def query_many(self, questions: Sequence[str], *, max_in_flight: int = 32) -> list[Response]:
         """Answer many questions, their model calls sharing back-end batches; responses in order.
