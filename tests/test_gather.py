@@ -4,30 +4,16 @@ scripted back-end of ``fakes.py``."""
 import json
 
 import pytest
-from fakes import FakeRetriever, Reply, ScriptedBackend, passage
-from test_reasoner import CONFIG, final, is_step, parse
+from fakes import FakeRetriever, ScriptedBackend
+from test_reasoner import CONFIG
+from test_reasoner_components import DOCS, eiffel
 
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.reasoning.events import KnowledgeGathered, Observer, PassagesReranked, StepFinished
 
 QUESTION = "Which country is the Eiffel Tower in?"
-SPREADS = {"text of p1": 0.5, "text of p2": 0.2, "text of p3": 0.8}
-
-
-def respond(prompt, config):
-    _, context, answer = parse(prompt)
-    if not is_step(config):
-        return final("France is the country. So the answer is France")
-    if not context:
-        return Reply("The Eiffel Tower stands in Germany", spread=1.0, low=("Germany",))
-    if not answer:
-        return Reply("It is in France", spread=SPREADS[context[-1]])
-    return Reply("So the answer is France", spread=1.0)
-
-
 def seakr(config=CONFIG):
-    docs = [passage("p1"), passage("p2"), passage("p3")]
-    return SeaKR(ScriptedBackend(respond), FakeRetriever(default=docs), config)
+    return SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=DOCS), config)
 
 
 def test_gather_keeps_what_answer_keeps_and_asks_for_no_final_answer():
@@ -72,6 +58,6 @@ def test_gather_refuses_single_hop_and_a_missing_retriever():
     with pytest.raises(ValueError, match="mode is 'single_hop'.*assess\\(\\) and rerank\\(\\)"):
         seakr(SeaKRConfig.paper(k=4, num_exemplars=0, max_tokens=10, delta=-6.0, mode="single_hop")).gather(QUESTION)
     with pytest.raises(ValueError, match="no retriever"):
-        SeaKR(ScriptedBackend(respond), None, CONFIG).gather(QUESTION)
+        SeaKR(ScriptedBackend(eiffel), None, CONFIG).gather(QUESTION)
     with pytest.raises(ValueError, match="empty"):
         seakr().gather("  ")
