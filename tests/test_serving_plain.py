@@ -126,8 +126,8 @@ def test_an_agent_gated_by_seakr_runs_on_a_stock_server_and_refuses_eigenscore(s
     agent = create_agent(answerer, middleware=[SeaKRMiddleware(llm=judge, config=config, retriever=retriever)])
     state = agent.invoke({"messages": [("user", "The author of Sexual Politics attended which British University?")]})
     gathered = state["seakr_gathered"]  # SeaKR's loop, on perplexity from the server's log-probabilities
-    assert gathered["searches"] >= 1
-    assert any(s["uncertainty"]["estimator"] == "perplexity" for s in gathered["steps"])
+    assert gathered["searches"] >= 1 and gathered["lm_calls"] >= 1 and gathered["steps"]
+    assert [p["id"] for p in state["seakr_passages"]] == [p["id"] for p in gathered["passages"]]
     assert state["messages"][-1].content.strip() and state["seakr_passages"]
 
     eigen = ChatSeaKR(base_url=stock_server, k=4, max_tokens=24, timeout=300)  # the default estimator: EigenScore
