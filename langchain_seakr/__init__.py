@@ -4,6 +4,7 @@ with the gate as a tool: ``seakr_gate_tool``).  The algorithm lives in ``seakr_i
 only translates types and wires callbacks."""
 
 from langchain_seakr.agent_gate import AgentGate
+from langchain_seakr.agent_loop import AgentLoop
 from langchain_seakr.agent_state import SeaKRAgentState
 from langchain_seakr.chains import SeaKRChain
 from langchain_seakr.chat_models import ChatSeaKR
@@ -18,6 +19,7 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 
 __all__ = [
     "AgentGate",
+    "AgentLoop",
     "ChatSeaKR",
     "GateDecision",
     "MiniLMEmbeddings",

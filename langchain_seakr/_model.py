@@ -69,8 +69,8 @@ class SelfAwareModelMixin(KnownKeywords):
     timeout: float = DEFAULT_TIMEOUT
     """Seconds one request to the server may take, its retries included (used with ``base_url``)."""
     model: str | None = Field(default=DEFAULT_MODEL, alias="model_name")
-    """A packaged model's short name or a local Hugging Face directory (the back-end's name when one is given;
-    ``None`` with ``base_url``: the server's model answers, see ``answering_model``)."""
+    """A packaged model's short name, a local Hugging Face directory or a hub id (``org/name``): the back-end's name
+    when one is given; ``None`` with ``base_url`` (the server's model answers, see ``answering_model``)."""
     k: int = _SAMPLING.k
     temperature: float = _SAMPLING.temperature
     top_k: int = _SAMPLING.top_k

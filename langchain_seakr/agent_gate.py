@@ -24,7 +24,7 @@ from seakr_integrations.reasoning.events import GateDecided, PassagesReranked, P
 from seakr_integrations.reasoning.gate_search import gate_search
 from seakr_integrations.setting_conflicts import gate_never_searches
 
-__all__ = ["DEFAULT_CONTEXT_TEMPLATE", "AgentGate"]
+__all__ = ["DEFAULT_CONTEXT_TEMPLATE", "AgentGate", "tool_documents"]
 
 DEFAULT_CONTEXT_TEMPLATE = "Use this passage if it helps to answer the user's question:\n{passages}"
 """How the kept passage is shown to the agent's model (appended to its system message)."""
@@ -133,10 +133,10 @@ class AgentGate(SeaKRComponent):
     def _search(self, query: str, k: int, callbacks: CallbackManager | None) -> list[Document]:
         if isinstance(self.retriever, BaseRetriever):
             return search_documents(self.retriever, query, k, callbacks)
-        return _tool_documents(self.retriever, query, callbacks)[:k]  # type: ignore[arg-type]
+        return tool_documents(self.retriever, query, callbacks)[:k]  # type: ignore[arg-type]
 
 
-def _tool_documents(tool: BaseTool, query: str, callbacks: CallbackManager | None) -> list[Document]:
+def tool_documents(tool: BaseTool, query: str, callbacks: CallbackManager | None) -> list[Document]:
     """Call a retriever tool as the model would, with ``query`` as its one argument; its documents (the artifact),
     else its text cut at blank lines.
 

@@ -1,9 +1,9 @@
-"""The agent state ``SeaKRMiddleware`` adds to a LangChain v1 agent: the gate's decision for the current turn and
-the passage it kept.
+"""The agent state ``SeaKRMiddleware`` adds to a LangChain v1 agent: what SeaKR's loop (or the one-shot gate)
+decided for the current turn and the passages it kept.
 
-Both are plain JSON (a ``GateDecision.to_dict()`` and documents as dicts), so a checkpointer stores them as it
-stores messages, and a caller reads the decision from ``agent.invoke(...)["seakr_decision"]`` without importing
-anything from seakr.
+All are plain JSON (a ``GatheredKnowledge.to_dict()``, a ``GateDecision.to_dict()`` and documents as dicts), so a
+checkpointer stores them as it stores messages, and a caller reads them from ``agent.invoke(...)["seakr_gathered"]``
+without importing anything from seakr.
 """
 
 from __future__ import annotations
@@ -22,15 +22,21 @@ class SeaKRAgentState(AgentState[ResponseT]):
     calls that answer it).
 
     Attributes:
-        seakr_decision: The gate's decision for the turn's question, ``GateDecision.to_dict()`` (``reason``,
-            ``explanation``, ``uncertainty``, ``delta``, ``num_documents``...); ``GateDecision.from_dict`` reads it
-            back.
-        seakr_passages: The passage kept for the turn (empty when the model was sure or nothing was found), as
-            ``document_to_state`` writes it; its metadata has the gate's and the re-ranking's keys.
-        seakr_turn: The id of the human message the decision is for (so the gate runs once per turn, not before
-            every model call of it).
+        seakr_gathered: What the loop decided for the turn's question (``AgentLoop``),
+            ``GatheredKnowledge.to_dict()``: every step (its uncertainty, gate decision, query, candidates and the one
+            kept), the passages kept, why the loop stopped (``stop_reason``) and its cost (``lm_calls``,
+            ``generated_tokens``, ``searches``); ``None`` with the one-shot gate.
+        seakr_decision: The one-shot gate's decision for the turn's question (``AgentGate``; ``None`` with the
+            loop), ``GateDecision.to_dict()`` (``reason``, ``explanation``, ``uncertainty``, ``delta``,
+            ``num_documents``...); ``GateDecision.from_dict`` reads it back.
+        seakr_passages: The passages kept for the turn (empty when nothing was needed or found), as
+            ``document_to_state`` writes them (metadata: the loop's ``seakr_round``, or the gate's and the
+            re-ranking's keys).
+        seakr_turn: The id of the human message the record is for (so SeaKR runs once per turn, also when an
+            invocation resumes).
     """
 
+    seakr_gathered: NotRequired[dict[str, Any] | None]
     seakr_decision: NotRequired[dict[str, Any] | None]
     seakr_passages: NotRequired[list[dict[str, Any]]]
     seakr_turn: NotRequired[Annotated[str | None, PrivateStateAttr]]

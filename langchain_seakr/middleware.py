@@ -1,17 +1,24 @@
 """``SeaKRMiddleware``: SeaKR's self-aware retrieval inside a LangChain v1 agent (``langchain.agents.create_agent``).
 
 An agent retrieves when its model decides to call a retriever tool, and models call tools by habit: they search
-for what they know and answer from memory what they do not.  The middleware puts SeaKR's gate in front of that
-habit.  Once per turn, before the model's first call, the self-aware model writes its next step for the user's
-question and its uncertainty is measured (the core's gate, the same ``GateDecision`` as everywhere):
+for what they know, answer from memory what they do not, and rarely search a second time for what the first
+passage names.  The middleware runs SeaKR before the agent's model answers a turn:
 
-* unsure: SeaKR's masked query is searched, the passage after which the model is surest is kept (the core's
-  re-ranking) and appended to the system message of every model call of the turn;
-* sure: nothing is retrieved and, with ``skip_tool_when_sure``, a retriever-tool call the model asks for is
-  answered with a note instead of a search.
+* the loop (the default, ``AgentLoop``): SeaKR's own retrieval loop, from the core (``SeaKR.gather``, the steps,
+  gate, query, re-ranking, rules and stops of ``SeaKRChain``): the self-aware model writes a step, searches when it
+  is unsure or when the step names what no passage backs, keeps the passage after which it is surest, and goes on
+  until it has the answer or its passage limit.  The passages kept are appended to the system message of every
+  model call of the turn, and the agent's model answers.
+* ``one_shot=True`` (``AgentGate``, for latency-bound apps): one assessment of the question; when unsure, one search
+  and the surest passage kept; when sure, nothing retrieved and (``skip_tool_when_sure``) a retriever-tool call the
+  model asks for answered with a note.
 
-The decision and the kept passage are in the agent's state (``SeaKRAgentState``) and go to the callbacks as
-``seakr_passages_retrieved``, ``seakr_passages_reranked`` and ``seakr_gate_decided`` events.
+Both run in ``before_agent``: once per invocation (one user turn), before the model's first call.  ``before_model``
+runs again after every tool call of the turn, and would repeat searches whose outcome the agent's own tool calls do
+not change.  The decisions are in the agent's state (``SeaKRAgentState``: ``seakr_gathered`` for the loop,
+``seakr_decision`` for the gate, ``seakr_passages`` for both) and go to the callbacks as custom events
+(``seakr_step_assessed``, ``seakr_passages_retrieved``, ``seakr_passages_reranked``, ``seakr_step_finished``,
+``seakr_knowledge_gathered``; the gate's ``seakr_gate_decided``).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from langchain_seakr.agent_gate import AgentGate
+from langchain_seakr.agent_loop import AgentLoop
 from langchain_seakr.agent_state import SeaKRAgentState, document_from_state, document_to_state
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.decisions import GateDecision
@@ -35,51 +43,68 @@ __all__ = ["SeaKRMiddleware"]
 
 
 class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
-    """Retrieve for an agent's turn only when the model is unsure, and keep the passage that makes it surest.
+    """Run SeaKR's retrieval loop for each agent turn, and show the agent's model the passages it kept.
 
     Args:
-        gate: The settings as an ``AgentGate``; or leave it out and pass its fields as keywords: ``llm``,
-            ``config``, ``retriever``, ``retriever_tool``, ``skip_tool_when_sure``, ``context_template``,
-            ``search_timeout``, ``on_retrieval_error``.
+        settings: An ``AgentLoop`` (the loop) or an ``AgentGate`` (the one-shot gate); or leave it out and pass the
+            fields as keywords: ``llm``, ``config``, ``retriever``, ``context_template``, ``search_timeout``,
+            ``on_retrieval_error``; with ``one_shot=True`` the gate's, which add ``retriever_tool`` and
+            ``skip_tool_when_sure``.
+        one_shot: Keywords build an ``AgentGate`` (one assessment, at most one passage) instead of an
+            ``AgentLoop``.
 
     Raises:
-        TypeError: An unknown keyword (the error names the nearest one), or ``gate`` is not an ``AgentGate``.
-        ValueError: A bad setting, or settings that contradict each other (``AgentGate`` says which).
+        TypeError: An unknown keyword (the error names the nearest one, or says it is the one-shot gate's), or
+            ``settings`` is neither an ``AgentLoop`` nor an ``AgentGate``.
+        ValueError: A bad setting, or settings that contradict each other (the settings class says which).
 
     Example:
         ```python
         from langchain.agents import create_agent
-        from langchain_core.tools import create_retriever_tool
+        from langchain_openai import ChatOpenAI
         from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRMiddleware
 
-        retriever = PassageIndexRetriever.demo(k=3)
-        search = create_retriever_tool(retriever, "search", "Search Wikipedia passages.")
+        served = {"base_url": "http://127.0.0.1:8000/v1", "api_key": "EMPTY"}
         agent = create_agent(
-            "openai:gpt-5-mini",
-            tools=[search],
-            middleware=[SeaKRMiddleware(llm=ChatSeaKR(model="smollm2"), retriever=search)],
+            ChatOpenAI(model="qwen2.5-coder-0.5b-instruct", **served),
+            middleware=[SeaKRMiddleware(llm=ChatSeaKR(**served), retriever=PassageIndexRetriever.demo())],
         )
-        state = agent.invoke({"messages": [("user", "Who directed Santa Sangre?")]})
-        print(state["seakr_decision"]["explanation"], state["seakr_passages"])
+        question = "The author of Sexual Politics attended which British University?"
+        state = agent.invoke({"messages": [("user", question)]})
+        print(state["messages"][-1].text, [d["metadata"]["title"] for d in state["seakr_passages"]])
         ```
     """
 
     state_schema = SeaKRAgentState
 
-    def __init__(self, gate: AgentGate | None = None, **settings: Any) -> None:
+    def __init__(self, settings: AgentLoop | AgentGate | None = None, *, one_shot: bool = False, **keywords: Any):
         super().__init__()
-        check_keywords("SeaKRMiddleware", settings, accepted_keywords(AgentGate), config=True)
-        if gate is not None and settings:
-            raise TypeError("pass either gate= or its settings as keywords, not both")
-        if gate is not None and not isinstance(gate, AgentGate):
-            raise TypeError(f"gate must be an AgentGate (or pass its settings as keywords), got {type(gate).__name__}")
-        self.gate = gate if gate is not None else AgentGate(**settings)
-        """The settings and the gate they run."""
+        kind = AgentGate if one_shot else AgentLoop
+        if settings is not None and (keywords or one_shot):
+            raise TypeError("pass either settings (an AgentLoop or AgentGate) or its fields as keywords, not both")
+        if settings is not None and not isinstance(settings, (AgentLoop, AgentGate)):
+            raise TypeError(
+                f"settings must be an AgentLoop or an AgentGate (or pass their fields as keywords), got "
+                f"{type(settings).__name__}"
+            )
+        if settings is None:
+            gate_only = sorted(set(keywords) - set(accepted_keywords(AgentLoop)) & set(accepted_keywords(AgentGate)))
+            if kind is AgentLoop and gate_only:
+                raise TypeError(
+                    f"{', '.join(gate_only)} {'is a setting' if len(gate_only) == 1 else 'are settings'} of the "
+                    "one-shot gate: pass one_shot=True with it, or leave it out (the loop leaves the agent's tool "
+                    "calls alone)"
+                )
+            check_keywords("SeaKRMiddleware", keywords, accepted_keywords(kind), config=True)
+            settings = kind(**keywords)
+        self.settings: AgentLoop | AgentGate = settings
+        """The settings, and the loop or gate they run."""
         self.tools = []
 
-    # ------------------------------------------------------------------------------------------- the gate
-    def before_model(self, state: SeaKRAgentState[Any], runtime: Any) -> dict[str, Any] | None:
-        """Decide once per turn, before its first model call: the decision and the kept passage go to the state.
+    # ------------------------------------------------------------------------------------ the loop or gate
+    def before_agent(self, state: SeaKRAgentState[Any], runtime: Any) -> dict[str, Any] | None:
+        """Once per turn, before the model's first call: the loop's (or gate's) record and the passages kept go to
+        the state.
 
         Raises:
             ValueError: ``state`` has no ``messages`` (an agent's state always has them).
@@ -89,16 +114,19 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
         if turn is None or state.get("seakr_turn") == _turn_id(turn, messages):
             return None
         callbacks = get_callback_manager_for_config(ensure_config())
-        decision = self.gate.decide(turn.text, callbacks=callbacks)
-        return {
-            "seakr_turn": _turn_id(turn, messages),
-            "seakr_decision": decision.to_dict(),
-            "seakr_passages": [document_to_state(d) for d in decision.documents],
-        }
+        update: dict[str, Any] = {"seakr_turn": _turn_id(turn, messages)}
+        if isinstance(self.settings, AgentLoop):
+            gathered, documents = self.settings.gather(turn.text, callbacks=callbacks)
+            update |= {"seakr_gathered": gathered.to_dict(), "seakr_decision": None}
+        else:
+            decision = self.settings.decide(turn.text, callbacks=callbacks)
+            documents = decision.documents
+            update |= {"seakr_decision": decision.to_dict(), "seakr_gathered": None}
+        return update | {"seakr_passages": [document_to_state(d) for d in documents]}
 
-    async def abefore_model(self, state: SeaKRAgentState[Any], runtime: Any) -> dict[str, Any] | None:
-        """``before_model`` on a worker thread (the self-aware calls block), with the run's context."""
-        return await asyncio.to_thread(self.before_model, state, runtime)
+    async def abefore_agent(self, state: SeaKRAgentState[Any], runtime: Any) -> dict[str, Any] | None:
+        """``before_agent`` on a worker thread (the self-aware calls block), with the run's context."""
+        return await asyncio.to_thread(self.before_agent, state, runtime)
 
     # ------------------------------------------------------------------------------ the passage in context
     def wrap_model_call(
@@ -118,7 +146,7 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
             return request
         docs = [document_from_state(d) for d in stored]
         shown = "\n\n".join(f"{d.metadata.get('title') or ''}: {d.page_content}".lstrip(": ") for d in docs)
-        context = self.gate.context_template.format(passages=shown)
+        context = self.settings.context_template.format(passages=shown)
         system = request.system_message
         text = f"{system.text}\n\n{context}" if system is not None and system.text.strip() else context
         return request.override(system_message=SystemMessage(content=text))
@@ -141,7 +169,8 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
 
     def _skipped(self, request: ToolCallRequest) -> ToolMessage | None:
         call = request.tool_call
-        if not self.gate.skip_tool_when_sure or call["name"] not in self.gate.tool_names:
+        gate = self.settings
+        if not isinstance(gate, AgentGate) or not gate.skip_tool_when_sure or call["name"] not in gate.tool_names:
             return None
         stored = (request.state or {}).get("seakr_decision") if isinstance(request.state, dict) else None
         if not stored:

@@ -8,6 +8,9 @@ logic, so the gate, the re-ranking and the loop decide exactly as ``SeaKR.answer
 * ``SelfAwareReranker``: a node post-processor ordering nodes by the uncertainty after reading each.
 * ``SeaKRQueryEngine``: the whole loop over any retriever; trace in ``Response.metadata["trace"]``.
 * ``SeaKRWorkflow``: the loop as a workflow streaming each phase as a typed event.
+* ``seakr_search_tool``: the loop's retrieval as an agent's tool (``FunctionAgent``, ``ReActAgent``,
+  ``AgentWorkflow``), its phases streamed with the agent's events; ``SeaKRQueryEngine.as_tool()``: SeaKR's answer
+  as a ``QueryEngineTool``.
 * ``PassageRetriever`` (the embedded BM25 index as a LlamaIndex retriever), ``MiniLMEmbedding`` (offline embedder).
 
 Exported with them: the events a workflow streams or the instrumentation dispatches, and the gate's
@@ -15,9 +18,11 @@ Exported with them: the events a workflow streams or the instrumentation dispatc
 (``seakr_integrations.backends.concurrent``) are imported from their modules.
 """
 
+from llamaindex_seakr.agent_tool import seakr_search_tool
 from llamaindex_seakr.embedding import MiniLMEmbedding
 from llamaindex_seakr.events import (
     AnswerChosenEvent,
+    KnowledgeGatheredEvent,
     PassagesRerankedEvent,
     PassagesRetrievedEvent,
     QuestionAnsweredEvent,
@@ -41,6 +46,7 @@ __all__ = [
     "AnswerChosenEvent",
     "GateDecidedEvent",
     "GateDecision",
+    "KnowledgeGatheredEvent",
     "MiniLMEmbedding",
     "PassageRetriever",
     "PassagesRerankedEvent",
@@ -59,4 +65,5 @@ __all__ = [
     "StepFinishedEvent",
     "UncertaintyGatedRetriever",
     "__version__",
+    "seakr_search_tool",
 ]

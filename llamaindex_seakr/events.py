@@ -19,6 +19,7 @@ from seakr_integrations.reasoning.records import StopReason
 
 __all__ = [
     "AnswerChosenEvent",
+    "KnowledgeGatheredEvent",
     "PassagesRerankedEvent",
     "PassagesRetrievedEvent",
     "QuestionAnsweredEvent",
@@ -92,6 +93,18 @@ class AnswerChosenEvent(SeaKRPhase):
     strategy: str
     candidates: dict[str, Any]
     uncertainties: dict[str, float | None] = {}
+
+
+class KnowledgeGatheredEvent(SeaKRPhase):
+    """SeaKR's loop ended without its own answer, for an agent's model to answer from (core ``KnowledgeGathered``;
+    the agent tool of ``seakr_agent_tool``): the nodes kept, in order, the steps the loop accepted (``rationale``),
+    why it stopped, and its cost (``lm_calls``, ``searches``)."""
+
+    nodes: list[NodeWithScore]
+    rationale: list[str]
+    stop: StopReason
+    lm_calls: int
+    searches: int
 
 
 class QuestionFailedEvent(SeaKRPhase):

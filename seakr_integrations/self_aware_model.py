@@ -17,7 +17,7 @@ from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent
 from seakr_integrations.backends.loading import BACKEND_KINDS, canonical_model_name, shared_backend
 from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT, check_api_key, check_base_url, check_timeout
 from seakr_integrations.backends.scored import scored_generate
-from seakr_integrations.models import DEFAULT_MODEL, known_model_names, packaged_model
+from seakr_integrations.models import DEFAULT_MODEL, hub_id, known_model_names, packaged_model
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import SamplingConfig, check_flag
 from seakr_integrations.reasoning.config import SeaKRConfig, changed_settings, check_alpha
@@ -48,7 +48,8 @@ class SelfAwareModel:
 
     Attributes:
         backend: ``"hf"`` or ``"vllm"`` to load ``model`` once per process, or a ``SelfAwareBackend`` to use as it is.
-        model: A short name (``seakr models``) or a local model directory (``None`` with ``base_url``).
+        model: A short name (``seakr models``), a local model directory or a Hugging Face model id (``org/name``,
+            ``org/name@revision``; ``None`` with ``base_url``).
         base_url: A ``seakr serve`` server whose model answers instead (``backend`` and ``model`` are then unused).
         api_key: That server's API key (never shown; one that cannot be sent is refused here, not at the first call).
         timeout: Seconds one request to that server may take, its retries included.
@@ -87,10 +88,15 @@ class SelfAwareModel:
             object.__setattr__(self, "model", None)  # the server's model answers: it is known once connected
         elif isinstance(backend, SelfAwareBackend):
             object.__setattr__(self, "model", backend.model_name)
-        elif not Path(self.model or "").expanduser().is_dir() and packaged_model(self.model or "") is None:
+        elif (
+            not Path(self.model or "").expanduser().is_dir()
+            and packaged_model(self.model or "") is None
+            and hub_id(self.model or "") is None
+        ):
             raise ValueError(
                 f"unknown model {self.model!r}: use one of {', '.join(known_model_names())}, a local Hugging Face "
-                "model directory, base_url= of a `seakr serve` server, or backend=<a SelfAwareBackend>"
+                "model directory, a Hugging Face model id (org/name), base_url= of a `seakr serve` server, or "
+                "backend=<a SelfAwareBackend>"
             )
         if not isinstance(self.sampling, SamplingConfig):
             raise TypeError(f"sampling must be a SamplingConfig, got {type(self.sampling).__name__}")

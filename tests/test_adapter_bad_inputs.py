@@ -80,23 +80,30 @@ def hanging():
 
 # ------------------------------------------------------------------------------------------- search_timeout
 def test_the_middleware_gives_up_on_a_hung_retriever_at_search_timeout(hanging):
-    middleware = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=hanging, search_timeout=LIMIT)
-    agent = create_agent(chat(AIMessage("France")), middleware=[middleware])
-    started = time.monotonic()
-    with pytest.raises(RetrievalError, match=r"the retriever Hanging failed .*search_timeout=0\.3 s"):
-        agent.invoke({"messages": [("user", QUESTION)]})
-    assert time.monotonic() - started < 10
+    for one_shot, said in ((True, r"the retriever Hanging failed .*"), (False, r"query 'Eiffel Tower stands'.*")):
+        middleware = SeaKRMiddleware(
+            llm=unsure(), config=CONFIG, retriever=hanging, search_timeout=LIMIT, one_shot=one_shot
+        )
+        agent = create_agent(chat(AIMessage("France")), middleware=[middleware])
+        started = time.monotonic()
+        with pytest.raises(RetrievalError, match=said + r"search_timeout=0\.3 s"):
+            agent.invoke({"messages": [("user", QUESTION)]})
+        assert time.monotonic() - started < 10
 
 
 def test_the_middleware_answers_without_a_hung_search_when_told_to(hanging):
-    middleware = SeaKRMiddleware(
-        llm=unsure(), config=CONFIG, retriever=hanging, search_timeout=LIMIT, on_retrieval_error="answer_without"
-    )
+    settings = {"search_timeout": LIMIT, "on_retrieval_error": "answer_without"}
+    middleware = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=hanging, one_shot=True, **settings)
     model = chat(AIMessage("France"))
     state = create_agent(model, middleware=[middleware]).invoke({"messages": [("user", QUESTION)]})
     assert state["messages"][-1].content == "France" and state["seakr_passages"] == []
     assert "search_timeout=0.3" in state["seakr_decision"]["error"]
     assert "the search failed" in state["seakr_decision"]["explanation"]
+    loop = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=hanging, **settings)
+    state = create_agent(chat(AIMessage("France")), middleware=[loop]).invoke({"messages": [("user", QUESTION)]})
+    assert state["messages"][-1].content == "France" and state["seakr_passages"] == []
+    gathered = state["seakr_gathered"]
+    assert gathered["stop_reason"] == "retrieval error" and "search_timeout=0.3" in " ".join(gathered["notes"])
 
 
 def test_the_langchain_gate_gives_up_at_search_timeout(hanging):
@@ -133,10 +140,12 @@ def test_a_search_within_the_limit_is_untouched():
 
 # ----------------------------------------------------------------------------------------- a failing retriever
 def test_the_middleware_names_a_retriever_that_raises_or_returns_none():
-    failing = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=ListRetriever(queries=[], fail=True))
+    failing = SeaKRMiddleware(
+        llm=unsure(), config=CONFIG, retriever=ListRetriever(queries=[], fail=True), one_shot=True
+    )
     with pytest.raises(RetrievalError, match=r"the retriever ListRetriever failed .*ConnectionError: search service"):
         create_agent(chat(AIMessage("x")), middleware=[failing]).invoke({"messages": [("user", QUESTION)]})
-    empty = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=ReturnsNone(queries=[]))
+    empty = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=ReturnsNone(queries=[]), one_shot=True)
     with pytest.raises(RetrievalError, match=r"the retriever ReturnsNone failed .*returned NoneType; a retriever must"):
         create_agent(chat(AIMessage("x")), middleware=[empty]).invoke({"messages": [("user", QUESTION)]})
 
@@ -149,7 +158,9 @@ def test_a_retriever_tool_returning_none_is_an_error_not_the_passage_null():
 
     with pytest.raises(RetrievalError, match=r"the retriever search failed .*returned None: it must return"):
         AgentGate(llm=unsure(), config=CONFIG, retriever=search).decide(QUESTION)
-    middleware = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=search, on_retrieval_error="answer_without")
+    middleware = SeaKRMiddleware(
+        llm=unsure(), config=CONFIG, retriever=search, on_retrieval_error="answer_without", one_shot=True
+    )
     model = chat(AIMessage("France"))
     state = create_agent(model, middleware=[middleware]).invoke({"messages": [("user", QUESTION)]})
     assert state["seakr_passages"] == [] and "returned None" in state["seakr_decision"]["error"]
@@ -166,11 +177,11 @@ def test_the_middleware_keeps_answer_without_for_a_failing_retriever():
 
 
 # ------------------------------------------------------------------------------------------ state and template
-def test_before_model_on_a_state_without_messages_says_what_it_reads():
-    middleware = SeaKRMiddleware(llm=unsure(), config=CONFIG)
+def test_before_agent_on_a_state_without_messages_says_what_it_reads():
+    middleware = SeaKRMiddleware(llm=unsure(), config=CONFIG, retriever=ListRetriever(queries=[]))
     with pytest.raises(ValueError, match=r"reads the user's question from the agent state's 'messages'.*keys \[\]"):
-        middleware.before_model({}, None)
-    assert middleware.before_model({"messages": []}, None) is None  # no question yet: nothing to decide
+        middleware.before_agent({}, None)
+    assert middleware.before_agent({"messages": []}, None) is None  # no question yet: nothing to decide
 
 
 @pytest.mark.parametrize(
@@ -185,7 +196,7 @@ def test_before_model_on_a_state_without_messages_says_what_it_reads():
 )
 def test_a_context_template_with_stray_braces_is_refused_at_construction(template, named):
     with pytest.raises(ValueError, match=named):
-        SeaKRMiddleware(llm=unsure(), context_template=template)
+        SeaKRMiddleware(llm=unsure(), retriever=ListRetriever(), context_template=template)
 
 
 def test_literal_braces_written_doubled_reach_the_model():
@@ -200,7 +211,7 @@ def test_literal_braces_written_doubled_reach_the_model():
 # ----------------------------------------------------------------------------- settings that contradict or idle
 def test_settings_that_contradict_each_other_are_refused():
     with pytest.raises(ValueError, match=r"retriever_tool='search'.*skip_tool_when_sure=False skips none"):
-        SeaKRMiddleware(llm=unsure(), retriever_tool="search", skip_tool_when_sure=False)
+        SeaKRMiddleware(llm=unsure(), retriever_tool="search", skip_tool_when_sure=False, one_shot=True)
     never = CONFIG.with_(retrieve="never")
     with pytest.raises(ValueError, match=r"retrieve='never' would never call its retriever"):
         SeaKRMiddleware(llm=unsure(), config=never, retriever=ListRetriever())
@@ -214,7 +225,7 @@ def test_settings_that_contradict_each_other_are_refused():
         ChatSeaKR(base_url="http://127.0.0.1:9", model="qwen")
     with pytest.raises(ValueError, match=r"base_url=.*model='qwen'.*leave model out"):
         LlamaIndexLLM(base_url="http://127.0.0.1:9", model="qwen")
-    assert SeaKRMiddleware(llm=unsure(), config=never).gate.retriever is None  # a gate that only decides: fine
+    assert SeaKRMiddleware(llm=unsure(), config=never, one_shot=True).settings.retriever is None  # decides only
 
 
 def test_search_settings_given_to_what_searches_nothing_are_refused():
@@ -224,5 +235,5 @@ def test_search_settings_given_to_what_searches_nothing_are_refused():
         LlamaIndexReranker(LlamaIndexLLM(backend=unsure(), chat_template=False), on_retrieval_error="raise")
     with pytest.raises(TypeError, match=r"seakr_gate_tool .*searches nothing, so retriever= would do nothing"):
         seakr_gate_tool(llm=unsure(), retriever=ListRetriever())
-    with pytest.raises(TypeError, match=r"gate must be an AgentGate"):
+    with pytest.raises(TypeError, match=r"settings must be an AgentLoop or an AgentGate"):
         SeaKRMiddleware("not a gate")

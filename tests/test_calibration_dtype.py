@@ -137,3 +137,14 @@ def test_an_estimator_a_plain_server_cannot_feed_is_refused_before_any_calibrati
         warnings.simplefilter("error")  # no "calibrate eigenscore against it" advice: it cannot run there at all
         with pytest.raises(ValueError, match="estimator='eigenscore' needs the samples' hidden states"):
             resolve_config(backend, SeaKRConfig())
+
+
+def test_asking_for_the_calibrated_delta_in_another_dtype_is_refused_naming_both(shipped):
+    model = ScriptedBackend(respond)
+    model.dtype = "bfloat16"
+    with pytest.raises(
+        LookupError, match=r"made in float32, and this run loads the model in bfloat16.*--dtype float32"
+    ):
+        SeaKRConfig.calibrated(model, **BASE.to_dict())
+    model.dtype = "float32"
+    assert SeaKRConfig.calibrated(model, **BASE.to_dict()).delta == 0.75

@@ -137,7 +137,7 @@ def test_option_defaults_are_the_settings_dataclasses_defaults():
     """With no option given, the CLI builds exactly the default SeaKRConfig and SamplingConfig settings."""
     from seakr_integrations.cli import build_parser
     from seakr_integrations.cli.common import seakr_config
-    from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL
+    from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL, default_dtype
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.reasoning import SeaKRConfig
     from seakr_integrations.uncertainty import estimator_names
@@ -145,7 +145,8 @@ def test_option_defaults_are_the_settings_dataclasses_defaults():
     parser = build_parser()
     for argv in (["ask", "q"], ["eval"], ["calibrate"]):
         args = parser.parse_args(argv)
-        assert (args.model, args.backend, args.dtype) == (REFERENCE_MODEL, REFERENCE_BACKEND, REFERENCE_DTYPE)
+        assert (args.model, args.backend, args.dtype) == (REFERENCE_MODEL, REFERENCE_BACKEND, None)
+        assert default_dtype(args.model) == REFERENCE_DTYPE  # the packaged model's: its shipped profiles' precision
         assert seakr_config(args) == SeaKRConfig()  # every loop and sampling setting at its one default
     for estimator in estimator_names():  # every estimator the loop accepts, "prompt" included
         assert parser.parse_args(["ask", "q", "--estimator", estimator]).estimator == estimator

@@ -45,16 +45,22 @@ def main_job_arguments() -> list[str]:
     return words[1:]
 
 
-@pytest.mark.vllm
-def test_the_main_job_finds_the_evidence_and_answers_right_without_a_warning_or_engine_noise(tmp_path):
+def run_main_job(cwd: Path, *extra: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    """The README's main job as a newcomer runs it, in ``cwd``, with ``extra`` arguments; its output printed."""
     run = subprocess.run(
-        [sys.executable, "-m", "seakr_integrations.cli", *main_job_arguments()],
+        [sys.executable, "-m", "seakr_integrations.cli", *main_job_arguments(), *extra],
         capture_output=True,
         text=True,
-        timeout=900,
-        cwd=tmp_path,
+        timeout=timeout,
+        cwd=cwd,
     )
     print(run.stdout)
+    return run
+
+
+@pytest.mark.vllm
+def test_the_main_job_finds_the_evidence_and_answers_right_without_a_warning_or_engine_noise(tmp_path):
+    run = run_main_job(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert not PYTHON_WARNING.search(run.stderr), run.stderr[-3000:]
     assert not ENGINE_NOISE.search(run.stderr), run.stderr[-3000:]

@@ -1,7 +1,7 @@
-"""``SeaKRMiddleware`` and ``seakr_gate_tool`` in a real ``langchain.agents.create_agent`` graph, offline: the
-self-aware model is the scripted back-end of ``fakes.py`` (real EigenScore over vectors the script spreads) and the
-agent's model a scripted chat model that records what it was shown.  The real-model version is in
-``test_langchain_real.py``."""
+"""``SeaKRMiddleware`` (SeaKR's loop, and the one-shot gate) and ``seakr_gate_tool`` in a real
+``langchain.agents.create_agent`` graph, offline: the self-aware model is the scripted back-end of ``fakes.py`` (real
+EigenScore over vectors the script spreads) and the agent's model a scripted chat model that records what it was
+shown.  The real-model version is in ``test_langchain_real.py``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from test_langchain_adapters import DOCS, ListRetriever
 from test_reasoner import CONFIG
 from test_reasoner_components import eiffel
 
-from langchain_seakr import AgentGate, GateDecision, SeaKRMiddleware, seakr_gate_tool
+from langchain_seakr import AgentGate, AgentLoop, GateDecision, SeaKRMiddleware, seakr_gate_tool
 from seakr_integrations.reasoning.decisions import GateReason
 
 QUESTION = "Which country is the Eiffel Tower in?"
@@ -62,9 +62,9 @@ def search_call(query: str = "Eiffel Tower") -> AIMessage:
     return AIMessage("", tool_calls=[{"name": "search", "args": {"query": query}, "id": "call_1", "type": "tool_call"}])
 
 
-def agent_with(model: ScriptedChat, retriever: ListRetriever, backend: Any, **settings: Any):
+def agent_with(model: ScriptedChat, retriever: ListRetriever, backend: Any, one_shot: bool = True, **settings: Any):
     tool = create_retriever_tool(retriever, "search", "Search passages.", response_format="content_and_artifact")
-    middleware = SeaKRMiddleware(llm=backend, config=CONFIG, retriever=tool, **settings)
+    middleware = SeaKRMiddleware(llm=backend, config=CONFIG, retriever=tool, one_shot=one_shot, **settings)
     return create_agent(model, tools=[tool], system_prompt="Answer briefly.", middleware=[middleware])
 
 
@@ -132,10 +132,10 @@ def test_the_gate_runs_once_per_turn_and_again_for_the_next_question():
 
 def test_a_plain_retriever_works_without_a_tool_and_a_gate_without_a_retriever():
     retriever = ListRetriever(queries=[])
-    middleware = SeaKRMiddleware(llm=ScriptedBackend(eiffel), config=CONFIG, retriever=retriever)
+    middleware = SeaKRMiddleware(llm=ScriptedBackend(eiffel), config=CONFIG, retriever=retriever, one_shot=True)
     state = create_agent(chat(AIMessage("France")), middleware=[middleware]).invoke({"messages": [("user", QUESTION)]})
     assert state["seakr_passages"][0]["id"] == "p2" and retriever.queries == ["Eiffel Tower stands"]
-    alone = SeaKRMiddleware(llm=ScriptedBackend(eiffel), config=CONFIG)
+    alone = SeaKRMiddleware(llm=ScriptedBackend(eiffel), config=CONFIG, one_shot=True)
     state = create_agent(chat(AIMessage("France")), middleware=[alone]).invoke({"messages": [("user", QUESTION)]})
     assert state["seakr_decision"]["retrieve"] and state["seakr_passages"] == []
 
@@ -173,10 +173,76 @@ def test_the_gate_tool_says_sure_or_unsure():
 
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="passages"):
-        SeaKRMiddleware(llm=ScriptedBackend(sure), context_template="no slot")
-    with pytest.raises(TypeError, match="either gate"):
+        SeaKRMiddleware(llm=ScriptedBackend(sure), retriever=ListRetriever(), context_template="no slot")
+    with pytest.raises(TypeError, match="either settings"):
         SeaKRMiddleware(AgentGate(llm=ScriptedBackend(sure)), skip_tool_when_sure=False)
+    with pytest.raises(TypeError, match="skip_tool_when_sure is a setting of the one-shot gate: pass one_shot=True"):
+        SeaKRMiddleware(llm=ScriptedBackend(sure), retriever=ListRetriever(), skip_tool_when_sure=False)
+    with pytest.raises(ValueError, match="retriever"):
+        SeaKRMiddleware(llm=ScriptedBackend(sure))  # the loop needs something to search
+    with pytest.raises(ValueError, match="one_shot=True"):
+        SeaKRMiddleware(llm=ScriptedBackend(sure), retriever=ListRetriever(), config=CONFIG.with_(mode="single_hop"))
     with pytest.raises(ValueError, match="empty"):
         AgentGate(llm=ScriptedBackend(sure), config=CONFIG).decide(" ")
-    assert SeaKRMiddleware(llm=ScriptedBackend(sure), retriever_tool="lookup").gate.tool_names == {"lookup"}
+    gate = SeaKRMiddleware(llm=ScriptedBackend(sure), retriever_tool="lookup", one_shot=True).settings
+    assert isinstance(gate, AgentGate) and gate.tool_names == {"lookup"}
     assert DOCS[0].id == "p1"
+
+
+# ------------------------------------------------------------------------------------------------ the loop
+def test_the_loop_keeps_what_the_chain_would_and_the_agents_model_answers_with_it():
+    retriever = ListRetriever(queries=[])
+    model = chat(AIMessage("France"))
+    events = Events()
+    state = agent_with(model, retriever, ScriptedBackend(eiffel), one_shot=False).invoke(
+        {"messages": [("user", QUESTION)]}, config={"callbacks": [events]}
+    )
+    gathered = state["seakr_gathered"]
+    assert state["seakr_decision"] is None and gathered["stop_reason"] == "answer found"
+    assert [s["decision"] for s in gathered["steps"]] == ["retrieve", "answer"]
+    assert retriever.queries == ["Eiffel Tower stands"] and gathered["searches"] == 1
+    (kept,) = state["seakr_passages"]
+    assert kept["id"] == "p2" and kept["metadata"]["seakr_round"] == 1 and kept["metadata"]["source"] == "wiki"
+    system = model.seen[0][0]
+    assert system.content.startswith("Answer briefly.") and "text of p2" in system.content
+    assert state["messages"][-1].content == "France"
+    names = [n for n, _ in events.custom]
+    assert names[:4] == [
+        "seakr_step_assessed",
+        "seakr_passages_retrieved",
+        "seakr_passages_reranked",
+        "seakr_step_finished",
+    ]
+    assert names[-1] == "seakr_knowledge_gathered" and "seakr_answer_chosen" not in names  # the agent answers
+
+
+def test_the_loop_runs_once_per_turn_and_leaves_the_agents_tool_calls_alone():
+    backend = ScriptedBackend(eiffel)
+    retriever = ListRetriever(queries=[])
+    model = chat(search_call(), AIMessage("France"), AIMessage("Paris"))
+    agent = agent_with(model, retriever, backend, one_shot=False)
+    state = agent.invoke({"messages": [("user", QUESTION)]})
+    # the agent's own tool call runs (the loop leaves it alone) and SeaKR does not run again after it
+    assert retriever.queries == ["Eiffel Tower stands", "Eiffel Tower"]
+    assert all("text of p2" in seen[0].content for seen in model.seen)
+    calls = len(backend.prompts)
+    state = agent.invoke({"messages": [*state["messages"], ("user", "And its capital city?")]})
+    assert len(backend.prompts) > calls and state["seakr_gathered"]["question"] == "And its capital city?"
+
+
+async def test_the_async_agent_runs_the_same_loop():
+    retriever = ListRetriever(queries=[])
+    state = await agent_with(chat(AIMessage("France")), retriever, ScriptedBackend(eiffel), one_shot=False).ainvoke(
+        {"messages": [("user", QUESTION)]}
+    )
+    assert state["seakr_passages"][0]["id"] == "p2" and state["seakr_gathered"]["lm_calls"] > 0
+
+
+def test_a_loop_over_a_text_tool_and_over_a_plain_retriever():
+    tool = create_retriever_tool(ListRetriever(queries=[]), "search", "Search passages.")
+    gathered, docs = AgentLoop(llm=ScriptedBackend(eiffel), config=CONFIG, retriever=tool).gather(QUESTION)
+    assert [d.page_content for d in docs] == ["text of p2"] and gathered.searches == 1
+    gathered, docs = AgentLoop(llm=ScriptedBackend(eiffel), config=CONFIG, retriever=ListRetriever()).gather(QUESTION)
+    assert [d.id for d in docs] == ["p2"]
+    with pytest.raises(TypeError, match="retriever must be a LangChain BaseRetriever or the agent's retriever tool"):
+        AgentLoop(llm=ScriptedBackend(eiffel), retriever="index")

@@ -162,7 +162,7 @@ def test_agent_middleware_retrieves_only_when_the_model_is_unsure(hf_smollm2, bm
     config = SeaKRConfig.light()  # the calibrated delta, and the default gate read in stages
     judge = ChatSeaKR(backend=hf_smollm2, k=config.k, max_tokens=config.max_tokens)
     answerer = ChatSeaKR(backend=hf_smollm2, k=2, max_tokens=24)  # the agent's model: SmolLM2 calls no tools
-    middleware = SeaKRMiddleware(llm=judge, config=config, retriever=bm25)
+    middleware = SeaKRMiddleware(llm=judge, config=config, retriever=bm25, one_shot=True)
     agent = create_agent(answerer, system_prompt="Answer the question in a few words.", middleware=[middleware])
 
     known = agent.invoke({"messages": [("user", KNOWN)]})
@@ -178,3 +178,23 @@ def test_agent_middleware_retrieves_only_when_the_model_is_unsure(hf_smollm2, bm
     assert kept["metadata"]["title"] in ("Kate Millett", "Sexual Politics")  # the passages that lead to Oxford
     agent_calls = [m for m in seen.messages if m and m[0].type == "system"]
     assert agent_calls and kept["page_content"] in agent_calls[0][0].content  # the kept passage in the context
+
+
+def test_agent_middleware_runs_seakrs_loop_and_the_agents_model_reads_what_it_kept(hf_smollm2, bm25):
+    config = SeaKRConfig.light()
+    judge = ChatSeaKR(backend=hf_smollm2, k=config.k, max_tokens=config.max_tokens)
+    answerer = ChatSeaKR(backend=hf_smollm2, k=2, max_tokens=24)
+    middleware = SeaKRMiddleware(llm=judge, config=config, retriever=bm25)
+    agent = create_agent(answerer, system_prompt="Answer the question in a few words.", middleware=[middleware])
+    seen = AgentModelInputs()
+    state = agent.invoke({"messages": [("user", MULTI_HOP)]}, config={"callbacks": [seen]})
+    gathered = state["seakr_gathered"]
+    assert state["seakr_decision"] is None and gathered["question"] == MULTI_HOP
+    assert gathered["searches"] >= 1 and gathered["lm_calls"] >= 1 and gathered["stop_reason"]
+    kept = state["seakr_passages"]
+    assert kept and len(kept) <= config.max_docs
+    assert [p["id"] for p in kept] == [p["id"] for p in gathered["passages"]]
+    assert "Sexual Politics" in [p["metadata"]["title"] for p in kept]  # the question's own search comes first
+    agent_calls = [m for m in seen.messages if m and m[0].type == "system"]
+    assert agent_calls and all(p["page_content"] in agent_calls[0][0].content for p in kept)
+    assert state["messages"][-1].content.strip()

@@ -259,3 +259,36 @@ async def test_workflow_runs_concurrently_and_matches_the_query_engine(llm, conf
         assert isinstance(phases[-1], AnswerChosenEvent) and phases[-1].answer == result.answer
     # the workflow adds no logic: the same question through the query engine takes the same decisions
     assert_close(bm25_answer[0].metadata["trace"], runs[0].result.trace)
+
+
+async def test_an_agent_searches_with_seakrs_loop_and_streams_its_phases(llm, config, bm25):
+    """A real ``FunctionAgent`` calls ``seakr_search_tool`` (SeaKR's loop on SmolLM2 over the demo index); the
+    agent's model is LlamaIndex's scripted function-calling mock: SmolLM2 calls no tools."""
+    from llama_index.core.agent.workflow import FunctionAgent, ToolCallResult
+    from llama_index.core.base.llms.types import MessageRole, ToolCallBlock
+    from llama_index.core.llms.mock import MockFunctionCallingLLM
+
+    from llamaindex_seakr import KnowledgeGatheredEvent, seakr_search_tool
+
+    read: list[str] = []
+
+    def respond(messages, **kwargs):
+        results = [m for m in messages if m.role == MessageRole.TOOL]
+        if not results:
+            call = ToolCallBlock(tool_call_id="c1", tool_name="seakr_search", tool_kwargs={"question": QUESTION})
+            return ChatMessage(role=MessageRole.ASSISTANT, blocks=[call])
+        read.append(str(results[-1].content))
+        return ChatMessage(role=MessageRole.ASSISTANT, content="Hot toddy")
+
+    spy = Spy(PassageRetriever(bm25, top_k=3))
+    tool = seakr_search_tool(spy, llm, config)
+    agent = FunctionAgent(tools=[tool], llm=MockFunctionCallingLLM(response_generator=respond, is_chat_model=True))
+    handler = agent.run(user_msg=QUESTION)
+    events = [ev async for ev in handler.stream_events()]
+    await handler
+    (gathered,) = [e for e in events if isinstance(e, KnowledgeGatheredEvent)]
+    assert gathered.searches == len(spy.calls) >= 1 and gathered.lm_calls >= 1
+    assert gathered.nodes and gathered.stop
+    assert all(n.node.node_id in spy.texts for n in gathered.nodes)  # the retriever's own nodes
+    (result,) = [e for e in events if isinstance(e, ToolCallResult)]
+    assert read == [result.tool_output.content] and all(spy.texts[n.node.node_id] in read[0] for n in gathered.nodes)

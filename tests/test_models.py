@@ -14,6 +14,7 @@ def test_unknown_name_lists_known_ones():
     for name in ("smollm2-135m-instruct", "qwen2.5-coder-0.5b-instruct"):
         assert name in str(err.value)
     assert "local Hugging Face model directory" in str(err.value)
+    assert "Hugging Face model id (org/name" in str(err.value)
 
 
 def test_aliases_resolve_to_the_same_model():

@@ -139,9 +139,12 @@ def test_the_log_warns_once_at_start_about_unseeded_samples_and_another_dtype():
     from seakr_integrations.serving.plugin import start_warnings
 
     assert start_warnings(_Engine()) == []
-    seeds, dtype = start_warnings(_Engine(takes_seeds=False, dtype="bfloat16"))
+    packaged = _Engine(takes_seeds=False, dtype="bfloat16")
+    packaged.facts.model = "qwen"
+    seeds, dtype = start_warnings(packaged)
     assert "takes no per-request seed" in seeds and "not reproducible" in seeds
-    assert "runs bfloat16" in dtype and "made in float32" in dtype and "seakr calibrate --server URL" in dtype
+    assert "runs qwen in bfloat16" in dtype and "made in float32" in dtype and "seakr calibrate --server URL" in dtype
+    assert start_warnings(_Engine(dtype="bfloat16")) == []  # no shipped profile to disagree with
 
 
 def test_the_engine_says_whether_it_takes_seeds_and_its_dtype_and_draws_unseeded_when_not():

@@ -125,11 +125,10 @@ def test_an_agent_gated_by_seakr_runs_on_a_stock_server_and_refuses_eigenscore(s
     judge = ChatSeaKR(base_url=stock_server, estimator="perplexity", k=4, max_tokens=24, timeout=300)
     agent = create_agent(answerer, middleware=[SeaKRMiddleware(llm=judge, config=config, retriever=retriever)])
     state = agent.invoke({"messages": [("user", "The author of Sexual Politics attended which British University?")]})
-    decision = state["seakr_decision"]
-    assert decision["reason"] and isinstance(decision["retrieve"], bool)
-    assert state["messages"][-1].content.strip()
-    if decision["retrieve"]:
-        assert state["seakr_passages"]  # what the gate kept went into the turn
+    gathered = state["seakr_gathered"]  # SeaKR's loop, on perplexity from the server's log-probabilities
+    assert gathered["searches"] >= 1 and gathered["lm_calls"] >= 1 and gathered["steps"]
+    assert [p["id"] for p in state["seakr_passages"]] == [p["id"] for p in gathered["passages"]]
+    assert state["messages"][-1].content.strip() and state["seakr_passages"]
 
     eigen = ChatSeaKR(base_url=stock_server, k=4, max_tokens=24, timeout=300)  # the default estimator: EigenScore
     refused = create_agent(answerer, middleware=[SeaKRMiddleware(llm=eigen, retriever=retriever)])

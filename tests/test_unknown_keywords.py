@@ -40,6 +40,11 @@ TYPOS: dict[tuple[str, str], tuple[Callable[..., Any], str, str]] = {
         "kk",
         "k",
     ),
+    ("langchain", "AgentLoop"): (
+        lambda **kw: lc.AgentLoop(llm=backend(), retriever=ListRetriever(), **kw),
+        "context_templat",
+        "context_template",
+    ),
     ("langchain", "SeaKRChain"): (
         lambda **kw: lc.SeaKRChain(retriever=ListRetriever(), llm=backend(), **kw),
         "return_traces",
@@ -73,6 +78,11 @@ TYPOS: dict[tuple[str, str], tuple[Callable[..., Any], str, str]] = {
         "timout",
         "timeout",
     ),
+    ("llamaindex", "seakr_search_tool"): (
+        lambda **kw: li.seakr_search_tool(NodeListRetriever(make_nodes()), li_llm(), **kw),
+        "search_timout",
+        "search_timeout",
+    ),
     ("llamaindex", "SelfAwareReranker"): (lambda **kw: li.SelfAwareReranker(li_llm(), **kw), "top_m", "top_n"),
     ("llamaindex", "UncertaintyGatedRetriever"): (
         lambda **kw: li.UncertaintyGatedRetriever(NodeListRetriever(make_nodes()), li_llm(), **kw),
@@ -85,6 +95,7 @@ RECORDS = {
     "GateDecision": "the gate's decision, built by the adapters and read by users",
     "SeaKRAgentState": "a TypedDict: the agent state's schema",
     "AnswerChosenEvent": "an event the workflow streams",
+    "KnowledgeGatheredEvent": "an event the agent's search tool streams",
     "GateDecidedEvent": "an instrumentation event the gate dispatches",
     "PassagesRerankedEvent": "an event the workflow streams",
     "PassagesRetrievedEvent": "an event the workflow streams",
@@ -135,7 +146,7 @@ def test_a_setting_of_the_config_given_to_a_component_says_where_it_goes(make):
 
 
 def test_the_valid_keywords_still_build():
-    assert lc.SeaKRMiddleware(llm=backend(), retriever=ListRetriever()).gate.retriever is not None
+    assert lc.SeaKRMiddleware(llm=backend(), retriever=ListRetriever()).settings.retriever is not None
     engine = li.SeaKRQueryEngine(NodeListRetriever(make_nodes()), li_llm(), lc.SeaKRConfig(max_docs=3))
     assert engine.config.max_docs == 3
     assert lc.ChatSeaKR(backend=backend(), model_name="scripted").model == "scripted"  # an alias is a keyword too

@@ -40,7 +40,7 @@ def load_backend(kind: str = "hf", model: str = DEFAULT_MODEL, **options: Any) -
     """A new back-end: ``"hf"`` (Hugging Face transformers, float32 on CPU by default) or ``"vllm"``.
 
     Args:
-        model: A short name from ``seakr models`` or a local model directory.
+        model: A short name from ``seakr models``, a local model directory or a Hugging Face id (``org/name``).
         **options: Passed to the back-end's constructor (``dtype``, ``device``, ``max_model_len``...).
 
     Raises:

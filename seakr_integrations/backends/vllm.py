@@ -73,7 +73,7 @@ class VLLMBackend(SelfAwareBackend):
     """Self-aware back-end on a vLLM engine.
 
     Args:
-        model: Short name (``known_model_names()``) or local Hugging Face model directory.
+        model: Short name (``known_model_names()``), local Hugging Face model directory or hub id (``org/name``).
         dtype: Engine dtype (``"auto"`` follows the checkpoint; ``"bfloat16"`` is fastest on recent CPUs/GPUs).
         max_model_len: Context length to allocate; the model's own by default, capped at 8192.
         block_size: KV block size; 32 on CPU by default, so that prefix caching also helps short prompts.

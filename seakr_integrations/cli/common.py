@@ -101,9 +101,13 @@ def quiet_vllm_start() -> None:
 
 def model_backend(args: argparse.Namespace):  # noqa: ANN202 - returns a SelfAwareBackend
     """The back-end a command runs on, built by ``seakr_integrations.cli._build_backend``: commands reach it through
-    the package so that a test can replace it there with a scripted model."""
+    the package so that a test can replace it there with a scripted model.  Without ``--dtype``, the model's own
+    (``models.default_dtype``) is filled in first, so that results files record the precision that ran."""
     from seakr_integrations import cli
+    from seakr_integrations.models import default_dtype
 
+    if getattr(args, "dtype", None) is None and not getattr(args, "server", None):
+        args.dtype = default_dtype(args.model)
     return cli._build_backend(args)
 
 

@@ -29,8 +29,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         "--model",
         action=_Given,
         default=REFERENCE_MODEL,
-        help=f"short name or local model directory (default {REFERENCE_MODEL}, the model the results are reported "
-        "on; smollm2 is smaller and faster to start, too small to reason over several passages)",
+        help=f"short name, local model directory or Hugging Face id, org/name[@revision] (default {REFERENCE_MODEL}, "
+        "the model the results are reported on; smollm2 is smaller and faster to start, too small to reason over "
+        "several passages)",
     )
     p.add_argument(
         "--backend",
@@ -42,8 +43,9 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dtype",
         action=_Given,
-        default=REFERENCE_DTYPE,
-        help=f"weights dtype (default {REFERENCE_DTYPE}: the precision the shipped calibration profiles were made in)",
+        default=None,
+        help=f"weights dtype (default: {REFERENCE_DTYPE} for a packaged model, the precision its shipped calibration "
+        "profiles were made in; the checkpoint's own, auto, for any other)",
     )
 
 

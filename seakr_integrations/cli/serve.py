@@ -13,7 +13,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(the shipped calibration profiles' dtype); binds 127.0.0.1 unless --host is given. Every option after "
         "MODEL goes to vllm serve unchanged and wins over these (--dtype bfloat16, --port 8001...).",
     )
-    serve.add_argument("model", help="a short name (`seakr models`) or a local model directory")
+    serve.add_argument(
+        "model",
+        help="a short name (`seakr models`), a local model directory or a Hugging Face id (org/name[@revision])",
+    )
     serve.add_argument(
         "--dry-run", action="store_true", help="print the exact command line it runs and exit (converts nothing)"
     )

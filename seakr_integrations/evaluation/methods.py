@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from seakr_integrations.evaluation.interface import Method, MethodAnswer
-from seakr_integrations.evaluation.skr import WITH, WITHOUT, SKRkNN, skr_labels
+from seakr_integrations.evaluation.skr import SKRkNN, skr_labels
 from seakr_integrations.evaluation.token_gate import TokenGateFit, fit_token_gate
+from seakr_integrations.evaluation.training import WITH, WITHOUT
 from seakr_integrations.reasoning.answer import extract_answer
 from seakr_integrations.reasoning.baselines import BASELINES, FLARE_THRESHOLD, TokenGate
 from seakr_integrations.reasoning.config import SeaKRConfig

@@ -16,10 +16,7 @@ from typing import Any
 import numpy as np
 
 from seakr_integrations.evaluation.interface import Method, MethodAnswer
-from seakr_integrations.evaluation.results import finished_results, read_results
-
-WITHOUT, WITH = "cot", "single-retrieval"
-"""The two methods SKR chooses between, and whose training results give the labels."""
+from seakr_integrations.evaluation.training import WITH, WITHOUT, training_records
 
 
 @dataclass(frozen=True)
@@ -51,19 +48,8 @@ def skr_labels(train_dir: str | os.PathLike[str]) -> SKRLabels:
         ValueError: The two files share no question.
     """
     root = Path(train_dir)
-    records = {}
-    for name in (WITHOUT, WITH):
-        path = finished_results(root / f"{name}.jsonl")
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} is missing: SKR-kNN learns from {WITHOUT} and {WITH} results on training questions; make them "
-                f"with `seakr eval --dataset TRAIN.jsonl --method {WITHOUT} --method {WITH} --out-dir {root}`"
-            )
-        _, rows = read_results(path)
-        records[name] = {r["id"]: r for r in rows}
-    shared = [i for i in records[WITHOUT] if i in records[WITH]]
-    if not shared:
-        raise ValueError(f"{root}: {WITHOUT}.jsonl and {WITH}.jsonl share no question id; run both on the same split")
+    without, with_, shared = training_records(root, "SKR-kNN")
+    records = {WITHOUT: without, WITH: with_}
     kept = [i for i in shared if records[WITHOUT][i]["em"] > 0 or records[WITH][i]["em"] > 0]
     if not kept:
         raise ValueError(

@@ -16,12 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seakr_integrations.evaluation.results import finished_results, read_results
+from seakr_integrations.evaluation.training import WITH, WITHOUT, training_records
 from seakr_integrations.reasoning.baselines import GREEDY_READING
 from seakr_integrations.reasoning.jsonform import number_from_json
-
-WITHOUT, WITH = "cot", "single-retrieval"
-"""The two answers the gate chooses between, and whose training results it is fitted on."""
 
 
 @dataclass(frozen=True)
@@ -56,18 +53,8 @@ def fit_token_gate(train_dir: str | os.PathLike[str]) -> TokenGateFit:
         ValueError: The files share no question, or the CoT records hold no greedy reading.
     """
     root = Path(train_dir)
-    rows: dict[str, dict[str, dict[str, Any]]] = {}
-    for name in (WITHOUT, WITH):
-        path = finished_results(root / f"{name}.jsonl")
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"{path} is missing: the token gate is fitted on {WITHOUT} and {WITH} results of training questions; "
-                f"make them with `seakr eval --dataset TRAIN.jsonl --method {WITHOUT} --method {WITH} --out-dir {root}`"
-            )
-        rows[name] = {r["id"]: r for r in read_results(path)[1] if "id" in r and not r.get("error")}
-    shared = [i for i in rows[WITHOUT] if i in rows[WITH]]
-    if not shared:
-        raise ValueError(f"{root}: {WITHOUT}.jsonl and {WITH}.jsonl share no answered question; run both on one split")
+    without, with_, shared = training_records(root, "the token gate")
+    rows = {WITHOUT: without, WITH: with_}
     points = []
     for i in shared:
         reading = _reading(rows[WITHOUT][i])

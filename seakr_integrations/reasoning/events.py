@@ -11,6 +11,7 @@ PassagesRetrieved  ``passages_retrieved``      ``seakr_passages_retrieved`` ``Pa
 PassagesReranked   ``passages_reranked``       ``seakr_passages_reranked``  ``PassagesRerankedEvent`` (workflow)
 StepFinished       ``step_finished``           ``seakr_step_finished``      ``StepFinishedEvent`` (workflow)
 AnswerChosen       ``answer_chosen``           ``seakr_answer_chosen``      ``AnswerChosenEvent`` (workflow)
+KnowledgeGathered  ``knowledge_gathered``      ``seakr_knowledge_gathered`` ``KnowledgeGatheredEvent`` (agent tool)
 QuestionAnswered   ``question_answered``       ``seakr_question_answered``  ``QuestionAnsweredEvent`` (workflow stop)
 QuestionFailed     ``question_failed``         ``seakr_question_failed``    ``QuestionFailedEvent`` (workflow)
 GateDecided        ``gate_decided``            ``seakr_gate_decided``       ``GateDecidedEvent`` (instrumentation)
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seakr_integrations.reasoning.decisions import FinalChoice, GateDecision
+from seakr_integrations.reasoning.gathered import GatheredKnowledge
 from seakr_integrations.reasoning.jsonform import _plain
 from seakr_integrations.reasoning.records import CandidateTrace, FinalTrace, StepTrace
 from seakr_integrations.reasoning.trace import SeaKRResult
@@ -114,6 +116,14 @@ class AnswerChosen(SeaKREvent):
 
 
 @dataclass(frozen=True)
+class KnowledgeGathered(SeaKREvent):
+    """The loop ended without its own answer (``SeaKR.gather``: another model answers): the passages kept and the
+    trace of how."""
+
+    gathered: GatheredKnowledge
+
+
+@dataclass(frozen=True)
 class QuestionAnswered(SeaKREvent):
     """The question is done; ``result`` holds the answer and the whole trace."""
 
@@ -148,6 +158,7 @@ EVENT_TYPES: tuple[type[SeaKREvent], ...] = (
     PassagesReranked,
     StepFinished,
     AnswerChosen,
+    KnowledgeGathered,
     QuestionAnswered,
     QuestionFailed,
     GateDecided,

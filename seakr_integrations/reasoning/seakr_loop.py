@@ -22,8 +22,15 @@ from seakr_integrations.reasoning.calls import NOT_MEASURED, ModelCalls
 from seakr_integrations.reasoning.choices import pick_final, pick_passage
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.events import PassagesReranked, StepAssessed, StepFinished, snapshot
+from seakr_integrations.reasoning.events import (
+    KnowledgeGathered,
+    PassagesReranked,
+    StepAssessed,
+    StepFinished,
+    snapshot,
+)
 from seakr_integrations.reasoning.gate import Gate
+from seakr_integrations.reasoning.gathered import GatheredKnowledge
 from seakr_integrations.reasoning.query import BuiltQuery
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace, StepTrace, StopReason
 from seakr_integrations.reasoning.rules import Rule
@@ -68,19 +75,42 @@ class SeaKRLoop:
         )
 
     def multi_hop(self, state: QuestionState) -> Program:
+        stop = yield from self.reason(state)
+        return (yield from self.finish(state, stop))
+
+    def gather(self, state: QuestionState) -> Program:
+        """The multi-hop loop without its final answer, for another model to answer from: returns the
+        ``GatheredKnowledge`` (the passages kept, the steps, why it stopped)."""
+        stop = yield from self.reason(state)
+        gathered = GatheredKnowledge(
+            state.question,
+            list(state.docs),
+            state.trace,
+            stop,
+            state.notes,
+            state.lm_calls,
+            state.generated_tokens,
+            state.searches,
+            list(state.rules_applied),
+        )
+        state.emit(KnowledgeGathered(state.index, state.question, gathered))
+        return gathered
+
+    def reason(self, state: QuestionState) -> Generator[Any, Any, StopReason]:
+        """The rounds of Algorithm 1 (each: a step, the gate, and when unsure a search and its re-ranking) until one
+        ends the loop; returns why it ended."""
         searched: set[str] = set()
         state.round = 1
         opening = self.rules.opening_query(state) if self.config.retrieve != "never" else None
         if opening is not None:
             yield from self.open(state, searched, opening)
             if state.trace[-1].stop:  # the search failed and the error policy answers without it
-                return (yield from self.finish(state, state.trace[-1].stop))
+                return state.trace[-1].stop
         while True:
             step = yield from self.round(state, searched)
             state.emit(StepFinished(state.index, state.question, snapshot(step)))
             if step.stop:
-                break
-        return (yield from self.finish(state, state.trace[-1].stop or StopReason.STEP_LIMIT))
+                return state.trace[-1].stop or StopReason.STEP_LIMIT
 
     def open(self, state: QuestionState, searched: set[str], query: str) -> Generator[Any, Any, None]:
         """Search ``query`` before the first step and keep its results (a rule's ``opening_query``), once each and at

@@ -60,7 +60,7 @@ def serve_command(
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of ``seakr serve`` (for tests and for printing with ``--dry-run``);
     ``convert=False``: a packaged model not converted yet is named by the directory it will be converted into."""
-    from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, model_dir, resolve_model
+    from seakr_integrations.models import default_dtype, hub_id, known_model_names, model_dir, resolve_model
 
     refuse_unsupported_parallelism(extra)
     tp = _size(extra, "--tensor-parallel-size", "-tp")
@@ -68,13 +68,13 @@ def serve_command(
     args = [sys.executable, "-m", *_server_module(), str(path)]
     defaults: list[tuple[str, list[str]]] = [
         ("--host", ["127.0.0.1"]),
-        ("--dtype", [REFERENCE_DTYPE]),  # the shipped calibration profiles' (vLLM's CPU default is bfloat16)
+        ("--dtype", [default_dtype(model)]),  # a packaged model's: its shipped profiles'; else the checkpoint's
         ("--worker-extension-cls", [WORKER_EXTENSION]),
         ("--enforce-eager", []),
         ("--enable-prefix-caching", []),
         ("--logits-processors", [TOP_K_TOP_P]),
     ]
-    if model in known_model_names():
+    if model in known_model_names() or hub_id(model) is not None:  # served under the name it was asked by
         defaults.append(("--served-model-name", [model]))
     context = max_model_len(path)
     if not _given(extra, "--max-model-len"):
@@ -84,7 +84,7 @@ def serve_command(
     if on_cpu:
         kv_bytes = None
         if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-            dtype = _dtype(extra) or REFERENCE_DTYPE
+            dtype = _dtype(extra) or default_dtype(model)
             kv_bytes = kv_cache_bytes(path, context, dtype, prompts=SERVER_KV_CACHE_PROMPTS, tensor_parallel=tp)
         defaults += _flags(cpu_engine_settings(context, kv_bytes))
     if _given(extra, "--worker-extension-cls"):  # seakr's load format is registered by seakr's extension only
@@ -176,7 +176,7 @@ def command_line(args: Sequence[str], env: dict[str, str]) -> str:
 def replica_facts_before_start(model: str, extra: Sequence[str], path: str) -> dict[str, object]:
     """What a server started with these options will say of itself in ``/v1/seakr/info``, as far as it is known
     before it starts (``serving.replicas``): its model name, weights, layers, read-out layer and source, dtype."""
-    from seakr_integrations.models import REFERENCE_DTYPE, known_model_names, read_config
+    from seakr_integrations.models import default_dtype, hub_id, known_model_names, read_config
     from seakr_integrations.serving.protocol import readout_from_environment
 
     config = read_config(path)
@@ -184,7 +184,7 @@ def replica_facts_before_start(model: str, extra: Sequence[str], path: str) -> d
     num_layers = int(config["num_hidden_layers"])  # type: ignore[index,call-overload]
     layer, source = readout_from_environment()
     served = [extra[i + 1] for i, a in enumerate(extra[:-1]) if a == "--served-model-name"]
-    name = served[0] if served else model if model in known_model_names() else path
+    name = served[0] if served else model if model in known_model_names() or hub_id(model) else path
     facts: dict[str, object] = {
         "model": name,
         "weights": Path(path).name,
@@ -192,7 +192,7 @@ def replica_facts_before_start(model: str, extra: Sequence[str], path: str) -> d
         "default_layer": max(num_layers // 2 - 1, 0) if layer is None else layer,
         "source": source,
     }
-    dtype = _dtype(extra) or REFERENCE_DTYPE
+    dtype = _dtype(extra) or default_dtype(model)
     if dtype != "auto":  # "auto" is the checkpoint's, known once the server has loaded it
         facts["dtype"] = dtype
     return facts
