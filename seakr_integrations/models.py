@@ -38,6 +38,7 @@ __all__ = [
     "known_model_names",
     "model_dir",
     "packaged_model",
+    "packaged_model_served",
     "read_config",
     "resolve_model",
 ]
@@ -259,6 +260,15 @@ def _hub_snapshot(repo: str, revision: str | None) -> Path:
 
 def _target(model: PackagedModel) -> Path:
     return cache_dir() / "models" / f"{model.name}-{model.sha256[:12]}"
+
+
+def packaged_model_served(name: str, weights: str) -> PackagedModel | None:
+    """The packaged model a server runs: by the name it serves under (a short name or alias), else by its weights'
+    directory, the one ``model_dir`` converts it into (``<name>-<sha256[:12]>``)."""
+    found = packaged_model(name)
+    if found is not None:
+        return found
+    return next((m for m in PACKAGED_MODELS if Path(weights).name == _target(m).name), None)
 
 
 def model_dir(name_or_path: str | os.PathLike[str]) -> tuple[Path, bool]:

@@ -73,7 +73,7 @@ class _Engine:
 
     def __init__(self, takes_seeds: bool = True, dtype: str = "float32") -> None:
         self.takes_seeds, self.dtype = takes_seeds, dtype
-        self.facts = SimpleNamespace(model="fake", max_context=512, vocab_size=100)
+        self.facts = SimpleNamespace(model="fake", weights="fake", max_context=512, vocab_size=100)
         self.tokenizer = lambda text: SimpleNamespace(input_ids=[1, 2, 3])
         self.layer, self.source = 1, "mlp"
         self.configs: list[object] = []
@@ -143,8 +143,15 @@ def test_the_log_warns_once_at_start_about_unseeded_samples_and_another_dtype():
     packaged.facts.model = "qwen"
     seeds, dtype = start_warnings(packaged)
     assert "takes no per-request seed" in seeds and "not reproducible" in seeds
-    assert "runs qwen in bfloat16" in dtype and "made in float32" in dtype and "seakr calibrate --server URL" in dtype
+    assert "runs qwen2.5-coder-0.5b-instruct in bfloat16" in dtype and "made in float32" in dtype
+    assert "seakr calibrate --server URL" in dtype
     assert start_warnings(_Engine(dtype="bfloat16")) == []  # no shipped profile to disagree with
+    from seakr_integrations.models import PACKAGED_MODELS, _target
+
+    by_weights = _Engine(dtype="bfloat16")  # served from the converted directory, under its path
+    by_weights.facts.model, by_weights.facts.weights = "/cache/x", _target(PACKAGED_MODELS[0]).name
+    (dtype,) = start_warnings(by_weights)
+    assert f"runs {PACKAGED_MODELS[0].name} in bfloat16" in dtype
 
 
 def test_the_engine_says_whether_it_takes_seeds_and_its_dtype_and_draws_unseeded_when_not():

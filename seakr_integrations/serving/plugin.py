@@ -77,7 +77,7 @@ class SeaKREndpointPlugin:
 def start_warnings(engine: Any) -> list[str]:
     """What a server's log says once at start about settings that cost its clients: samples without seeds, and a
     packaged model served in another dtype than its shipped calibration profiles were made in."""
-    from seakr_integrations.models import REFERENCE_DTYPE, packaged_model
+    from seakr_integrations.models import REFERENCE_DTYPE, packaged_model_served
 
     warnings = []
     if not engine.takes_seeds:
@@ -86,10 +86,10 @@ def start_warnings(engine: Any) -> list[str]:
             "prefill; its samples are drawn unseeded (not reproducible) and a request with a seed is refused. Start "
             "it with --no-enable-chunked-prefill (seakr serve's default on CPU) for seeded samples"
         )
-    packaged = packaged_model(str(engine.facts.model)) is not None
-    if packaged and engine.dtype is not None and engine.dtype != REFERENCE_DTYPE:
+    packaged = packaged_model_served(str(engine.facts.model), str(engine.facts.weights))
+    if packaged is not None and engine.dtype is not None and engine.dtype != REFERENCE_DTYPE:
         warnings.append(
-            f"this server runs {engine.facts.model} in {engine.dtype}; seakr's shipped calibration profiles for it "
+            f"this server runs {packaged.name} in {engine.dtype}; seakr's shipped calibration profiles for it "
             f"were made in {REFERENCE_DTYPE}, so their delta may not fit its uncertainties: start it without --dtype "
             f"(seakr serve runs a packaged model in {REFERENCE_DTYPE}), or calibrate against it (seakr calibrate "
             "--server URL --dataset QUESTIONS.jsonl)"
