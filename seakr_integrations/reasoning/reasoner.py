@@ -306,7 +306,7 @@ class SeaKR(Reasoner):
             ValueError: ``config.mode`` is ``"single_hop"`` (its one retrieval decision is the answer itself: use
                 :meth:`assess` and :meth:`rerank`), no retriever, or a question that cannot be asked.
         """
-        gathered: list[Any] = [None] * (len(questions) if not isinstance(questions, str) else 1)
+        gathered: list[Any] = [None] * len(questions)  # a single string is refused by gather_events
         for event in self.gather_events(questions, observers=observers, max_in_flight=max_in_flight):
             if isinstance(event, KnowledgeGathered):
                 gathered[event.question_index] = event.gathered
