@@ -27,7 +27,7 @@ from seakr_integrations.backends.vllm_settings import (
     takes_seeds,
 )
 from seakr_integrations.backends.vllm_settings import max_model_len as default_max_model_len
-from seakr_integrations.backends.vllm_stream import VLLMStream
+from seakr_integrations.backends.vllm_stream import PrefillCounter, VLLMStream
 from seakr_integrations.backends.vllm_worker import V2_RUNNER_HINT, raise_v2_runner, token_digest, unpack_popped
 from seakr_integrations.models import DEFAULT_MODEL, resolve_model
 from seakr_integrations.outputs import SelfAwareOutput
@@ -51,22 +51,6 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-class PrefillCounter:
-    """Prompt tokens sent to the engine and those its prefix cache already held, per request kind (``greedy``,
-    ``samples``, ``readout``): how much of each call's prompt SeaKR's calls share with earlier ones."""
-
-    def __init__(self) -> None:
-        self.prompt: dict[str, int] = {}
-        self.cached: dict[str, int] = {}
-
-    def add(self, prompt_tokens: int, cached_tokens: int, kind: str) -> None:
-        self.prompt[kind] = self.prompt.get(kind, 0) + prompt_tokens
-        self.cached[kind] = self.cached.get(kind, 0) + cached_tokens
-
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        return {kind: {"prompt_tokens": n, "cached_tokens": self.cached[kind]} for kind, n in self.prompt.items()}
 
 
 class VLLMBackend(SelfAwareBackend):

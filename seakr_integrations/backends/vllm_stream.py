@@ -4,9 +4,9 @@ engine step, and a sample's read-out joins the batch the step it finishes (docs/
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -16,8 +16,52 @@ from seakr_integrations.backends.vllm_worker import token_digest
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.params import SamplingConfig
 
-if TYPE_CHECKING:  # backends.vllm imports this module at run time
-    from seakr_integrations.backends.vllm import VLLMBackend
+
+class PrefillCounter:
+    """Prompt tokens sent to the engine and those its prefix cache already held, per request kind (``greedy``,
+    ``samples``, ``readout``): how much of each call's prompt SeaKR's calls share with earlier ones."""
+
+    def __init__(self) -> None:
+        self.prompt: dict[str, int] = {}
+        self.cached: dict[str, int] = {}
+
+    def add(self, prompt_tokens: int, cached_tokens: int, kind: str) -> None:
+        self.prompt[kind] = self.prompt.get(kind, 0) + prompt_tokens
+        self.cached[kind] = self.cached.get(kind, 0) + cached_tokens
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        return {kind: {"prompt_tokens": n, "cached_tokens": self.cached[kind]} for kind, n in self.prompt.items()}
+
+
+class EngineOwner(Protocol):
+    """What a ``VLLMStream`` uses of the back-end whose engine it drives (``backends.vllm.VLLMBackend``): the stream
+    is a view of that back-end's engine, not a second owner, so it reads and sets the back-end's own state (the one
+    open stream, the call count, the capture hook) through these members."""
+
+    model_name: str
+    llm: Any
+    """The ``vllm.LLM``; ``None`` once the back-end is closed."""
+    eos_token_id: int
+    supports_logits: bool
+    prefill: PrefillCounter
+    _stream: VLLMStream | None
+    _calls: int
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def resolve_layer(self, layer: int | None) -> int: ...
+
+    def request_params(self, config: SamplingConfig) -> tuple[Any, Any, Any]: ...
+
+    def _checked_prompts(self, prompts: Sequence[str]) -> list[str]: ...
+
+    def _check_fits(self, index: int, ids: Sequence[int], config: SamplingConfig) -> None: ...
+
+    def _ensure_hook(self, layer: int, source: str) -> None: ...
+
+    def _rpc(self, method: str, *args: Any) -> list[Any]: ...
+
+    def _pop_captured(self) -> tuple[dict[str, np.ndarray], int, dict[str, dict[int, float]]]: ...
 
 
 @dataclass
@@ -55,7 +99,7 @@ class VLLMStream(GenerationStream):
     """The non-blocking path of ``VLLMBackend`` (get it with ``backend.stream()``); a ``RuntimeError`` when the back-end
     already has an open stream (a ``VLLMBackend`` serves one driver at a time)."""
 
-    def __init__(self, backend: VLLMBackend) -> None:
+    def __init__(self, backend: EngineOwner) -> None:
         if backend._stream is not None:
             raise RuntimeError(
                 f"{backend.model_name}: this VLLMBackend already has an open stream; close it first (one driver "
