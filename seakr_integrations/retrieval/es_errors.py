@@ -6,10 +6,7 @@ would catch anyway (``ConnectionError``, ``PermissionError``, ``LookupError``, `
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from seakr_integrations.retrieval.es_connection import ElasticsearchConnection
+from typing import Any, Protocol
 
 ENV_URL = "ELASTICSEARCH_URL"
 ENV_API_KEY = "ELASTICSEARCH_API_KEY"
@@ -53,9 +50,31 @@ def how_to_build(url: str, index: str) -> str:
     return f"`seakr index CORPUS.jsonl --es {url} --index {index}`"
 
 
+class DescribedConnection(Protocol):
+    """What an error message says of the connection a client error was raised on (``es_connection``'s
+    ``ElasticsearchConnection`` is one): the errors need these few facts, not the connection's construction."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def request_timeout(self) -> float: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def auth(self) -> str: ...
+
+    @property
+    def auth_source(self) -> str: ...
+
+    def scrub(self, text: str) -> str: ...
+
+
 def translate_client_error(
     exc: BaseException,
-    conn: ElasticsearchConnection,
+    conn: DescribedConnection,
     action: str,
     index: str | None = None,
     elapsed: float | None = None,
