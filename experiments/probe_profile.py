@@ -14,7 +14,8 @@ import argparse
 import json
 from pathlib import Path
 
-from seakr_integrations.calibration import SHIPPED_PROFILES, profile_key
+from seakr_integrations.calibration import SHIPPED_PROFILES
+from seakr_integrations.profile_names import profile_key
 
 MODEL, LAYER, SOURCE, ESTIMATOR, K = "qwen2.5-coder-0.5b-instruct", 11, "mlp", "eigenscore", 20
 

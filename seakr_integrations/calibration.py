@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seakr_integrations.models import REFERENCE_DTYPE, cache_dir, packaged_model
+from seakr_integrations.models import REFERENCE_DTYPE, cache_dir
 from seakr_integrations.profile_checks import KIND, REMEDY, check_key, check_profile, stored_probe
+from seakr_integrations.profile_names import canonical_model_name, profile_key
 from seakr_integrations.stored import read_json
 
 PAPER_DELTA = -6.0
@@ -65,20 +66,12 @@ def warn_uninformative(profile: DeltaProfile | None, config: Any) -> None:
     )
 
 
-def canonical_model_name(name: str) -> str:
-    """The packaged model's short name for any of its aliases; a model directory's last path component otherwise."""
-    packaged = packaged_model(name)
-    if packaged is not None:
-        return packaged.name
-    return Path(name.rstrip("/\\")).name or name
-
-
 @dataclass(frozen=True)
 class DeltaProfile:
     """A calibrated delta and how it was chosen.
 
     Attributes:
-        model: Canonical model name (see :func:`canonical_model_name`).
+        model: Canonical model name (see ``profile_names.canonical_model_name``).
         layer: Decoder layer read (0-based), or ``None`` for a back-end that reads no hidden states.
         source: ``"mlp"`` or ``"residual"`` (as configured; nothing is read when ``layer`` is ``None``).
         k: Samples per call.
@@ -151,13 +144,6 @@ def read_profile(path: Path, expected: dict[str, Any] | None = None, **defaults:
         check_key(profile, expected, path, canonical_model_name)
     stored_probe(profile, path)
     return profile
-
-
-def profile_key(model: str, layer: int | None, source: str, estimator: str, k: int) -> str:
-    """The file stem of a profile: one per (model, layer, source, estimator, k); ``layer=None`` (no hidden states
-    read) says ``logprobs`` there, so such profiles and hidden-state ones never mix (docs/design/core.md)."""
-    readout = "logprobs" if layer is None else f"layer{layer}__{source}"
-    return f"{canonical_model_name(model)}__{readout}__{estimator}__k{k}"
 
 
 def prompt_settings(config: Any, chat_default: bool | None = None) -> dict[str, Any]:

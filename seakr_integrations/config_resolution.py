@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from seakr_integrations.calibration import (
     DeltaProfile,
     calibrate_command,
-    canonical_model_name,
     load_profile,
     profile_path,
     resolve_delta,
@@ -22,6 +21,7 @@ from seakr_integrations.calibration import (
     warn_prompt_mismatch,
     warn_uninformative,
 )
+from seakr_integrations.profile_names import canonical_model_name
 
 if TYPE_CHECKING:  # annotations only: resolving needs neither the back-ends nor the loop loaded
     from seakr_integrations.backends.base import SelfAwareBackend

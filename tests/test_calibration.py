@@ -13,9 +13,7 @@ from seakr_integrations.calibration import (
     CalibrationMismatchWarning,
     DeltaProfile,
     UncalibratedDeltaWarning,
-    canonical_model_name,
     load_profile,
-    profile_key,
     prompt_mismatches,
     prompt_settings,
     resolve_delta,
@@ -23,6 +21,7 @@ from seakr_integrations.calibration import (
 )
 from seakr_integrations.evaluation.calibrate import calibrate_delta, threshold_grid
 from seakr_integrations.evaluation.questions import Question
+from seakr_integrations.profile_names import canonical_model_name, profile_key
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 
 # Question i's closed-book first step has spread i/10 (more uncertain as i grows) and a wrong answer; with the

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from seakr_integrations.backends.remote_errors import UnseededSamplesWarning
-from seakr_integrations.calibration import DeltaProfile, load_profile, profile_key, save_profile
+from seakr_integrations.calibration import DeltaProfile, load_profile, save_profile
+from seakr_integrations.profile_names import profile_key
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.uncertainty.estimate import estimate
 from seakr_integrations.uncertainty.ln_entropy import score as ln_entropy_score

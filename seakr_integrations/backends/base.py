@@ -46,7 +46,7 @@ class SelfAwareBackend(ABC):
     reads_hidden_states: bool = True
     """Whether samples carry EOS vectors (or a server's scores of them): what EigenScore needs.  ``False`` only for
     a plain OpenAI-compatible server (``RemoteBackend`` without seakr's routes), which returns logprobs alone: it has
-    no layer to read, and its calibration profiles are its own (``calibration.profile_key``)."""
+    no layer to read, and its calibration profiles are its own (``profile_names.profile_key``)."""
     last_timings: dict[str, float]
     """Wall-clock seconds of the last ``generate`` call: ``total_s``, and ``readout_s``, the part spent reading
     the EOS vectors (the scoring pass on vLLM; the read-out rows' share of the decode steps on HF)."""
@@ -229,7 +229,7 @@ class SelfAwareBackend(ABC):
 
     def profile_layer(self, layer: int | None) -> int | None:
         """The layer a calibration profile of this back-end is keyed by: the resolved layer, or ``None`` when the
-        back-end reads no hidden states (its profiles say so in their key; see ``calibration.profile_key``)."""
+        back-end reads no hidden states (its profiles say so in their key; see ``profile_names.profile_key``)."""
         resolved = self.resolve_layer(layer)
         return resolved if self.reads_hidden_states else None
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
-from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, canonical_model_name, prompt_settings
+from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, prompt_settings
 from seakr_integrations.evaluation.gate_check import (
     MIN_PROBE_LABELS,
     ProbeNotTrainedWarning,
@@ -26,6 +26,7 @@ from seakr_integrations.evaluation.gate_check import (
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.evaluation.verdict import MIN_QUESTIONS
+from seakr_integrations.profile_names import canonical_model_name
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR

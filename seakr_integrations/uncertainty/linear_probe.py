@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from seakr_integrations.profile_names import canonical_model_name
 from seakr_integrations.stored import FieldError, check, join
 from seakr_integrations.stored_schemas import PROBE, SOURCES
 
@@ -70,9 +71,7 @@ class LinearProbe:
         if self.model is not None:
             if not isinstance(self.model, str) or not self.model:
                 raise ValueError(f"LinearProbe(model={self.model!r}): the model's name, or None")
-            from seakr_integrations.calibration import canonical_model_name  # profiles' names: compared as theirs
-
-            object.__setattr__(self, "model", canonical_model_name(self.model))
+            object.__setattr__(self, "model", canonical_model_name(self.model))  # profiles' names: compared as theirs
 
     @property
     def width(self) -> int:
@@ -147,8 +146,6 @@ class LinearProbe:
             check(data, PROBE, path)
         except FieldError as err:
             raise FieldError(err.path, f"not a stored linear probe: {err}") from None
-        from seakr_integrations.calibration import canonical_model_name
-
         recorded = data.get("model")
         if recorded is not None and model is not None and canonical_model_name(recorded) != canonical_model_name(model):
             raise FieldError(
