@@ -15,14 +15,14 @@ import pytest
 from seakr_integrations.outputs import Continuation, SelfAwareOutput
 from seakr_integrations.reasoning.jsonform import uncertainty_from_dict
 from seakr_integrations.serving.protocol import BadRequest, Limits, parse_generate
-from seakr_integrations.serving.wire import (
+from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
+from seakr_integrations.wire import (
     continuation_to_json,
     decode_vectors,
     encode_vectors,
     output_from_json,
     uncertainty_to_json,
 )
-from seakr_integrations.uncertainty.estimate import Uncertainty, estimate
 
 LIMITS = Limits(max_k=32, max_tokens=200, max_prompts=3, max_prompt_chars=100)
 

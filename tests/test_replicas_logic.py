@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from seakr_integrations.serving.replicas import check_join, replica_differences, replica_fingerprint
-from seakr_integrations.serving.wire import encode_vectors
+from seakr_integrations.wire import encode_vectors
 
 INFO = {
     "model": "smollm2",

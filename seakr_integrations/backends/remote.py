@@ -37,7 +37,7 @@ from seakr_integrations.backends.remote_errors import (
 from seakr_integrations.backends.stream import Finished, GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.params import HiddenSource, SamplingConfig, check_int
-from seakr_integrations.serving.wire import decode_vectors, output_from_json
+from seakr_integrations.wire import decode_vectors, output_from_json
 
 __all__ = ["RemoteBackend", "RemoteBackendError", "ServerUnavailableError"]
 

@@ -1,2 +1,2 @@
-"""Serving SeaKR from vLLM's own server: seakr's endpoint plugin for ``vllm serve`` (``seakr serve``), the request
-limits, and the wire format ``RemoteBackend`` reads."""
+"""Serving SeaKR from vLLM's own server: seakr's endpoint plugin for ``vllm serve`` (``seakr serve``) and the request
+limits.  The wire format it shares with ``RemoteBackend`` is ``seakr_integrations.wire``, which belongs to neither."""

@@ -27,7 +27,7 @@ from seakr_integrations.serving.protocol import (
     readout_from_environment,
 )
 from seakr_integrations.serving.replicas import replica_fingerprint
-from seakr_integrations.serving.wire import continuation_to_json, encode_vectors, uncertainty_to_json
+from seakr_integrations.wire import continuation_to_json, encode_vectors, uncertainty_to_json
 
 log = logging.getLogger("vllm.seakr")
 """Under vLLM's logger: the plugin's lines reach the server's log with vLLM's, in its format and at its level

@@ -1,4 +1,5 @@
-"""The JSON form of self-aware outputs between ``seakr serve`` and ``RemoteBackend``; both sides use these functions
+"""The JSON form of self-aware outputs between ``seakr serve`` and ``RemoteBackend``: both ends use these functions
+(the server's ``serving.plugin``, the client's ``backends.remote``), so the codec belongs to neither
 (docs/design/backends.md)."""
 
 from __future__ import annotations
