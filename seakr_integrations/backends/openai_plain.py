@@ -1,16 +1,20 @@
 """A plain OpenAI-compatible server (stock ``vllm serve``) behind ``RemoteBackend``: logprobs, no hidden states.
-SeaKR's call maps onto ``/v1/completions`` and its tokenizer onto ``/tokenize`` and ``/detokenize``; estimators that
-need hidden states or raw logits are refused before any call (:func:`check_estimators`; docs/design/backends.md)."""
+The client's part for such a server: what it serves (:func:`connect`), SeaKR's call mapped onto ``/v1/completions``
+(:func:`generate`) and its tokenizer onto ``/tokenize`` and ``/detokenize``; estimators that need hidden states or
+raw logits are refused before any call (:func:`check_estimators`; docs/design/backends.md)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+from seakr_integrations.backends.remote_errors import RemoteBackendError
 from seakr_integrations.outputs import Continuation, SelfAwareOutput, token_offsets
 from seakr_integrations.params import SamplingConfig
 from seakr_integrations.uncertainty.registry import REGISTRY
@@ -125,6 +129,66 @@ class PlainTokenizer(ServerTokenizer):
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
         body = {"model": self._model, "messages": messages, "add_generation_prompt": True}
         return self.decode([int(t) for t in self._request("POST", "/tokenize", body)["tokens"]])
+
+
+@dataclass(frozen=True)
+class PlainServer:
+    """What ``RemoteBackend`` learns of a plain server when it connects (:func:`connect`)."""
+
+    model: str
+    max_context: int
+    tokenizer: PlainTokenizer
+
+
+def connect(request: Request, where: str, *, return_vectors: bool = False) -> PlainServer:
+    """The model the plain server at ``where`` serves, its context length and its tokenizer.  ``return_vectors`` is
+    refused (``ValueError``: there are no vectors to return); a server without ``/tokenize``, or that does not say
+    its context length, is a ``RemoteBackendError``."""
+    if return_vectors:
+        raise ValueError(
+            f"return_vectors=True: {where} is a plain OpenAI-compatible server (no /v1/seakr/info), which "
+            f"returns no hidden states; leave return_vectors off, or start a server with seakr's plugin: "
+            f"{PLUGIN_COMMAND}"
+        )
+    try:
+        model, context = served_model(request, where)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise RemoteBackendError(f"{where}: {type(error).__name__}: {error}") from None
+    probe = request("POST", "/tokenize", {"model": model, "prompt": "Hi"}, absent=(404,))
+    if probe is None:
+        raise RemoteBackendError(
+            f"{where} has neither seakr's routes (/v1/seakr/info) nor a /tokenize route: SeaKR builds its "
+            "prompts with the model's tokenizer, which it reads through the server's /tokenize and /detokenize "
+            f"(a stock `vllm serve` has them). Start a vLLM server, or one with seakr's plugin: {PLUGIN_COMMAND}",
+            404,
+        )
+    tokenizer = PlainTokenizer(request, model)
+    context = context or (probe.get("max_model_len") if isinstance(probe, dict) else None)
+    if context is None:
+        raise RemoteBackendError(f"{where} does not say its context length (/v1/models max_model_len)")
+    return PlainServer(model, int(context), tokenizer)
+
+
+def generate(
+    request: Request,
+    model: str,
+    prompts: list[str],
+    prompt_ids: list[list[int]],
+    config: SamplingConfig,
+    layer: int,
+    where: str,
+    decode: Callable[[list[int]], str] | None = None,
+) -> list[SelfAwareOutput]:
+    """The outputs of prompts that share one sampling config: the greedy and the sample requests
+    (:func:`completion_bodies`) sent at once, their replies read by :func:`plain_outputs`; a malformed reply is a
+    ``RemoteBackendError``."""
+    bodies = completion_bodies(model, prompt_ids, config, seeded=False)
+    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
+        replies = list(pool.map(lambda b: request("POST", "/v1/completions", b), bodies))
+    try:
+        return plain_outputs(prompts, prompt_ids, config, replies, layer, where, decode)
+    except ValueError as error:
+        raise RemoteBackendError(str(error)) from None
 
 
 def check_sampling(config: SamplingConfig, where: str) -> None:

@@ -1,6 +1,6 @@
-"""A self-aware back-end over HTTP: the model runs in ``seakr serve`` (vLLM's server with seakr's plugin), or in any
-OpenAI-compatible server that returns logprobs (``openai_plain``; no EigenScore there).  Why, and its retries,
-timeouts and errors: docs/design/backends.md.
+"""A self-aware back-end over HTTP: the model runs in ``seakr serve`` (vLLM's server with seakr's plugin), whose
+routes this module speaks, or in any OpenAI-compatible server that returns logprobs, whose routes ``openai_plain``
+speaks (no EigenScore there).  Why, and its retries, timeouts and errors: docs/design/backends.md.
 """
 
 from __future__ import annotations
@@ -156,30 +156,8 @@ class RemoteBackend(SelfAwareBackend):
         self.kind = "openai"
         self.reads_hidden_states = False
         self.replica = self.fingerprint = None
-        if self.return_vectors:
-            raise ValueError(
-                f"return_vectors=True: {self.base_url} is a plain OpenAI-compatible server (no /v1/seakr/info), which "
-                f"returns no hidden states; leave return_vectors off, or start a server with seakr's plugin: "
-                f"{openai_plain.PLUGIN_COMMAND}"
-            )
-        try:
-            self.model_name, context = openai_plain.served_model(self._request, self.base_url)
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise RemoteBackendError(f"{self.base_url}: {type(error).__name__}: {error}") from None
-        probe = self._request("POST", "/tokenize", {"model": self.model_name, "prompt": "Hi"}, absent=(404,))
-        if probe is None:
-            raise RemoteBackendError(
-                f"{self.base_url} has neither seakr's routes (/v1/seakr/info) nor a /tokenize route: SeaKR builds its "
-                "prompts with the model's tokenizer, which it reads through the server's /tokenize and /detokenize "
-                f"(a stock `vllm serve` has them). Start a vLLM server, or one with seakr's plugin: "
-                f"{openai_plain.PLUGIN_COMMAND}",
-                404,
-            )
-        self.tokenizer = openai_plain.PlainTokenizer(self._request, self.model_name)
-        context = context or (probe.get("max_model_len") if isinstance(probe, dict) else None)
-        if context is None:
-            raise RemoteBackendError(f"{self.base_url} does not say its context length (/v1/models max_model_len)")
-        self.max_context = int(context)
+        server = openai_plain.connect(self._request, self.base_url, return_vectors=self.return_vectors)
+        self.model_name, self.max_context, self.tokenizer = server.model, server.max_context, server.tokenizer
         self.num_layers = self.hidden_size = 0
         self.eos_token_id = -1
         self.supports_logits = False
@@ -282,14 +260,9 @@ class RemoteBackend(SelfAwareBackend):
         """The outputs of prompts that share one sampling config: one seakr request, or a plain server's greedy and
         sample requests at once."""
         if self.kind == "openai":
-            bodies = openai_plain.completion_bodies(self.model_name, prompt_ids, config, seeded=False)
-            with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
-                replies = list(pool.map(lambda b: self._request("POST", "/v1/completions", b), bodies))
-            try:
-                decode = self.tokenizer.decode
-                return openai_plain.plain_outputs(prompts, prompt_ids, config, replies, layer, self.base_url, decode)
-            except ValueError as error:
-                raise RemoteBackendError(str(error)) from None
+            return openai_plain.generate(
+                self._request, self.model_name, prompts, prompt_ids, config, layer, self.base_url, self.tokenizer.decode
+            )
         body = self._body(prompts, config, layer)
         reply = self._request("POST", "/v1/seakr/generate", body)
         where = f"POST {self.base_url}/v1/seakr/generate"
