@@ -28,7 +28,7 @@ from langchain_core.messages import SystemMessage
 from langchain_seakr import ChatSeaKR, PassageIndexRetriever, SeaKRMiddleware
 from langchain_seakr.agent_gate import DEFAULT_CONTEXT_TEMPLATE
 from seakr_integrations.backends.loading import load_backend
-from seakr_integrations.cli.common import resolve_dataset
+from seakr_integrations.cli.questions import resolve_dataset
 from seakr_integrations.demo import cached_index
 from seakr_integrations.evaluation.questions import read_questions
 from seakr_integrations.evaluation.scoring import score

@@ -80,7 +80,7 @@ def main() -> None:
     from vllm.inputs import TokensPrompt
 
     from seakr_integrations.backends.loading import load_backend
-    from seakr_integrations.cli.common import quiet_vllm_start
+    from seakr_integrations.cli.backend import quiet_vllm_start
     from seakr_integrations.evaluation import read_questions
     from seakr_integrations.reasoning import SeaKR, SeaKRConfig
     from seakr_integrations.reasoning.state import QuestionState

@@ -20,7 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from seakr_integrations.backends.cached import CachedBackend
-from seakr_integrations.cli import build_parser, common
+from seakr_integrations.cli import build_parser
+from seakr_integrations.cli.backend import model_backend
+from seakr_integrations.cli.config_options import calibrated, seakr_config
+from seakr_integrations.cli.questions import load_questions, use_dataset_files
+from seakr_integrations.cli.retriever_options import checked_retriever
 from seakr_integrations.evaluation import ResultsFile, evaluate, make_method
 from seakr_integrations.evaluation.methods import check_method
 from seakr_integrations.reasoning import SeaKRConfig
@@ -33,7 +37,7 @@ def eval_args(dataset: str, options: str) -> argparse.Namespace:
     params = [w for w in words if "=" in w and not w.startswith("-") and "." in w.partition("=")[0]]
     args = build_parser().parse_args(["eval", "--dataset", dataset, "-q", *[w for w in words if w not in params]])
     args.rule_params = params
-    common.use_dataset_files(args)
+    use_dataset_files(args)
     return args
 
 
@@ -74,15 +78,15 @@ def main() -> int:
         for method in args.method or ["seakr"]:
             check_method(method)
     base = parsed[0][1]
-    questions = common.load_questions(eval_args(opts.dataset, "--start 0"))
+    questions = load_questions(eval_args(opts.dataset, "--start 0"))
     keep = [i for i in opts.lines if opts.fold is None or str(i % 5) in opts.fold]
     questions = [questions[i] for i in keep if i < len(questions)]
-    retriever, where = common.checked_retriever(base, questions)
+    retriever, where = checked_retriever(base, questions)
     dataset = Path(base.dataset).stem.removesuffix("_dev")
-    with common.model_backend(base) as model:
+    with model_backend(base) as model:
         backend = CachedBackend(model)
         for name, args in parsed:
-            config = common.calibrated(args, backend, with_params(common.seakr_config(args), args.rule_params))
+            config = calibrated(args, backend, with_params(seakr_config(args), args.rule_params))
             options = {"train_results": args.train_results, "skr_k": args.skr_k} if args.train_results else {}
             (method_name,) = args.method or ["seakr"]
             method = make_method(method_name, backend, retriever, config, **options)

@@ -105,7 +105,7 @@ def without_path(rule: str, dataset: str) -> Path:
 def run(rule: str, dataset: str, batch_size: int) -> None:
     """The default without ``rule`` on the questions of its evaluation lines where it acted."""
     from seakr_integrations.backends.loading import load_backend
-    from seakr_integrations.cli.common import quiet_vllm_start
+    from seakr_integrations.cli.backend import quiet_vllm_start
     from seakr_integrations.demo import cached_index
     from seakr_integrations.evaluation import ResultsFile, evaluate, make_method, read_questions
     from seakr_integrations.reasoning import SeaKRConfig

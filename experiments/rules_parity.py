@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from seakr_integrations.backends.loading import load_backend
-    from seakr_integrations.cli.common import quiet_vllm_start
+    from seakr_integrations.cli.backend import quiet_vllm_start
     from seakr_integrations.demo import cached_index
     from seakr_integrations.evaluation import read_questions
     from seakr_integrations.reasoning import SeaKR, SeaKRConfig

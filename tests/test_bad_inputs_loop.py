@@ -71,7 +71,7 @@ def test_the_cli_refuses_wordless_questions_and_bad_thresholds_before_loading_a_
     def no_model(args):
         raise AssertionError("the model was loaded for an input that should be refused first")
 
-    monkeypatch.setattr(cli, "_build_backend", no_model)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", no_model)
     for argv, message in (
         (["ask", "???"], "has no words"),
         (["ask", "Who wrote Hamlet?", "--delta", "nan"], "delta=nan: must be a finite number"),

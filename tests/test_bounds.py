@@ -43,7 +43,7 @@ def test_the_cli_refuses_them_before_loading_a_model(capsys, monkeypatch):
     def no_model(args):
         raise AssertionError("the model was loaded for settings that should be refused first")
 
-    monkeypatch.setattr(cli, "_build_backend", no_model)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", no_model)
     for option, message in (("-k", "at most 256 samples"), ("--max-tokens", "at most 32,768 tokens")):
         assert cli.main(["ask", "Who wrote Hamlet?", option, str(10**9)]) == 2
         assert message in capsys.readouterr().err

@@ -13,7 +13,7 @@ from test_reasoner_components import eiffel
 import seakr_integrations.cli as cli
 from seakr_integrations import calibration
 from seakr_integrations.calibration import DeltaProfile
-from seakr_integrations.cli import common
+from seakr_integrations.cli import calibrate
 from seakr_integrations.cli.calibrate import write_kept
 from seakr_integrations.evaluation import calibrate as evaluation_calibrate
 from seakr_integrations.evaluation.calibrate import CalibrationIncomplete, calibrate_delta
@@ -35,7 +35,7 @@ def workspace(tmp_path, monkeypatch):
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))  # a kept profile's fallback stays in the test's
     monkeypatch.setattr(calibration, "_warned", set())
-    monkeypatch.setattr(common, "checked_retriever", lambda args, qs: (FakeRetriever(default=[passage("p1")]), {}))
+    monkeypatch.setattr(calibrate, "checked_retriever", lambda args, qs: (FakeRetriever(default=[passage("p1")]), {}))
     return tmp_path
 
 
@@ -85,7 +85,7 @@ BAD = [
 
 @pytest.mark.parametrize(("extra", "message"), BAD, ids=[" ".join(e) for e, _ in BAD])
 def test_a_bad_option_is_refused_before_the_backend_is_built(workspace, monkeypatch, capsys, extra, message):
-    monkeypatch.setattr(cli, "_build_backend", no_backend)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", no_backend)
     assert cli.main(argv(workspace, *extra)) == 2
     out, err = capsys.readouterr()
     assert message in err, err
@@ -94,7 +94,7 @@ def test_a_bad_option_is_refused_before_the_backend_is_built(workspace, monkeypa
 
 def test_the_default_profile_directory_is_checked_too(workspace, monkeypatch, capsys):
     (workspace / "cache").write_text("a file where the cache directory should be")
-    monkeypatch.setattr(cli, "_build_backend", no_backend)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", no_backend)
     assert cli.main(argv(workspace)) == 2
     err = capsys.readouterr().err
     assert f"the profile directory {workspace}/cache/calibration (the default) cannot be created" in err
@@ -111,7 +111,7 @@ def test_a_probe_on_a_plain_server_is_refused_before_any_lm_call(workspace, monk
         backend.base_url = "http://127.0.0.1:9"
         return backend
 
-    monkeypatch.setattr(cli, "_build_backend", plain)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", plain)
     assert cli.main(argv(workspace, "--probe", "--estimator", "perplexity")) == 2
     err = capsys.readouterr().err
     assert (
@@ -124,7 +124,7 @@ def test_a_probe_on_a_plain_server_is_refused_before_any_lm_call(workspace, monk
 
 def test_good_options_still_calibrate(workspace, monkeypatch, capsys):
     """A target rate under objective f1 is allowed (the verdict compares with it) and recorded."""
-    monkeypatch.setattr(cli, "_build_backend", lambda args: ScriptedBackend(eiffel))
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
     extra = ("--target-rate", "0.5", "--profile-dir", "{tmp}/new/profiles", "--json")
     assert cli.main(argv(workspace, *extra)) == 0
     profile = json.loads(capsys.readouterr().out)
@@ -133,7 +133,7 @@ def test_good_options_still_calibrate(workspace, monkeypatch, capsys):
 
 
 def test_a_failed_save_keeps_the_profile_and_prints_the_sweep(workspace, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_build_backend", lambda args: ScriptedBackend(eiffel))
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
 
     def disk_full(profile, root=None):
         raise OSError(28, "No space left on device")
@@ -156,7 +156,7 @@ def test_a_failed_save_keeps_the_profile_and_prints_the_sweep(workspace, monkeyp
 def test_a_stage_failing_after_the_sweep_keeps_the_sweep(workspace, monkeypatch, capfd):
     """Raised while the engine runs (its log's tail goes with the error): the sweep reaches the terminal's standard
     error, the command's own while the engine's output goes to its log (capfd: descriptor 2)."""
-    monkeypatch.setattr(cli, "_build_backend", lambda args: ScriptedBackend(eiffel))
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
 
     def server_gone(*args, **kwargs):
         raise RuntimeError("the server went away")

@@ -136,7 +136,7 @@ def test_console_script_and_module_run_the_same_main():
 def test_option_defaults_are_the_settings_dataclasses_defaults():
     """With no option given, the CLI builds exactly the default SeaKRConfig and SamplingConfig settings."""
     from seakr_integrations.cli import build_parser
-    from seakr_integrations.cli.common import seakr_config
+    from seakr_integrations.cli.config_options import seakr_config
     from seakr_integrations.models import REFERENCE_BACKEND, REFERENCE_DTYPE, REFERENCE_MODEL, default_dtype
     from seakr_integrations.params import SamplingConfig
     from seakr_integrations.reasoning import SeaKRConfig
@@ -168,7 +168,7 @@ def test_score_accepts_every_estimator_the_loop_accepts_the_probe_included(monke
     from seakr_integrations.uncertainty.prompt import PROBE_SUFFIX
 
     backend = ScriptedBackend(lambda prompt, config: Reply(" No" if prompt.endswith(PROBE_SUFFIX) else "Paris", 1.0))
-    monkeypatch.setattr(cli, "_build_backend", lambda args: backend)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: backend)
     names = [n for n in estimator_names() if n != "energy"]  # the scripted model has no logits
     argv = ["score", "What is the capital of France?", "-k", "3", "--no-chat-template", "--json", "--estimator"]
     assert cli.main([*argv, *names]) == 0

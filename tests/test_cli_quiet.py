@@ -92,7 +92,7 @@ def test_seakr_ask_keeps_the_engines_output_in_its_log_and_prints_the_same_answe
         subprocess.run([sys.executable, "-c", "import sys; print('resource_tracker: noise', file=sys.stderr)"])
         return ScriptedBackend(eiffel)
 
-    monkeypatch.setattr(cli, "_build_backend", noisy_engine)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", noisy_engine)
     before = _fd2()
     argv = [
         "ask",
@@ -153,7 +153,7 @@ def test_eval_and_calibrate_keep_the_engines_output_as_quiet_as_ask(tmp_path, ca
         print("Loading safetensors checkpoint shards: 100% Completed | 1/1", file=sys.stderr)
         return ScriptedBackend(eiffel)
 
-    monkeypatch.setattr(cli, "_build_backend", noisy_engine)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", noisy_engine)
     # as outside pytest: Python's standard error writes to descriptor 2 (capfd gives it a file of its own)
     monkeypatch.setattr(sys, "stderr", open(2, "w", buffering=1, closefd=False))  # noqa: SIM115
     argv = [command, "--dataset", str(questions), "--index", str(tmp_path / "index"), "--no-coverage-check"]

@@ -3,13 +3,14 @@ build the config, read as ``SeaKRConfig`` reads them (no model is loaded)."""
 
 import pytest
 
-from seakr_integrations.cli import build_parser, common
+from seakr_integrations.cli import build_parser
+from seakr_integrations.cli.config_options import seakr_config
 from seakr_integrations.reasoning import SeaKRConfig
 from seakr_integrations.reasoning.rules import DEFAULT_RULES, TokenCascade
 
 
 def config_of(*argv: str) -> SeaKRConfig:
-    return common.seakr_config(build_parser().parse_args(["eval", *argv]))
+    return seakr_config(build_parser().parse_args(["eval", *argv]))
 
 
 def test_nothing_given_is_the_shipped_default():
@@ -106,7 +107,9 @@ def test_a_profile_dir_without_calibrated_is_refused_before_the_model_loads(comm
     it found none, so the command says to add ``--calibrated`` before any model loads."""
     from seakr_integrations import cli
 
-    monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
+    monkeypatch.setattr(
+        "seakr_integrations.cli.backend.build_backend", lambda args: pytest.fail("the model was about to load")
+    )
     assert cli.main([*command, "--profile-dir", str(tmp_path), "-q"]) == 2
     assert f"--profile-dir {tmp_path} is read with --calibrated: add --calibrated" in capsys.readouterr().err
 
@@ -115,6 +118,45 @@ def test_a_profile_dir_without_calibrated_is_refused_before_the_model_loads(comm
 def test_a_search_timeout_that_is_no_number_of_seconds_is_refused_in_the_options_words(value, capsys, monkeypatch):
     from seakr_integrations import cli
 
-    monkeypatch.setattr(cli, "_build_backend", lambda args: pytest.fail("the model was about to load"))
+    monkeypatch.setattr(
+        "seakr_integrations.cli.backend.build_backend", lambda args: pytest.fail("the model was about to load")
+    )
     assert cli.main(["ask", "Who?", "--search-timeout", value, "-q"]) == 2
     assert f"--search-timeout {value}: give seconds > 0, or 0 to wait for ever" in capsys.readouterr().err
+
+
+def test_each_setting_option_is_made_from_its_setting():
+    """An option made from a setting takes its default from ``SeaKRConfig()`` (``None`` where ``--preset`` fills
+    it in) and its help from the setting's description in the docstring, so neither can drift from the setting."""
+    from seakr_integrations.cli.config_options import SETTING_OPTIONS, setting_docs
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["eval"]
+    actions = {a.dest: a for a in sub._actions}
+    default, docs = SeaKRConfig(), setting_docs()
+    for option in SETTING_OPTIONS:
+        action = actions[option.dest]
+        assert action.option_strings == [option.option]
+        assert action.default == (None if option.preset_tuned else getattr(default, option.setting)), option
+        assert docs[option.setting] and action.help.startswith(docs[option.setting].rstrip(".")), option
+
+
+def test_attribute_docs_read_the_attributes_section_on_one_line():
+    from seakr_integrations.cli.setting_fields import attribute_docs, option_keywords
+
+    class Settings:
+        """Settings.
+
+        Attributes:
+            depth: How deep, ``None`` for the
+                model's own.
+            name: A name.
+
+        Note:
+            not an attribute: a later section.
+        """
+
+    assert attribute_docs(Settings) == {"depth": "How deep, None for the model's own.", "name": "A name."}
+    assert option_keywords(int | None, None, "100%")["help"] == "100%%"  # argparse formats the help with %
+    with pytest.raises(TypeError, match="write its option by hand"):
+        option_keywords(bool, False, "a flag")

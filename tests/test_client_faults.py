@@ -285,7 +285,7 @@ def test_ask_with_a_server_names_the_servers_model_in_its_summary(tmp_path, buil
 
     served = ScriptedBackend(eiffel)
     served.model_name = "the-served-model"
-    monkeypatch.setattr(cli, "_build_backend", lambda args: served)
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: served)
     argv = ["ask", QUESTION, "--index", str(tmp_path / "index"), "--server", "http://127.0.0.1:1", "-q"]
     argv += ["--exemplars", "0", "--no-chat-template", "-k", "4", "--max-tokens", "10", "--delta", "-6"]
     assert cli.main(argv) == 0

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from seakr_integrations.cli import build_parser, common
-from seakr_integrations.cli.common import DATASET_NAMES, DatasetFiles, data_dirs, resolve_dataset
+from seakr_integrations.cli import build_parser, questions
 from seakr_integrations.cli.evaluate import results_path
+from seakr_integrations.cli.questions import DATASET_NAMES, DatasetFiles, data_dirs, resolve_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 QUESTION = '{"id": "q1", "question": "Which country is the Eiffel Tower in?", "answers": ["France"]}\n'
@@ -99,23 +99,23 @@ def test_neither_a_file_nor_a_short_name_lists_the_names(tmp_path: Path):
 
 def test_load_questions_names_the_file_and_the_corpus_in_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     data = _data(tmp_path, *DATASET_NAMES)
-    monkeypatch.setattr(common, "data_dirs", lambda: [data])
+    monkeypatch.setattr(questions, "data_dirs", lambda: [data])
     args = _args("--dataset", "hotpotqa")
-    assert [q.id for q in common.load_questions(args)] == ["q1"]
+    assert [q.id for q in questions.load_questions(args)] == ["q1"]
     # Results files and profiles are named after the file, as when its path is given: runs/hotpotqa_dev/...
     assert (args.dataset, args.corpus) == (str(data / "hotpotqa_dev.jsonl"), str(data / "corpus_hotpotqa.jsonl"))
     assert results_path(args, "seakr", 1) == str(Path("runs") / "hotpotqa_dev" / "seakr.jsonl")
     args = _args("--dataset", "nq_open")
-    common.load_questions(args)
+    questions.load_questions(args)
     assert (args.dataset, args.corpus) == (str(data / "nq_open_dev.jsonl"), None)  # the usual default corpus
 
 
 @pytest.mark.parametrize("option", [["--corpus", "other.jsonl"], ["--index", "idx"], ["--es", "http://es:9200"]])
 def test_a_given_retriever_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: list[str]):
     data = _data(tmp_path, "2wiki")
-    monkeypatch.setattr(common, "data_dirs", lambda: [data])
+    monkeypatch.setattr(questions, "data_dirs", lambda: [data])
     args = _args("--dataset", "2wiki", *option)
-    common.load_questions(args)
+    questions.load_questions(args)
     assert args.dataset == str(data / "2wiki_dev.jsonl")
     assert args.corpus == (option[1] if option[0] == "--corpus" else None)
 
@@ -124,15 +124,15 @@ def test_a_path_is_left_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     _data(tmp_path, "hotpotqa")
     monkeypatch.chdir(tmp_path)
     args = _args("--dataset", "data/hotpotqa_dev.jsonl")
-    common.load_questions(args)
+    questions.load_questions(args)
     assert (args.dataset, args.corpus) == ("data/hotpotqa_dev.jsonl", None)
 
 
 def test_the_short_name_is_reported_unless_quiet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys):
     data = _data(tmp_path, "hotpotqa")
-    monkeypatch.setattr(common, "data_dirs", lambda: [data])
+    monkeypatch.setattr(questions, "data_dirs", lambda: [data])
     args = build_parser().parse_args(["calibrate", "--dataset", "hotpotqa"])
-    common.load_questions(args)
+    questions.load_questions(args)
     assert capsys.readouterr().err == (
         f"seakr: --dataset hotpotqa: {data / 'hotpotqa_dev.jsonl'}, searching {data / 'corpus_hotpotqa.jsonl'}\n"
     )

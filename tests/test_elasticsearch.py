@@ -242,9 +242,7 @@ def test_cli_index_es_builds_and_resumes(es_url, connection, admin, new_index, c
 
 
 def test_cli_ask_searches_elasticsearch(es_url, wiki, capsys, monkeypatch):
-    import seakr_integrations.cli as cli
-
-    monkeypatch.setattr(cli, "_build_backend", lambda args: ScriptedBackend(eiffel))
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
     argv = [
         "ask",
         EIFFEL_QUESTION,

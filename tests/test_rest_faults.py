@@ -101,6 +101,6 @@ def test_search_timeout_help_says_what_0_means():
         sub = build_parser()._subparsers._group_actions[0].choices[command]
         (action,) = [a for a in sub._actions if "--search-timeout" in a.option_strings]
         assert "0: no limit" in action.help and "None" not in action.help
-    from seakr_integrations.cli.common import search_settings
+    from seakr_integrations.cli.retriever_options import search_settings
 
     assert search_settings(build_parser().parse_args(["ask", "q", "--search-timeout", "0"])) == {"search_timeout": None}

@@ -15,7 +15,7 @@ from test_langchain_adapters import ListRetriever
 from langchain_seakr import ChatSeaKR, SeaKRChain
 from llamaindex_seakr import SeaKRLLM, SeaKRQueryEngine
 from seakr_integrations.cli import build_parser
-from seakr_integrations.cli.common import search_settings
+from seakr_integrations.cli.retriever_options import search_settings
 from seakr_integrations.evaluation.methods import make_method
 from seakr_integrations.evaluation.results import config_fingerprint
 from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig

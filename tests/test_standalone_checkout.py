@@ -31,7 +31,7 @@ sys.addaudithook(lambda event, args: opened.append(os.path.abspath(os.fsdecode(a
 
 import seakr_integrations
 from seakr_integrations.cli import build_parser
-from seakr_integrations.cli.common import load_questions
+from seakr_integrations.cli.questions import load_questions
 from seakr_integrations.retrieval.corpus import read_corpus
 
 found = {"package": seakr_integrations.__file__, "datasets": {}}

@@ -131,7 +131,7 @@ def test_the_cli_says_which_file_and_field_instead_of_a_bare_key(tmp_path, monke
     corpus.write_text(json.dumps({"id": "p1", "title": "Eiffel Tower", "text": "It is in Paris, France."}) + "\n")
     BM25Index.build(str(corpus), str(tmp_path / "index"))
     monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(cli, "_build_backend", lambda args: ScriptedBackend(eiffel))
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
     path = _profile_file(tmp_path / "profiles", _drop("probe.threshold"))
     argv = ["ask", "Which country is the Eiffel Tower in?", "--index", str(tmp_path / "index"), "-k", "4"]
     argv += ["--rules", "default,state-probe", "--calibrated", "--profile-dir", str(tmp_path / "profiles")]

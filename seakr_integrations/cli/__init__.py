@@ -1,5 +1,6 @@
 """The ``seakr`` command line, one module per command, each with ``add_parser(subparsers)`` and ``run(args) -> exit
-status``; shared options are in ``common``, and settings' defaults come from ``SeaKRConfig`` and ``SamplingConfig``.
+status``; the options of the commands that run SeaKR are in ``seakr_options`` (what they search, the model, and
+SeaKR's settings, made from ``SeaKRConfig``'s and ``SamplingConfig``'s fields), the back-end they build in ``backend``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import sys
 from collections.abc import Sequence
 
 from seakr_integrations.cli import ask, calibrate, evaluate, index, models, report, score, serve
-from seakr_integrations.cli.common import build_backend as _build_backend  # noqa: F401 - the seam tests replace
 from seakr_integrations.cli.quiet import plain_own_warnings
 
 __all__ = ["build_parser", "main", "quiet_transports"]

@@ -10,8 +10,11 @@ import sys
 import time
 from collections.abc import Iterator
 
-from seakr_integrations.cli import common
+from seakr_integrations.cli.backend import model_backend
+from seakr_integrations.cli.config_options import calibrated, seakr_config
 from seakr_integrations.cli.quiet import add_verbose_argument, quiet_command
+from seakr_integrations.cli.retriever_options import open_retriever, search_settings
+from seakr_integrations.cli.seakr_options import add_seakr_arguments
 
 log = logging.getLogger("seakr")
 
@@ -19,7 +22,7 @@ log = logging.getLogger("seakr")
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ask = sub.add_parser("ask", help="answer a question with SeaKR (self-aware retrieval, re-ranking, reasoning)")
     ask.add_argument("question")
-    common.add_seakr_arguments(ask)
+    add_seakr_arguments(ask)
     ask.add_argument("--trace", action="store_true", help="print every step, query, candidate and score")
     ask.add_argument("--json", action="store_true", help="print the answer and full trace as JSON")
     ask.add_argument(
@@ -39,9 +42,9 @@ def run(args: argparse.Namespace) -> int:
             f"the question {'is empty' if not args.question.strip() else 'has no words'}: pass the question to answer, "
             'e.g. seakr ask "Who wrote Hamlet?"'
         )
-    config = common.seakr_config(args)
-    search = common.search_settings(args)
-    index, _ = common.open_retriever(args, progress=not (args.json or args.quiet))
+    config = seakr_config(args)
+    search = search_settings(args)
+    index, _ = open_retriever(args, progress=not (args.json or args.quiet))
     started = time.perf_counter()
     progress = not (args.json or args.quiet) and sys.stderr.isatty()
     with (
@@ -52,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
             log.info("connecting to %s", args.server)
         else:
             log.info("loading %s (%s)", args.model, args.backend)
-        with common.model_backend(args) as backend:
-            result = SeaKR(backend, index, common.calibrated(args, backend, config), **search).answer(args.question)
+        with model_backend(args) as backend:
+            result = SeaKR(backend, index, calibrated(args, backend, config), **search).answer(args.question)
         # the model that answered: a server's own, not the local default --model names
         model, where = (backend.model_name, "server") if args.server else (args.model, args.backend)
     elapsed = time.perf_counter() - started

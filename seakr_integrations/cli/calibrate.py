@@ -10,9 +10,19 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-from seakr_integrations.cli import calibrate_checks as checks
-from seakr_integrations.cli import common
+from seakr_integrations.cli.backend import model_backend
+from seakr_integrations.cli.calibrate_checks import (
+    check_arguments,
+    check_backend,
+    check_questions,
+    check_rules,
+    profile_dir,
+)
+from seakr_integrations.cli.config_options import seakr_config
+from seakr_integrations.cli.questions import add_question_arguments, load_questions
 from seakr_integrations.cli.quiet import add_verbose_argument, own_stderr, quiet_command
+from seakr_integrations.cli.retriever_options import checked_retriever, search_settings
+from seakr_integrations.cli.seakr_options import add_seakr_arguments
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="choose delta for a model on labelled questions (max F1 over a sweep, or a target retrieval rate) and "
         "save it as a profile",
     )
-    common.add_question_arguments(cal, "labelled question file (not the questions you evaluate on)")
+    add_question_arguments(cal, "labelled question file (not the questions you evaluate on)")
     cal.add_argument("--objective", choices=["f1", "rate"], default="f1", help="maximise F1, or reach --target-rate")
     cal.add_argument(
         "--target-rate",
@@ -65,7 +75,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "questions: about three LM calls and one search more per question)",
     )
     cal.add_argument("--json", action="store_true", help="print the profile as JSON")
-    common.add_seakr_arguments(cal)
+    add_seakr_arguments(cal)
     add_verbose_argument(cal)
     cal.set_defaults(func=run)
 
@@ -77,20 +87,20 @@ def run(args: argparse.Namespace) -> int:
     from seakr_integrations.evaluation.calibrate import CalibrationIncomplete, calibrate_delta
     from seakr_integrations.uncertainty.registry import REGISTRY, estimator_names
 
-    checks.check_arguments(args)  # every option, before the questions are read or a model loads
-    questions = common.load_questions(args)
-    checks.check_questions(args, questions)
-    config = common.seakr_config(args)
-    checks.check_rules(args, config)
-    search = common.search_settings(args)
-    retriever, _ = common.checked_retriever(args, questions)
+    check_arguments(args)  # every option, before the questions are read or a model loads
+    questions = load_questions(args)
+    check_questions(args, questions)
+    config = seakr_config(args)
+    check_rules(args, config)
+    search = search_settings(args)
+    retriever, _ = checked_retriever(args, questions)
     estimators = [config.estimator]
     if args.all_estimators:
         estimators += [e for e in estimator_names() if e != config.estimator]
     saved: list[tuple[Path, Any]] = []
     unsaved: tuple[Any, str] | None = None
-    with quiet_command(args) as console, common.model_backend(args) as backend, own_stderr(console):
-        checks.check_backend(args, backend)  # a server has said what it is; no LM call yet
+    with quiet_command(args) as console, model_backend(args) as backend, own_stderr(console):
+        check_backend(args, backend)  # a server has said what it is; no LM call yet
         shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
         for estimator in estimators:
             if args.all_estimators and not backend.reads_hidden_states and REGISTRY[estimator].needs & HIDDEN_NEEDS:
@@ -122,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 saved.append((save_profile(profile, args.profile_dir), profile))
             except (OSError, ValueError) as err:
-                unsaved = (profile, f"could not save the profile in {checks.profile_dir(args.profile_dir)}: {err}")
+                unsaved = (profile, f"could not save the profile in {profile_dir(args.profile_dir)}: {err}")
                 break
     if unsaved is not None:
         profile, why = unsaved
@@ -155,7 +165,7 @@ def keep(profile: Any, args: argparse.Namespace, saved: list, why: str, *, whole
     if kept is None:
         where = "it could not be written anywhere either: the sweep printed above is what is left"
     elif whole:
-        target = checks.profile_dir(args.profile_dir) / f"{profile.key}.json"
+        target = profile_dir(args.profile_dir) / f"{profile.key}.json"
         where = f"the profile is kept whole in {kept}: rename it to {target} once that can be written, and "
         where += (
             "--calibrated uses it"
@@ -170,7 +180,7 @@ def keep(profile: Any, args: argparse.Namespace, saved: list, why: str, *, whole
 def write_kept(profile: Any, root: Path | None, tag: str) -> Path | None:  # noqa: ANN401 - a DeltaProfile
     """Write ``profile`` as ``<key>.<tag>.*.json`` in the profile directory, else the temporary one; ``None`` when
     neither takes it.  NaN is written as it is: keeping the numbers matters more than strict JSON here."""
-    for directory in (checks.profile_dir(root), Path(tempfile.gettempdir())):
+    for directory in (profile_dir(root), Path(tempfile.gettempdir())):
         try:
             directory.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(prefix=f"{profile.key}.{tag}.", suffix=".json", dir=directory)

@@ -10,8 +10,12 @@ import os
 import sys
 from typing import Any
 
-from seakr_integrations.cli import common
+from seakr_integrations.cli.backend import model_backend
+from seakr_integrations.cli.config_options import calibrated, seakr_config
+from seakr_integrations.cli.questions import add_question_arguments, load_questions
 from seakr_integrations.cli.quiet import add_verbose_argument, own_stderr, quiet_command
+from seakr_integrations.cli.retriever_options import checked_retriever, search_settings
+from seakr_integrations.cli.seakr_options import add_seakr_arguments
 
 STOPPED = 3
 """The exit status of a run stopped because the server did not answer (rerun to resume); 2 is a usage error."""
@@ -23,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="evaluate SeaKR, its ablations or baselines on a question file: EM/F1 and costs, one JSONL record per "
         "question (rerun the same command to resume)",
     )
-    common.add_question_arguments(ev, "question file (JSONL: id, question, answers; see the README)")
+    add_question_arguments(ev, "question file (JSONL: id, question, answers; see the README)")
     ev.add_argument("--method", action="append", default=None, help="method name, repeatable (default: seakr)")
     ev.add_argument("--list-methods", action="store_true", help="list the methods and exit")
     where = ev.add_mutually_exclusive_group()
@@ -45,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     ev.add_argument("--skr-k", type=int, default=10, help="skr-knn: neighbours that vote (default 10)")
     ev.add_argument("--json", action="store_true", help="print the summaries as JSON")
-    common.add_seakr_arguments(ev)
+    add_seakr_arguments(ev)
     add_verbose_argument(ev)
     ev.set_defaults(func=run)
 
@@ -95,16 +99,16 @@ def run(args: argparse.Namespace) -> int:
         for name in trained:  # missing or unusable training results fail now, before the model loads
             skr_labels(args.train_results) if name == "skr-knn" else fit_token_gate(args.train_results)
         options = {"train_results": args.train_results, "skr_k": args.skr_k}
-    questions = common.load_questions(args)
-    config = common.seakr_config(args)
-    search = common.search_settings(args)
-    retriever, where = common.checked_retriever(args, questions)
+    questions = load_questions(args)
+    config = seakr_config(args)
+    search = search_settings(args)
+    retriever, where = checked_retriever(args, questions)
     summaries = {}
-    with quiet_command(args) as console, common.model_backend(args) as model, own_stderr(console):
+    with quiet_command(args) as console, model_backend(args) as model, own_stderr(console):
         # Methods run in one process share identical calls (same prompt and settings, seeded sampling): an ablation
         # that follows SeaKR's path pays only where it leaves it.  Records' seconds count only the calls made.
         backend = CachedBackend(model) if len(methods) > 1 else model
-        method_config = common.calibrated(args, backend, config)
+        method_config = calibrated(args, backend, config)
         for name in methods:
             method = make_method(name, backend, retriever, method_config, **options, **search)
             setup = run_setup(args, method.describe(), model, where)

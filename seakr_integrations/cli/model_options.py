@@ -1,12 +1,13 @@
-"""The options that choose the model a command loads (``--model``, ``--backend``, ``--dtype``), and the refusal of
-them beside ``--server``, whose model answers instead."""
+"""The options that choose the model a command runs on: the one it loads (``--model``, ``--backend``, ``--dtype``)
+or a server's (``--server``, ``--timeout``), and the refusal of the first beside ``--server``, whose model answers
+instead."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-__all__ = ["add_model_arguments", "check_server_options"]
+__all__ = ["add_model_arguments", "add_server_arguments", "check_server_options"]
 
 
 class _Given(argparse.Action):
@@ -46,6 +47,28 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"weights dtype (default: {REFERENCE_DTYPE} for a packaged model, the precision its shipped calibration "
         "profiles were made in; the checkpoint's own, auto, for any other)",
+    )
+
+
+def add_server_arguments(p: argparse.ArgumentParser) -> None:
+    """``--server`` and its ``--timeout``: the model of a running server instead of one loaded here."""
+    from seakr_integrations.backends.remote_checks import DEFAULT_TIMEOUT
+
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        default=None,
+        help="use the model of a `seakr serve` server instead of loading one (its API key from $SEAKR_API_KEY); "
+        "a plain OpenAI-compatible server such as a stock `vllm serve` works with --estimator perplexity (or another "
+        "estimator that reads logprobs only)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --server: seconds one request to the server may take, its retries included (default "
+        f"{DEFAULT_TIMEOUT:g}); a server that does not answer in time is an error naming its URL",
     )
 
 

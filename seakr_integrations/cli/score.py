@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from seakr_integrations.cli import common
+from seakr_integrations.cli.backend import model_backend
+from seakr_integrations.cli.model_options import add_model_arguments
 
 SCORE_MAX_TOKENS = 64
 """``seakr score``'s --max-tokens: a closed-book answer is one short sentence, and scoring should be quick."""
@@ -21,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     s = SamplingConfig()
     score = sub.add_parser("score", help="answer a question closed-book and report the model's uncertainty")
     score.add_argument("question")
-    common.add_model_arguments(score)
+    add_model_arguments(score)
     score.add_argument("-k", type=int, default=s.k, help=f"number of samples (default {s.k})")
     score.add_argument("--max-tokens", type=int, default=SCORE_MAX_TOKENS)
     score.add_argument("--layer", type=int, default=s.layer, help="0-based layer (default L/2 - 1)")
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     config = SamplingConfig(
         k=args.k, max_tokens=args.max_tokens, layer=args.layer, source=args.source, seed=args.seed, stop=("\n\n",)
     )
-    with common.model_backend(args) as backend:
+    with model_backend(args) as backend:
         text = f"Answer the question briefly.\nQuestion: {args.question.strip()}\nAnswer:"
         prompt = text if args.no_chat_template else backend.chat_prompt(text)
         output = backend.generate([prompt], config)[0]
