@@ -13,24 +13,19 @@ For SeaKR's own answer as a tool, ``SeaKRQueryEngine.as_tool()`` gives a ``Query
 """
 
 # no ``from __future__ import annotations``: FunctionTool finds the ``Context`` parameter by its annotation object
-from contextlib import aclosing
 from typing import Any
 
 from llama_index.core.tools import FunctionTool
 from llama_index.core.workflow import Context
 
-from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
-from llamaindex_seakr.nodes import NodeSearch, as_llama_retriever
+from llamaindex_seakr._seakr import SeaKRComponent, checked_question, loop_inputs, run_question
+from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.observer import NodeTracker
-from llamaindex_seakr.threads import iterate_in_thread
-from llamaindex_seakr.workflow import SeaKRWorkflow
 from seakr_integrations.keywords import accepted_keywords, check_keywords
-from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import KnowledgeGathered
 from seakr_integrations.reasoning.gathered import GatheredKnowledge
-from seakr_integrations.reasoning.reasoner import SeaKR
-from seakr_integrations.self_aware_model import LoopCache
 
 __all__ = ["SEARCH_TOOL_DESCRIPTION", "SeaKRSearch", "seakr_search_tool"]
 
@@ -45,7 +40,7 @@ NO_PASSAGES = "No passage was found for this question; answer from what you know
 """The tool's text when the loop kept nothing."""
 
 
-class SeaKRSearch:
+class SeaKRSearch(SeaKRComponent):
     """The function behind ``seakr_search_tool``: SeaKR's loop over ``retriever`` with ``llm``, one question per
     call, its phases written to the calling workflow's stream.
 
@@ -67,26 +62,14 @@ class SeaKRSearch:
         search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
         on_retrieval_error: RetrievalErrorPolicy = "raise",
     ) -> None:
-        self.llm = as_seakr_llm(llm, "seakr_search_tool")
-        self.retriever = as_llama_retriever(retriever, "seakr_search_tool")
-        if config is not None and not isinstance(config, SeaKRConfig):
-            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
+        self.llm, self.retriever, self._seakr_loop = loop_inputs(
+            "seakr_search_tool", llm, retriever, config, search_timeout, on_retrieval_error
+        )
         if config is not None and config.mode != "multi_hop":
             raise ValueError(
                 f"config.mode={config.mode!r}: the search tool runs SeaKR's multi-hop loop; for one retrieval "
                 "decision per search use UncertaintyGatedRetriever in a RetrieverTool"
             )
-        self.given_config = config
-        timeout, policy = check_search_settings(search_timeout, on_retrieval_error)
-        self._search_settings = {"search_timeout": timeout, "on_retrieval_error": policy}
-        self._search = NodeSearch(self.retriever)
-        self._loops = LoopCache()
-
-    @property
-    def seakr(self) -> SeaKR:
-        """The core SeaKR object each call drives (built on first use, ``LoopCache``)."""
-        config = self.llm.loop_config(self.given_config)
-        return self._loops.get(self.llm.backend, self._search, config, **self._search_settings)
 
     async def __call__(self, question: str, ctx: Context | None = None) -> str:
         """Gather the passages for ``question``; with ``ctx`` (a running workflow's), each phase goes to its event
@@ -106,25 +89,15 @@ class SeaKRSearch:
     async def gather(self, question: str, ctx: Context | None = None) -> tuple[GatheredKnowledge, NodeTracker]:
         """The loop's record for ``question`` and the tracker that maps its passages to the retriever's nodes
         (``tracker.node(passage)``); with ``ctx``, each phase is written to its stream."""
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("the question is empty: call the tool with the user's whole question")
-        tracker = NodeTracker()
-        gathered: GatheredKnowledge | None = None
-
-        def events(stop: Any) -> Any:
-            tracker.stop = stop
-            return self.seakr.gather_events([question.strip()], observers=[tracker])
-
-        async with aclosing(iterate_in_thread(events, name="seakr-agent-tool")) as stream:
-            async for core_event in stream:
-                if isinstance(core_event, KnowledgeGathered):
-                    gathered = core_event.gathered
-                phase = SeaKRWorkflow.translate(core_event, tracker)
-                if ctx is not None and phase is not None:
-                    ctx.write_event_to_stream(phase)
-        if gathered is None:  # pragma: no cover - gather_events always ends a question with KnowledgeGathered
-            raise RuntimeError(f"the SeaKR loop ended without its passages for {question!r}")
-        return gathered, tracker
+        question = checked_question(question, "the question is empty: call the tool with the user's whole question")
+        gathered, tracker = await run_question(
+            lambda questions, observers: self.seakr.gather_events(questions, observers=observers),
+            question,
+            KnowledgeGathered,
+            ctx,
+            thread_name="seakr-agent-tool",
+        )
+        return gathered.gathered, tracker
 
 
 def seakr_search_tool(

@@ -5,17 +5,33 @@ decision visible while it happens (``handler.stream_events()``), in LlamaIndex's
 ``NodeWithScore``, and every event also carries the core event's strict-JSON form in ``data`` for logging.
 
 Each class is named after its core event (``seakr_integrations.reasoning.events``) plus ``Event``:
-``StepAssessed`` -> ``StepAssessedEvent`` and so on (the table is in the core module's docstring).
+``StepAssessed`` -> ``StepAssessedEvent`` and so on (the table is in the core module's docstring); ``phase_event``
+makes one from the other, for the workflow and the agent tool alike.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.workflow import Event, StartEvent, StopEvent
 
+from llamaindex_seakr.nodes import annotate, plain_uncertainty
+from seakr_integrations.reasoning.decisions import CandidateScore
+from seakr_integrations.reasoning.events import (
+    AnswerChosen,
+    KnowledgeGathered,
+    PassagesReranked,
+    PassagesRetrieved,
+    QuestionFailed,
+    SeaKREvent,
+    StepAssessed,
+    StepFinished,
+)
 from seakr_integrations.reasoning.records import StopReason
+
+if TYPE_CHECKING:
+    from llamaindex_seakr.observer import NodeTracker
 
 __all__ = [
     "AnswerChosenEvent",
@@ -28,6 +44,7 @@ __all__ = [
     "SeaKRQuestionEvent",
     "StepAssessedEvent",
     "StepFinishedEvent",
+    "phase_event",
 ]
 
 
@@ -121,3 +138,71 @@ class QuestionAnsweredEvent(StopEvent):
     strategy: str
     source_nodes: list[NodeWithScore]
     trace: dict[str, Any]
+
+
+_PHASES = (
+    StepAssessed,
+    PassagesRetrieved,
+    PassagesReranked,
+    StepFinished,
+    AnswerChosen,
+    KnowledgeGathered,
+    QuestionFailed,
+)
+"""The core events that have a phase event (``QuestionAnswered`` is the run's result, not a phase)."""
+
+
+def phase_event(event: SeaKREvent, tracker: NodeTracker) -> SeaKRPhase | None:
+    """The phase event for a core event (its passages as the retriever's own nodes, ``tracker.node``), or ``None``
+    for an event that is no phase."""
+    if not isinstance(event, _PHASES):
+        return None
+    common = {"question": event.question, "data": event.to_dict()}
+    if isinstance(event, StepAssessed):
+        s = event.step
+        return StepAssessedEvent(
+            **common,
+            step_index=s.index,
+            generation=s.pseudo_generation.strip(),
+            uncertainty=plain_uncertainty(s.uncertainty),
+            decision=s.decision,
+        )
+    if isinstance(event, PassagesRetrieved):
+        return PassagesRetrievedEvent(
+            **common,
+            step_index=event.step_index,
+            query=event.query,
+            nodes=[tracker.node(p) for p in event.passages],
+            error=event.error,
+        )
+    if isinstance(event, PassagesReranked):
+        ranked = sorted(event.candidates, key=lambda c: (c.rank_value, c.rank))
+        nodes = []
+        for c in ranked:
+            score = CandidateScore.from_candidate(c)
+            nodes.append(annotate(tracker.node(c.passage), score.to_metadata(), score=score.relevance))
+        return PassagesRerankedEvent(
+            **common, step_index=event.step_index, nodes=nodes, chosen_passage_id=event.chosen_passage_id
+        )
+    if isinstance(event, StepFinished):
+        s = event.step
+        return StepFinishedEvent(**common, step_index=s.index, decision=s.decision, accepted=s.accepted, stop=s.stop)
+    if isinstance(event, AnswerChosen):
+        return AnswerChosenEvent(
+            **common,
+            answer=event.answer,
+            strategy=event.strategy,
+            candidates=common["data"]["finals"],
+            uncertainties=event.choice.to_metadata()["seakr_final_uncertainties"],
+        )
+    if isinstance(event, KnowledgeGathered):
+        g = event.gathered
+        return KnowledgeGatheredEvent(
+            **common,
+            nodes=[tracker.node(p) for p in g.passages],
+            rationale=g.rationale,
+            stop=g.stop_reason,
+            lm_calls=g.lm_calls,
+            searches=g.searches,
+        )
+    return QuestionFailedEvent(**common, error=common["data"]["error"])

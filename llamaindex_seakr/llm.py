@@ -45,7 +45,7 @@ from seakr_integrations.setting_conflicts import model_place_conflict
 from seakr_integrations.uncertainty.estimate import Uncertainty
 from seakr_integrations.uncertainty.registry import check_estimator, estimator_names
 
-__all__ = ["SeaKRLLM", "as_seakr_llm"]
+__all__ = ["SeaKRLLM"]
 
 _SAMPLING_KEYS = ("k", "temperature", "top_k", "top_p", "max_tokens", "seed", "layer", "source", "stop")
 _SAMPLING = SamplingConfig()
@@ -297,19 +297,3 @@ class _ChatTemplate:
 
     def __call__(self, messages: Sequence[ChatMessage]) -> str:
         return self.spec.messages_prompt([{"role": m.role.value, "content": m.content or ""} for m in messages])
-
-
-def as_seakr_llm(llm: Any, what: str) -> SeaKRLLM:
-    """``llm`` as a ``SeaKRLLM`` (a bare ``SelfAwareBackend`` is wrapped), or a ``TypeError`` naming ``what`` needs it.
-
-    The SeaKR components measure uncertainty from hidden states, so they fail at construction, not at the first
-    query, when given an LLM that has none.
-    """
-    if isinstance(llm, SeaKRLLM):
-        return llm
-    if isinstance(llm, SelfAwareBackend):
-        return SeaKRLLM(backend=llm)
-    raise TypeError(
-        f"{what} needs a self-aware LLM (SeaKRLLM, or a SelfAwareBackend such as HFBackend) that exposes hidden "
-        f"states; got {type(llm).__name__}. Wrap a local model: SeaKRLLM(backend='hf', model='smollm2')"
-    )

@@ -20,16 +20,14 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.tools import QueryEngineTool
 
-from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
-from llamaindex_seakr.nodes import NodeSearch, as_llama_retriever
+from llamaindex_seakr._seakr import ComponentLoop, SeaKRComponent, checked_question, loop_inputs
+from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.observer import NodeTracker
 from seakr_integrations.keywords import accepted_keywords, check_keywords
-from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
+from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.events import QuestionAnswered
-from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.trace import SeaKRResult
-from seakr_integrations.self_aware_model import LoopCache
 
 __all__ = ["QUERY_TOOL_DESCRIPTION", "SeaKRQueryEngine"]
 
@@ -41,7 +39,7 @@ QUERY_TOOL_DESCRIPTION = (
 """What an agent's model reads about ``SeaKRQueryEngine.as_tool()`` (its ``description=`` replaces it)."""
 
 
-class SeaKRQueryEngine(CustomQueryEngine):
+class SeaKRQueryEngine(SeaKRComponent, CustomQueryEngine):
     """SeaKR (self-aware retrieval, re-ranking and reasoning) over any LlamaIndex retriever.
 
     ``query(q)`` returns a ``Response`` whose ``response`` is SeaKR's answer, whose ``source_nodes`` are the nodes
@@ -75,10 +73,7 @@ class SeaKRQueryEngine(CustomQueryEngine):
     retriever: BaseRetriever = Field(description="The LlamaIndex retriever SeaKR searches with.")
     llm: SeaKRLLM = Field(description="The self-aware model.", exclude=True)
 
-    _given: SeaKRConfig | None = PrivateAttr(default=None)
-    _search: NodeSearch = PrivateAttr()
-    _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
-    _search_settings: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _seakr_loop: ComponentLoop = PrivateAttr()
 
     def __init__(
         self,
@@ -91,29 +86,15 @@ class SeaKRQueryEngine(CustomQueryEngine):
         **kwargs: Any,
     ) -> None:
         check_keywords("SeaKRQueryEngine", kwargs, accepted_keywords(type(self)), config=True)
-        llm = as_seakr_llm(llm, "SeaKRQueryEngine")
-        retriever = as_llama_retriever(retriever, "SeaKRQueryEngine")
-        if config is not None and not isinstance(config, SeaKRConfig):
-            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
+        llm, retriever, loop = loop_inputs(
+            "SeaKRQueryEngine", llm, retriever, config, search_timeout, on_retrieval_error
+        )
         super().__init__(retriever=retriever, llm=llm, **kwargs)
-        self._given = config
-        self._search = NodeSearch(retriever)
-        timeout, policy = check_search_settings(search_timeout, on_retrieval_error)
-        self._search_settings = {"search_timeout": timeout, "on_retrieval_error": policy}
+        self._seakr_loop = loop
 
     @classmethod
     def class_name(cls) -> str:
         return "SeaKRQueryEngine"
-
-    @property
-    def config(self) -> SeaKRConfig:
-        """The settings it runs with: the LLM's sampling, with the given config's changes on top."""
-        return self.llm.loop_config(self._given)
-
-    @property
-    def seakr(self) -> SeaKR:
-        """The core SeaKR object this engine drives (built on first use, ``LoopCache``)."""
-        return self._loops.get(self.llm.backend, self._search, self.config, **self._search_settings)
 
     def as_tool(
         self, name: str = "seakr_answer", description: str = QUERY_TOOL_DESCRIPTION, *, return_direct: bool = False
@@ -153,9 +134,7 @@ class SeaKRQueryEngine(CustomQueryEngine):
 
 
 def _check(question: Any) -> str:
-    if not isinstance(question, str) or not question.strip():
-        raise ValueError("the query is empty: SeaKRQueryEngine needs a question")
-    return question.strip()
+    return checked_question(question, "the query is empty: SeaKRQueryEngine needs a question")
 
 
 def _response(result: SeaKRResult, tracker: NodeTracker) -> Response:

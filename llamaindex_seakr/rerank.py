@@ -16,13 +16,12 @@ from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRan
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
+from llamaindex_seakr._seakr import ComponentLoop, SeaKRComponent, as_seakr_llm, checked_question
+from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.nodes import annotate, node_to_passage
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, CandidateScore
-from seakr_integrations.reasoning.reasoner import SeaKR
-from seakr_integrations.self_aware_model import LoopCache
 from seakr_integrations.setting_conflicts import SEARCH_SETTINGS, searches_nothing
 
 __all__ = ["RERANK_METADATA_KEYS", "SelfAwareReranker"]
@@ -34,7 +33,7 @@ RERANK_METADATA_KEYS = (*CANDIDATE_METADATA_KEYS, "retrieval_score")
 ``SelfAwareReranker``; and ``retrieval_score`` with ``keep_retrieval_score``)."""
 
 
-class SelfAwareReranker(BaseNodePostprocessor):
+class SelfAwareReranker(SeaKRComponent, BaseNodePostprocessor):
     """Re-rank nodes by the model's uncertainty after reading each one (SeaKR's self-aware re-ranking).
 
     Each node's text is put alone in the prompt (after the chosen context, in multi-hop mode: the next reasoning
@@ -69,8 +68,7 @@ class SelfAwareReranker(BaseNodePostprocessor):
     keep_retrieval_score: bool = Field(default=True, description="Keep the retriever's score in metadata.")
     llm: SeaKRLLM = Field(description="The self-aware model that reads the nodes.", exclude=True)
 
-    _given: SeaKRConfig | None = PrivateAttr(default=None)
-    _loops: LoopCache = PrivateAttr(default_factory=LoopCache)
+    _seakr_loop: ComponentLoop = PrivateAttr(default_factory=ComponentLoop)
 
     def __init__(
         self,
@@ -89,10 +87,9 @@ class SelfAwareReranker(BaseNodePostprocessor):
             )
         check_keywords("SelfAwareReranker", kwargs, accepted_keywords(type(self)), config=True)
         llm = as_seakr_llm(llm, "SelfAwareReranker")
-        if config is not None and not isinstance(config, SeaKRConfig):
-            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
+        loop = ComponentLoop(config)  # no search: the re-ranker reads the nodes it is given
         super().__init__(llm=llm, top_n=top_n, keep_retrieval_score=keep_retrieval_score, **kwargs)
-        self._given = config
+        self._seakr_loop = loop
 
     @field_validator("top_n", mode="before")
     @classmethod
@@ -105,15 +102,6 @@ class SelfAwareReranker(BaseNodePostprocessor):
     def class_name(cls) -> str:
         return "SelfAwareReranker"
 
-    @property
-    def config(self) -> SeaKRConfig:
-        """The settings it runs with: the LLM's sampling, with the given config's changes on top."""
-        return self.llm.loop_config(self._given)
-
-    @property
-    def _seakr(self) -> SeaKR:
-        return self._loops.get(self.llm.backend, None, self.config)
-
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
@@ -122,13 +110,13 @@ class SelfAwareReranker(BaseNodePostprocessor):
         )
         if query_bundle is None:
             raise ValueError("SelfAwareReranker needs the query (query_bundle or query_str)")
-        query = query_bundle.query_str
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("the query is empty: the re-ranker needs the question the nodes should answer")
+        query = checked_question(
+            query_bundle.query_str, "the query is empty: the re-ranker needs the question the nodes should answer"
+        )
         if not nodes:
             dispatcher.event(ReRankEndEvent(nodes=[]))
             return []
-        ranked = self._seakr.rerank(query.strip(), [node_to_passage(n) for n in nodes])
+        ranked = self.seakr.rerank(query, [node_to_passage(n) for n in nodes])
         out = []
         for candidate in ranked[: self.top_n]:
             original = nodes[candidate.rank - 1]

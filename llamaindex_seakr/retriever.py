@@ -16,7 +16,8 @@ from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from llamaindex_seakr.llm import SeaKRLLM, as_seakr_llm
+from llamaindex_seakr._seakr import ComponentLoop, SeaKRComponent, as_seakr_llm, checked_question
+from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.nodes import annotate, as_llama_retriever, checked_nodes, explained_retrieval
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
@@ -24,9 +25,7 @@ from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
 from seakr_integrations.reasoning.events import GateDecided
 from seakr_integrations.reasoning.gate_search import agate_search, gate_search
-from seakr_integrations.reasoning.reasoner import SeaKR
 from seakr_integrations.reasoning.records import Assessment
-from seakr_integrations.self_aware_model import LoopCache
 from seakr_integrations.setting_conflicts import gate_never_searches
 
 __all__ = ["GATE_METADATA_KEYS", "GateDecidedEvent", "GateDecision", "UncertaintyGatedRetriever"]
@@ -65,7 +64,7 @@ class GateDecidedEvent(BaseEvent):
         return "GateDecidedEvent"
 
 
-class UncertaintyGatedRetriever(BaseRetriever):
+class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
     """Any LlamaIndex retriever, called only when the model is uncertain about the query.
 
     For each query the model writes its next reasoning step (multi-hop mode) or its direct answer (single-hop
@@ -114,16 +113,12 @@ class UncertaintyGatedRetriever(BaseRetriever):
         check_keywords("UncertaintyGatedRetriever", kwargs, accepted_keywords(type(self)), config=True)
         self.llm = as_seakr_llm(llm, "UncertaintyGatedRetriever")
         self.retriever = as_llama_retriever(retriever, "UncertaintyGatedRetriever")
-        if config is not None and not isinstance(config, SeaKRConfig):
-            raise TypeError(f"config must be a SeaKRConfig, got {type(config).__name__}")
-        self.given_config = config
-        """The config as given (``config`` is what the gate runs with)."""
+        self._seakr_loop = ComponentLoop(config)  # the gate's loop never searches: it calls the retriever itself
         conflict = gate_never_searches("UncertaintyGatedRetriever", config.retrieve) if config is not None else None
         if conflict:
             raise ValueError(conflict)
         self.always_retrieve = bool(always_retrieve)
         self.search_timeout, self.on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
-        self._loops = LoopCache()
         self.last_decision: GateDecision | None = None
         """The decision for the latest query (with concurrent queries: whichever finished last)."""
         super().__init__(**kwargs)
@@ -131,15 +126,6 @@ class UncertaintyGatedRetriever(BaseRetriever):
     @classmethod
     def class_name(cls) -> str:
         return "UncertaintyGatedRetriever"
-
-    @property
-    def config(self) -> SeaKRConfig:
-        """The settings the gate runs with: the LLM's sampling, with the given config's changes on top."""
-        return self.llm.loop_config(self.given_config)
-
-    @property
-    def _seakr(self) -> SeaKR:
-        return self._loops.get(self.llm.backend, None, self.config)
 
     def decide(self, query: str) -> GateDecision:
         """Run the gate for ``query`` and return its decision with the nodes behind it (``documents``), as
@@ -156,13 +142,10 @@ class UncertaintyGatedRetriever(BaseRetriever):
         return self.last_decision
 
     def _check(self, query_bundle: QueryBundle) -> str:
-        query = query_bundle.query_str
-        if not isinstance(query, str) or not query.strip():
-            raise ValueError("the query is empty: the gate needs a question to assess")
-        return query.strip()
+        return checked_question(query_bundle.query_str, "the query is empty: the gate needs a question to assess")
 
     def _decide(self, assessment: Assessment) -> GateDecision:
-        return GateDecision.from_assessment(assessment, self._seakr.config, always_retrieve=self.always_retrieve)
+        return GateDecision.from_assessment(assessment, self.seakr.config, always_retrieve=self.always_retrieve)
 
     def _finish(
         self, decision: GateDecision, nodes: list[NodeWithScore] | None, error: str | None = None
@@ -210,11 +193,11 @@ class UncertaintyGatedRetriever(BaseRetriever):
 
     def assess(self, query: str) -> Assessment:
         """The gate's measurement alone (no retrieval): what the model writes for ``query`` and how sure it is."""
-        return self._seakr.assess(query)
+        return self.seakr.assess(query)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._check(query_bundle)
-        decision = self._decide(self._seakr.assess(query))
+        decision = self._decide(self.seakr.assess(query))
         nodes, error = None, None
         if decision.retrieve:
             nodes, error = gate_search(lambda: self._nodes(query_bundle), query, **self._search_settings)
@@ -222,7 +205,7 @@ class UncertaintyGatedRetriever(BaseRetriever):
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = self._check(query_bundle)
-        decision = self._decide(await asyncio.to_thread(self._seakr.assess, query))
+        decision = self._decide(await asyncio.to_thread(self.seakr.assess, query))
         nodes, error = None, None
         if decision.retrieve:
             nodes, error = await agate_search(self._anodes(query_bundle), query, **self._search_settings)

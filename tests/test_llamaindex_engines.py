@@ -36,14 +36,17 @@ from llamaindex_seakr import (
     SeaKRQueryEngine,
     SeaKRQuestionEvent,
     SeaKRWorkflow,
+    SelfAwareReranker,
     StepAssessedEvent,
     StepFinishedEvent,
+    UncertaintyGatedRetriever,
 )
+from llamaindex_seakr.agent_tool import SeaKRSearch
 from llamaindex_seakr.threads import iterate_in_thread
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.concurrent import ConcurrentBackend, concurrent_backend
 from seakr_integrations.params import SamplingConfig
-from seakr_integrations.reasoning import RetrievalError, SeaKR
+from seakr_integrations.reasoning import RetrievalError, SeaKR, SeaKRConfig
 
 
 def test_query_engine_runs_the_core_loop_over_a_llamaindex_retriever(captured):
@@ -303,3 +306,26 @@ async def test_iterate_in_thread_streams_items_and_errors():
     count = len(produced)
     await asyncio.sleep(0.1)
     assert len(produced) == count  # leaving the loop stopped the producer thread
+
+
+def test_every_seakr_component_takes_its_model_and_settings_one_way():
+    """One base (``llamaindex_seakr._seakr.SeaKRComponent``): each component keeps the config as given, runs with
+    its LLM's sampling under the config's changes, keeps one loop while nothing changes (searching the retriever it
+    was given, or nothing for the gate and the re-ranker), and refuses a config that is none the same way."""
+    llm, given = llm_for(), SeaKRConfig(k=3)
+    makers = [
+        lambda config: SeaKRQueryEngine(NodeListRetriever(), llm, config),
+        lambda config: SeaKRWorkflow(NodeListRetriever(), llm, config),
+        lambda config: SeaKRSearch(NodeListRetriever(), llm, config),
+        lambda config: UncertaintyGatedRetriever(NodeListRetriever(), llm, config),
+        lambda config: SelfAwareReranker(llm, config=config),
+    ]
+    components = [make(given) for make in makers]
+    for component in components:
+        assert component.given_config is given
+        assert (component.config.k, component.config.max_tokens) == (3, 10)
+        assert component.seakr is component.seakr
+    assert [c.seakr.retriever is None for c in components] == [False, False, False, True, True]
+    for make in makers:
+        with pytest.raises(TypeError, match="config must be a SeaKRConfig, got dict"):
+            make({"k": 3})
