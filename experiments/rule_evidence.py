@@ -200,8 +200,9 @@ def decides() -> None:
     import sys
     from collections import Counter
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from results_page import STAGES  # the gate's reasons (GateReason) by the stage that decided
+    if str(ROOT) not in sys.path:  # run as a script: the package is the root's experiments/
+        sys.path.insert(0, str(ROOT))
+    from experiments.results_page import STAGES  # the gate's reasons (GateReason) by the stage that decided
 
     runs = {d: records(RESULTS / f"{d}_dev" / "seakr.jsonl.gz") for d in DATASETS}
     reasons = {
