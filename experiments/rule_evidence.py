@@ -54,8 +54,12 @@ NONE_FREE = {
     "accept-covered-steps",
     "step-limit",
     "answer-from-passages",
+    "token-cascade",
+    "answer-with-option",
 }
-"""Rules chosen on every line: measured on all of them, and that effect is not free of the choice."""
+"""Rules no evaluation line is free of: chosen on every line (measured on all of them), or measured off their design
+lines on lines the choice had already seen (``token-cascade``'s signal, from every line's first step;
+``answer-with-option``'s effect on folds 1-4)."""
 
 
 def line_numbers(dataset: str) -> dict[str, int]:
