@@ -14,8 +14,8 @@ clients to one; then the per-call overhead of the HTTP path: the median time of 
     python bench/serve_clients.py --clients 1 4 8 --per-client 5                        # light settings, SmolLM2
     python bench/serve_clients.py --replicas 1 2 --clients 8 16 --per-client 2 --no-overhead  # 1 server, then 2
 
-``--replicas 1 2`` measures one server, then two behind nginx (``bench/replicas.py``, ``deploy/nginx.conf``), each
-bound to its own share of the cores, with the same clients; ``server_cpu_s`` is per replica (and nginx's), and the
+``--replicas 1 2`` measures one server, then two behind nginx (``tests/replica_deployment.py``, ``deploy/nginx.conf``),
+each bound to its own share of the cores, with the same clients; ``server_cpu_s`` is per replica (and nginx's), and the
 ratio of each deployment's questions per minute to the first's is printed per client count.
     python bench/serve_clients.py --model qwen --settings evaluation --roof --clients 1 4 8 --per-client 4
 
@@ -46,10 +46,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from replicas import Deployment
-
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
+sys.path.insert(0, str(ROOT / "tests"))  # the replica launcher the tests use
+
+from replica_deployment import Deployment  # noqa: E402
+
 SETTINGS = {
     "light": {"k": 10, "max_tokens": 64, "num_exemplars": 4, "max_steps": 3},
     "evaluation": {"k": 10, "max_tokens": 64, "exemplar_style": "hotpotqa"},

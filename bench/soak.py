@@ -6,9 +6,9 @@ route with estimators, about 10% bad requests) for ``--minutes``.  At ``--kill-a
 gets SIGKILL while clients are mid-request and is started again at once; clients retry through the gap.  The server's
 memory (RSS of its process tree) is sampled every ``--sample-seconds``.
 
-With ``--replicas 2`` it runs two replicas behind nginx (``bench/replicas.py``, ``deploy/nginx.conf``), each on
-its own core, and kills the second one; clients go through nginx, which sends a request whose replica died to the
-other.  Every request is numbered per client, so a lost or duplicated result shows (``lost``, ``duplicated``); the
+With ``--replicas 2`` it runs two replicas behind nginx (``tests/replica_deployment.py``, ``deploy/nginx.conf``), each
+on its own core, and kills the second one; clients go through nginx, which sends a request whose replica died to the
+other. Every request is numbered per client, so a lost or duplicated result shows (``lost``, ``duplicated``); the
 replica that answered each request is counted (``answered_by``).
 
 Prints, and writes as JSON to ``--out``: requests per route and outcome (good requests failed: want 0; bad ones
@@ -33,10 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from replicas import Deployment
-
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / "data"
+sys.path.insert(0, str(HERE.parent / "tests"))  # the replica launcher the tests use
+
+from replica_deployment import Deployment  # noqa: E402
 
 
 def _rss_mb(pid: int) -> dict[str, float]:

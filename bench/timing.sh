@@ -24,7 +24,7 @@ for ds in hotpotqa 2wiki; do
     train=()
     if [ "$method" = token-gate ]; then
       if [ ! -e "runs/results/train/$ds/cot.jsonl.gz" ]; then
-        echo "token gate not timed on $ds: its training runs (runs/results/train/$ds) are missing; bash bench/results.sh makes them" >&2
+        echo "token gate not timed on $ds: its training runs (runs/results/train/$ds) are missing; bash experiments/results.sh makes them" >&2
         continue
       fi
       train=(--train-results "runs/results/train/$ds")

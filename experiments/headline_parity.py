@@ -1,6 +1,7 @@
 """Does today's code still run what the results page reports?  Rerun the first questions of the page's SeaKR runs
-(``runs/results/DATASET_dev/seakr.jsonl.gz``) exactly as ``bench/results.sh`` ran them (``seakr eval --dataset DATASET``
-with the line range) and compare each question's answer, LM calls, searches and generated tokens with the record.
+(``runs/results/DATASET_dev/seakr.jsonl.gz``) exactly as ``experiments/results.sh`` ran them (``seakr eval --dataset
+DATASET`` with the line range) and compare each question's answer, LM calls, searches and generated tokens with the
+record.
 
     python experiments/headline_parity.py [--questions 16] [--out /tmp/parity]
 """

@@ -44,10 +44,11 @@ def main_run(runs: Iterable[MethodRun], method: str = "seakr") -> MethodRun | No
 
 def _read_trace(record: dict[str, Any], path: os.PathLike[str]) -> dict[str, Any]:
     """``record`` with its SeaKR trace read through the typed loader (``SeaKRResult.from_dict``) and written back in
-    this release's form, whatever release wrote it; a record of another method (closed-book's scores) as it is.
+    this release's form; a record of another method (closed-book's scores) as it is.
 
     Raises:
-        ValueError: The trace is malformed or newer than this release reads (the message names the file and question).
+        ValueError: The trace is malformed, of version 1 or newer than this release reads (the message names the file
+            and question).
     """
     trace = record.get("trace")
     try:
@@ -60,6 +61,6 @@ def _read_trace(record: dict[str, Any], path: os.PathLike[str]) -> dict[str, Any
 
 def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[MethodRun]:
     """Read results files as ``evaluation.summary.read_runs`` does (directories searched for ``*.jsonl``, an empty
-    file an error), with every SeaKR trace read through ``SeaKRResult.from_dict``: a version-1 trace reads as a
-    version-2 one, and one of a newer version is refused with a clear error."""
+    file an error), with every SeaKR trace read through ``SeaKRResult.from_dict``: a trace of version 1 or of a newer
+    version than this release reads is refused with a clear error."""
     return [replace(run, records=[_read_trace(r, run.path) for r in run.records]) for run in read_runs(paths)]

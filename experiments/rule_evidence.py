@@ -54,8 +54,12 @@ NONE_FREE = {
     "accept-covered-steps",
     "step-limit",
     "answer-from-passages",
+    "token-cascade",
+    "answer-with-option",
 }
-"""Rules chosen on every line: measured on all of them, and that effect is not free of the choice."""
+"""Rules no evaluation line is free of: chosen on every line (measured on all of them), or measured off their design
+lines on lines the choice had already seen (``token-cascade``'s signal, from every line's first step;
+``answer-with-option``'s effect on folds 1-4)."""
 
 
 def line_numbers(dataset: str) -> dict[str, int]:
@@ -200,8 +204,9 @@ def decides() -> None:
     import sys
     from collections import Counter
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    from results_page import STAGES  # the gate's reasons (GateReason) by the stage that decided
+    if str(ROOT) not in sys.path:  # run as a script: the package is the root's experiments/
+        sys.path.insert(0, str(ROOT))
+    from experiments.results_page import STAGES  # the gate's reasons (GateReason) by the stage that decided
 
     runs = {d: records(RESULTS / f"{d}_dev" / "seakr.jsonl.gz") for d in DATASETS}
     reasons = {

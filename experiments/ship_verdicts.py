@@ -1,7 +1,7 @@
 """Put the gate's verdict into the shipped default-preset profiles, so the bundled models say what their gate knows.
 
-The shipped profiles (``bench/ship_profiles.sh``) were made before ``seakr calibrate`` judged the gate.  The verdict
-runs of ``docs/gate_signals.md`` (``runs/signals/verdicts/MODEL-DATASET.json``: ``seakr calibrate --start 200
+The shipped profiles (``experiments/ship_profiles.sh``) were made before ``seakr calibrate`` judged the gate.  The
+verdict runs of ``docs/gate_signals.md`` (``runs/signals/verdicts/MODEL-DATASET.json``: ``seakr calibrate --start 200
 --limit 100``, the default preset) read the same lines with the same model, prompt, k and read-out; a verdict's AUROC
 and harm rate do not depend on delta, so the gate's own verdict (its estimator's, not the probe's: the shipped
 profiles hold no probe) is copied as it is, and each shipped delta stays.  A profile whose verdict says the gate

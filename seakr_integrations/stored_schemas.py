@@ -224,7 +224,6 @@ STEP = Schema(
             "list", "a list of candidates", null=True, each=Field("object", "a candidate", schema=CANDIDATE)
         ),
         "chosen_passage_id": Field("id", "a passage id (or null)", null=True),
-        "chosen": Field("id", "a passage id (or null)", null=True),
         "accepted": TEXT,
         "stop": TEXT,
         "error": TEXT,
@@ -294,4 +293,4 @@ TRACE = Schema(
     },
     also=(_steps_in_order,),
 )
-"""``SeaKRResult.to_dict()``, version 2 or 1 (``docs/design/reasoning.md``)."""
+"""``SeaKRResult.to_dict()``, version 2 (``docs/design/reasoning.md``); its version is read before this check."""

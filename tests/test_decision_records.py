@@ -72,17 +72,14 @@ def test_minus_inf_and_nan_read_back_as_the_same_floats():
     assert math.isnan(back.steps[0].candidates[1].uncertainty.value)
 
 
-def test_a_version_1_trace_still_loads():
-    result = _result()
-    old = _v1(result.to_dict())
+def test_a_version_1_trace_is_refused_saying_which_version_and_what_to_do():
+    old = _v1(_result().to_dict())
     assert "schema_version" not in old and old["steps"][1]["uncertainty"]["value"] is None
-    assert "chosen" in old["steps"][0] and "text" not in old["steps"][0]["candidates"][0]
-    back = SeaKRResult.from_dict(json.loads(json.dumps(old)))
-    assert back.steps[1].uncertainty.value == math.inf  # version 1's null
-    assert back.steps[0].chosen_passage_id == "p2" and back.stop_reason is StopReason.REPEATED_QUERY
-    kept = back.steps[0].candidates[1]
-    assert kept.chosen and kept.passage.text == "text of p2"  # the kept passage's text from "passages"
-    assert back.answer == result.answer and back.finals == result.finals and back.passages == result.passages
+    said = r"schema_version 1 \(it has no schema_version.*reads version 2 only.*seakr eval"
+    with pytest.raises(ValueError, match=said):
+        SeaKRResult.from_dict(json.loads(json.dumps(old)))
+    with pytest.raises(ValueError, match=r"schema_version 1, which .* no longer reads"):  # a version 1 marked as such
+        SeaKRResult.from_dict({**_result().to_dict(), "schema_version": 1})
 
 
 def test_unreadable_traces_are_clear_errors():

@@ -14,13 +14,18 @@ from experiments.report import write_report
 from seakr_integrations.evaluation.results import ResultsFile
 
 
+def _number(u):
+    """A trace's number as it is written: one that could not be computed (``None`` here) is ``"inf"``."""
+    return "inf" if u is None else u
+
+
 def _candidate(rank, title, u, chosen, generation="A step."):
     return {
         "id": title.lower(),
         "search_rank": rank,
         "title": title,
-        "uncertainty": {"value": u, "estimator": "eigenscore", "num_samples": 4},
-        "rank_value": u if generation else None,
+        "uncertainty": {"value": _number(u), "estimator": "eigenscore", "num_samples": 4},
+        "rank_value": _number(u if generation else None),
         "chosen": chosen,
         "generation": generation,
     }
@@ -30,7 +35,7 @@ def _step(index, decision, u, candidates=(), text=None):
     return {
         "index": index,
         "decision": decision,
-        "uncertainty": {"value": u, "estimator": "eigenscore", "num_samples": 4},
+        "uncertainty": {"value": _number(u), "estimator": "eigenscore", "num_samples": 4},
         "pseudo_generation": f"Step {index}." if text is None else text,
         "query": f"query {index}",
         "candidates": list(candidates),
@@ -38,14 +43,15 @@ def _step(index, decision, u, candidates=(), text=None):
 
 
 def _record(qid, steps, finals, strategy, golds, f1, titles=()):
-    trace = {  # as releases before schema_version wrote it (no version; null for a non-finite number)
+    trace = {
+        "schema_version": 2,
         "question": f"Q {qid}?",
         "answer": finals[strategy][0],
         "passages": [],
         "stop_reason": "answer found",
         "steps": steps,
         "finals": {
-            s: {"answer": a, "uncertainty": {"value": u, "estimator": "eigenscore", "num_samples": 4}}
+            s: {"answer": a, "uncertainty": {"value": _number(u), "estimator": "eigenscore", "num_samples": 4}}
             for s, (a, u) in finals.items()
         },
         "strategy": strategy,

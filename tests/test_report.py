@@ -155,27 +155,28 @@ def test_runs_with_no_shared_question_are_shown_whole_and_the_report_says_so(tmp
     assert "share no question" in text and "| seakr | 1 | 100.0 |" in text and "| cot | 1 | 0.0 | 50.0 |" in text
 
 
-def test_traces_are_read_through_the_typed_loader_whatever_release_wrote_them(tmp_path):
+def test_traces_are_read_through_the_typed_loader_and_an_old_or_newer_version_is_refused(tmp_path):
     from test_decision_records import _v1
     from test_trace_tables import _result
 
     trace = _result().to_dict()
     path = tmp_path / "seakr.jsonl"
     with ResultsFile.open(path, {"method": "seakr", "dataset": "hotpotqa_dev.jsonl"}) as out:
-        for i, written in enumerate((trace, _v1(trace), {"generation": "Paris"})):
+        for i, written in enumerate((trace, {"generation": "Paris"})):
             out.append(
                 {"id": f"q{i}", "prediction": "France", "em": 1.0, "f1": 1.0, "golds": ["France"], "trace": written}
             )
     (run,) = load_runs([path])
-    new, old, other = (r["trace"] for r in run.records)
-    assert new == trace  # this release's form, as written
-    assert old["schema_version"] == 2 and old["steps"][1]["uncertainty"]["value"] == "inf"  # null read as inf
-    assert old["steps"][0]["chosen_passage_id"] == "p2" and other == {"generation": "Paris"}  # not a SeaKR trace
-    newer = tmp_path / "newer.jsonl"
-    with ResultsFile.open(newer, {"method": "seakr"}) as out:
-        out.append({"id": "q9", "prediction": "x", "em": 0.0, "f1": 0.0, "trace": {**trace, "schema_version": 9}})
-    with pytest.raises(ValueError, match="newer.jsonl, question 'q9': .*schema_version 9.*upgrade"):
-        load_runs([newer])
+    new, other = (r["trace"] for r in run.records)
+    assert new == trace and other == {"generation": "Paris"}  # this release's form, as written; not a SeaKR trace
+    for name, written, said in (
+        ("older", _v1(trace), r"older.jsonl, question 'q9': line 2: .*schema_version 1.*seakr eval"),
+        ("newer", {**trace, "schema_version": 9}, r"newer.jsonl, question 'q9': .*schema_version 9.*upgrade"),
+    ):
+        with ResultsFile.open(tmp_path / f"{name}.jsonl", {"method": "seakr"}) as out:
+            out.append({"id": "q9", "prediction": "x", "em": 0.0, "f1": 0.0, "trace": written})
+        with pytest.raises(ValueError, match=said):
+            load_runs([tmp_path / f"{name}.jsonl"])
 
 
 def test_a_seakr_run_renamed_for_the_rules_it_ran_is_the_one_compared(tmp_path):

@@ -16,10 +16,11 @@ import pytest
 from seakr_integrations.reasoning.search_pool import DaemonPool
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
+CHILD_PATH = os.pathsep.join([TESTS, *filter(None, [os.environ.get("PYTHONPATH")])])
+"""Where the child finds the tests' fakes (``python -c`` puts the working folder, this checkout, first itself)."""
 SCRIPT = textwrap.dedent(
     """
-    import sys, time
-    sys.path.insert(0, {tests!r})
+    import time
     from fakes import ScriptedBackend, passage
     from llamaindex_fakes import CONFIG, QUESTION, eiffel
     from seakr_integrations.reasoning import SeaKR
@@ -45,11 +46,11 @@ SCRIPT = textwrap.dedent(
 def test_a_process_whose_search_hangs_exits_once_its_question_is_done(policy, said):
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(tests=TESTS, policy=policy)],
+        [sys.executable, "-c", SCRIPT.format(policy=policy)],
         capture_output=True,
         text=True,
         timeout=100,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": CHILD_PATH},
     )
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr[-2000:]

@@ -8,25 +8,18 @@ instrumentation.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 from tests.test_serving import KEY, _start, _stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
-APP = Path(__file__).resolve().parents[1] / "bench" / "three_apps" / "llamaindex_app.py"
-
 
 def _app():
-    spec = importlib.util.spec_from_file_location("llamaindex_app", APP)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # pydantic resolves the app's annotations through its module
-    spec.loader.exec_module(module)
-    return module
+    """The app, imported once LlamaIndex is known to be installed (it imports LlamaIndex at its top)."""
+    from bench.three_apps import llamaindex_app
+
+    return llamaindex_app
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import shutil
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
+from replica_deployment import Deployment
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -25,9 +25,6 @@ if shutil.which("nginx") is None:
         "nginx is not installed: the replica tests need a real load balancer (apt-get install nginx-light)",
         allow_module_level=True,
     )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from replicas import Deployment  # noqa: E402 - bench/ is no package
 
 PROMPTS = [
     "Question: What is the capital of France?\nAnswer:",

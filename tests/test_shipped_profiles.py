@@ -144,7 +144,7 @@ def test_every_bundled_model_ships_a_profile_for_the_default_and_light_settings_
             profile = shipped_profile(model, layer, config)
             assert profile is not None, f"no shipped profile for {model} k={config.k} {style} in {SHIPPED_PROFILES}"
             assert profile.prompt == prompt_settings(config), profile.prompt
-            # 100 questions: bench/ship_profiles.sh as it is, with the cascade band; 20: a profile not yet remade
+            # 100 questions: experiments/ship_profiles.sh as it is, with the cascade band; 20: a profile not yet remade
             assert profile.objective == "rate" and profile.questions in (20, 100)
             if profile.questions == 100 or style == "hotpotqa":  # the default path is always banded
                 assert profile.cascade["estimator"] == "min_token_prob", profile.cascade

@@ -86,17 +86,19 @@ def _checked_header(path: Path, header: Any) -> dict[str, Any]:
 
 
 def _check_record(path: Path, lineno: int, record: Any) -> None:
-    """Refuse a result line that is not an object, or whose decision trace is malformed (``stored_schemas.TRACE``):
-    read back later (``read_traces``, a report, a notebook), it would fail far from the file."""
-    from seakr_integrations.reasoning.jsonform import check_trace, trace_version
+    """Refuse a result line that is not an object, or whose decision trace is malformed (``stored_schemas.TRACE``) or
+    of a version this release does not read: read back later (``read_traces``, a report, a notebook), it would fail
+    far from the file."""
+    from seakr_integrations.reasoning.jsonform import check_trace
+    from seakr_integrations.reasoning.trace import readable_trace_version
 
     if not isinstance(record, dict):
         raise StoredFileError(f"{path}, line {lineno}", "result record", f"it holds {type(record).__name__}, not a "
                               "JSON object", EDITED)  # fmt: skip
     where, trace = f"{path}, question {record.get('id')!r}", record.get("trace")
     try:
-        version = trace_version(trace)
-    except ValueError as err:  # a schema_version this release cannot read: the message says what to do
+        version = readable_trace_version(trace)
+    except ValueError as err:  # a schema_version this release does not read: the message says what to do
         raise ValueError(f"{where}: line {lineno}: {err}") from None
     if version is not None:
         try:
@@ -352,12 +354,11 @@ def _accepted(cls: Any, name: str, value: Any) -> bool:
 def read_traces(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     """Each result's id and its decision trace as a ``SeaKRResult`` (records without a SeaKR trace are skipped),
     every trace checked when the file is read (``read_results``)."""
-    from seakr_integrations.reasoning.jsonform import trace_version
-    from seakr_integrations.reasoning.trace import SeaKRResult
+    from seakr_integrations.reasoning.trace import SeaKRResult, readable_trace_version
 
     path = Path(path)
     for record in read_results(path)[1]:
-        if trace_version(record.get("trace")) is None:
+        if readable_trace_version(record.get("trace")) is None:
             continue
         try:
             yield str(record.get("id")), SeaKRResult.from_dict(record["trace"])

@@ -1,6 +1,7 @@
 """The decision trace: what SeaKR saw and decided at every step, returned with the answer, so users can debug
 retrieval and evaluation can read the uncertainties.  ``SeaKRResult`` reads and writes it as exact strict JSON
-(``schema_version`` 2, version 1 still read; the form: ``docs/design/reasoning.md``) and prints it (``format``).
+(``schema_version`` 2, the only version it reads; the form: ``docs/design/reasoning.md``) and prints it
+(``format``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,27 @@ from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.stored import FieldError
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-__all__ = ["SeaKRResult"]
+__all__ = ["SeaKRResult", "readable_trace_version"]
+
+
+def readable_trace_version(data: Any) -> int | None:
+    """The ``schema_version`` of a trace's JSON form that this release reads, ``None`` when ``data`` is no SeaKR trace
+    at all (e.g. the closed-book method's record): one reader, so a results file and a single trace are refused alike.
+
+    Raises:
+        ValueError: The trace is of version 1 (written before the version was recorded: its non-finite numbers
+            ``null``, its candidates without their texts), which is no longer read, or of a version newer than this
+            release reads, or its version is no version number; the message says which and what to do.
+    """
+    version = trace_version(data)
+    if version is not None and version < SCHEMA_VERSION:
+        unmarked = " (it has no schema_version: the form written before the version was recorded)"
+        raise ValueError(
+            f"this SeaKR trace is of schema_version {version}{unmarked if 'schema_version' not in data else ''}, "
+            f"which this release of seakr-integrations no longer reads: it reads version {SCHEMA_VERSION} only. "
+            f"Answer the questions again (`seakr eval` with the run's settings) to write version {SCHEMA_VERSION}"
+        )
+    return version
 
 
 def _score(u: Uncertainty | None) -> str:
@@ -91,18 +112,19 @@ class SeaKRResult:
 
     @classmethod
     def from_dict(cls, data: Any) -> SeaKRResult:
-        """The trace that :meth:`to_dict` wrote, in version 2 or version 1.
+        """The trace that :meth:`to_dict` wrote (``schema_version`` 2).
 
         Raises:
-            ValueError: ``data`` is not a SeaKR trace, was written by a newer release (upgrade
-                ``seakr-integrations`` to read it), or holds a value no trace can hold: a ``stored.FieldError`` whose
-                message and ``path`` name the field (``stored_schemas.TRACE``, checked before anything is read).
+            ValueError: ``data`` is not a SeaKR trace, is of version 1 (no longer read: answer the questions again),
+                was written by a newer release (upgrade ``seakr-integrations`` to read it), or holds a value no trace
+                can hold: a ``stored.FieldError`` whose message and ``path`` name the field (``stored_schemas.TRACE``,
+                checked before anything is read).
         """
-        version = trace_version(data)
+        version = readable_trace_version(data)
         if version is None:
             raise ValueError(
-                "not a SeaKR trace: expected the mapping SeaKRResult.to_dict() writes (with 'schema_version', or "
-                f"'steps', 'finals' and 'config' as version 1 has), got {type(data).__name__}"
+                "not a SeaKR trace: expected the mapping SeaKRResult.to_dict() writes (with 'schema_version', "
+                f"'steps', 'finals' and 'config'), got {type(data).__name__}"
                 + (f" with keys {sorted(data)[:8]}" if isinstance(data, dict) else "")
             )
         try:
@@ -114,13 +136,12 @@ class SeaKRResult:
                 Passage(str(p["id"]), p.get("title") or "", p.get("text") or "", number_from_json(p.get("score")))
                 for p in data.get("passages") or []
             ]
-            texts = {p.id: p.text for p in passages}
             return cls(
                 question=data["question"],
                 answer=data.get("answer") or "",
                 strategy=data["strategy"],
                 finals={k: FinalTrace.from_dict({"strategy": k, **v}) for k, v in data["finals"].items()},
-                steps=[StepTrace.from_dict(s, texts) for s in data["steps"]],
+                steps=[StepTrace.from_dict(s) for s in data["steps"]],
                 passages=passages,
                 stop_reason=data["stop_reason"],
                 notes=list(data.get("notes") or []),

@@ -1,5 +1,7 @@
-"""Several ``seakr serve`` replicas behind nginx, for the benchmarks that measure them (``soak.py --replicas``,
-``serve_clients.py --replicas``): the deployment docs/serving.md describes, started for real on one machine.
+"""Several ``seakr serve`` replicas behind nginx, started for real on one machine: the deployment docs/serving.md
+describes, for ``tests/test_serving_replicas.py`` and the benchmarks that measure it (``bench/soak.py --replicas``,
+``bench/serve_clients.py --replicas``).  It lives with the tests because it needs the repository's
+``deploy/nginx.conf`` and kills replicas on purpose: a harness, not something the library ships.
 
 Each replica is ``seakr serve MODEL --port P`` (every one after the first with ``--join`` the first, so one that
 differs is refused); with ``cores``, replica i is bound to its share of the machine's cores

@@ -15,7 +15,7 @@ only): this script asks vLLM for the greedy continuation once more with the 20 m
 and takes the entropy of that top-20 distribution with the rest of the mass as one more outcome (a lower bound of
 the full entropy, exact where the top 20 hold nearly all of it).
 
-    python bench/gate_signals.py --dataset hotpotqa --start 0 --limit 300 --out runs/signals/hotpotqa.jsonl
+    python experiments/gate_signals.py --dataset hotpotqa --start 0 --limit 300 --out runs/signals/hotpotqa.jsonl
 
 Rows are appended per batch and a rerun skips the lines already in the file.  ``experiments/gate_table.py`` turns
 the rows and the baselines' results into the table of ``docs/gate_signals.md``.

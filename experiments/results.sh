@@ -6,7 +6,7 @@
 # measures retrieval and reasoning. Resumable: rerun to go on; a finished run is kept gzipped (METHOD.jsonl.gz)
 # and skipped. About 4 hours on 2 CPU cores; the runs go one after another, never together.
 #
-#   bash bench/results.sh            # writes runs/results/DATASET_dev/METHOD.jsonl.gz, then docs/results.md
+#   bash experiments/results.sh            # writes runs/results/DATASET_dev/METHOD.jsonl.gz, then docs/results.md
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SEAKR=${SEAKR:-.venv/bin/seakr}
@@ -48,4 +48,4 @@ for ds in hotpotqa 2wiki; do
   run "$R/${ds}_dev/seakr-paper.jsonl" --dataset "$slice" --corpus "data/corpus_${ds}.jsonl" --style "$ds" \
     --rules paper,answer-with-option
 done
-.venv/bin/python bench/results_page.py
+.venv/bin/python experiments/results_page.py

@@ -4,8 +4,8 @@
 # rate of 0.5 on lines 200-299 of the style's question file (100 questions; 20 gave a noisy median), with the cascade
 # band for the default cascade estimator stored beside delta.
 #
-#   bash bench/ship_profiles.sh [MODEL ...]     # default: smollm2 qwen
-#   STYLES="hotpotqa" bash bench/ship_profiles.sh qwen     # only the named prompt styles (default: all three)
+#   bash experiments/ship_profiles.sh [MODEL ...]     # default: smollm2 qwen
+#   STYLES="hotpotqa" bash experiments/ship_profiles.sh qwen     # only the named prompt styles (default: all three)
 #
 # SmolLM2 runs on Hugging Face (the CLI's default back-end), Qwen on vLLM in float32 (the evaluation's back-end).
 # Each calibration takes the heavy-job lock /tmp/seakr-heavy.lock so that it never shares the CPU with a test run.
