@@ -50,7 +50,7 @@ def warn_uninformative(profile: DeltaProfile | None, config: Any) -> None:
     """Warn once when ``profile``'s verdict says the signal that gates ``config`` carries no information."""
     if profile is None or not profile.verdict or config.retrieve != "uncertain":
         return
-    probe = any(r.name == "state-probe" and r.reads_greedy_step() for r in config.rules)
+    probe = any(r.name == "state-probe" and r.reads().greedy_step for r in config.rules)
     signal = "state probe" if probe else config.estimator
     verdict = profile.verdict.get(signal)
     if verdict is None or verdict.get("informative", True) or verdict.get("auroc") is None:

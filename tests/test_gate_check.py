@@ -59,7 +59,7 @@ def test_a_gate_that_knows_and_one_that_does_not():
     assert knowing.verdict["eigenscore"]["harm_rate"] == 0.0
     assert knowing.probe["probe"]["layer"] == 1 and 0.0 <= knowing.probe["threshold"] <= 1.0
     (rule,) = calibration.resolve_rules(knowing, SeaKRConfig(rules=(StateProbe(),)))
-    assert rule.reads_greedy_step() and rule.probe.probability(np.eye(16)[0]) > 0.5
+    assert rule.reads().greedy_step and rule.probe.probability(np.eye(16)[0]) > 0.5
     blind = calibrate(knows=False)
     assert not blind.verdict["eigenscore"]["informative"] and not blind.verdict["state probe"]["informative"]
 

@@ -12,7 +12,7 @@ from seakr_integrations.reasoning.calls import check_search_settings
 from seakr_integrations.reasoning.exemplars import exemplars
 from seakr_integrations.reasoning.prompts import PromptBuilder
 from seakr_integrations.reasoning.query import build_query
-from seakr_integrations.reasoning.rules import StepLimit
+from seakr_integrations.reasoning.rules import SpacyQueryWords, StepLimit
 
 
 @pytest.mark.parametrize(
@@ -90,7 +90,7 @@ def test_spacy_filter_without_spacy_is_a_clear_error():
         import spacy  # noqa: F401
     except ImportError:
         with pytest.raises(ValueError, match="the spacy-query-words rule needs spaCy"):
-            _query(_step("Jaws was directed by him"), content_filter="spacy")
+            _query(_step("Jaws was directed by him"), keep_words=SpacyQueryWords().content_words)
     else:
         pytest.skip("spaCy is installed here; the missing-spaCy message cannot be triggered")
 

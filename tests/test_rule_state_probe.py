@@ -68,7 +68,7 @@ def test_the_probe_and_threshold_come_from_the_profile():
 
 
 def test_without_a_probe_it_does_nothing_and_a_plain_server_refuses_the_vector():
-    assert not StateProbe().reads_greedy_step() and "seakr calibrate --probe" in StateProbe().uncalibrated()
+    assert not StateProbe().reads().greedy_step and "seakr calibrate --probe" in StateProbe().uncalibrated()
     with pytest.raises(ValueError, match="greedy_vector=True: the server at http://x is a plain"):
         check_sampling(SamplingConfig(greedy_vector=True), "http://x")
     with pytest.raises(TypeError, match="pass a LinearProbe"):

@@ -73,7 +73,7 @@ def check_questions(args: argparse.Namespace, questions: list) -> None:
 def check_rules(args: argparse.Namespace, config: Any) -> None:  # noqa: ANN401 - a SeaKRConfig
     """``--cascade-agreement`` without the token-cascade rule, whose band it sets (refused as ``--cascade-band``
     is: it would change nothing)."""
-    if args.cascade_agreement is None or config.rule_set.screen_estimator() is not None:
+    if args.cascade_agreement is None or config.rule_set.reads().screen is not None:
         return
     given = f"--rules {args.rules!r}" if args.rules is not None else f"the {getattr(args, 'preset', 'default')} preset"
     raise ValueError(

@@ -329,7 +329,7 @@ def _gate(
 
 
 def _cascade(config: SeaKRConfig, assessed: Sequence[Any], first: Sequence[float], delta: float, agreement: float):
-    estimator = config.rule_set.screen_estimator()
+    estimator = config.rule_set.reads().screen
     if estimator is None:
         return {}
     screens = [estimate(a.output, estimator).value for a in assessed]

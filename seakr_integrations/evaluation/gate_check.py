@@ -60,7 +60,7 @@ def gate_verdicts(
     """The verdict on the gate's estimator and on the cascade's greedy signal, by signal name."""
     first = [a.uncertainty.value for a in assessed]
     out = {config.estimator: gate_verdict(config.estimator, first, cot, single, target_rate=target_rate).to_dict()}
-    screen = config.rule_set.screen_estimator()
+    screen = config.rule_set.reads().screen
     if screen is not None:
         readings = [estimate(a.output, screen).value for a in assessed]
         out[screen] = gate_verdict(screen, readings, cot, single, target_rate=target_rate).to_dict()

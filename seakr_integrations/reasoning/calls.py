@@ -71,11 +71,10 @@ class ModelCalls:
         self.search_timeout, self.on_retrieval_error = check_search_settings(search_timeout, on_retrieval_error)
         self.rules = config.rule_set
         """The decision rules the final answers consult (``AnswerAlone``)."""
-        self.reads_state = self.rules.reads_greedy_vector()
+        self.reads_state = self.rules.reads().greedy_vector
         """Whether reasoning steps read the greedy step's hidden state (``StateProbe``)."""
-        self.screen_estimator = config.rule_set.screen_estimator()
+        self.screen_estimator = self.rules.reads().screen
         """The greedy-only estimator whose reading every call records (``TokenCascade``'s), if any."""
-        self.content_filter = config.rule_set.content_filter()
         use_chat = backend.uses_chat_template(config.chat_template)
         self.builder = PromptBuilder(
             exemplars(config.style, config.num_exemplars), backend.chat_prompt if use_chat else None
@@ -245,7 +244,7 @@ class ModelCalls:
             lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
             lambda text: list(tokenizer(text, add_special_tokens=False).input_ids),
             threshold=threshold,
-            content_filter=self.content_filter,
+            keep_words=self.rules.content_words,
         )
 
     def search(self, state: QuestionState, step: StepTrace, query: str) -> Generator[Search, Any, list[Passage] | None]:

@@ -240,4 +240,27 @@ ENGLISH_NAMES = EnglishNames()
 """The default entity finder of every entity rule."""
 
 ENTITY_FINDERS: dict[str, EntityFinder] = {ENGLISH_NAMES.name: ENGLISH_NAMES}
-"""The finders a results file can name (``rules_from_json`` reads a rule's ``entities`` by this name)."""
+"""The finders a results file can name, by name (``Rule.from_dict`` reads a rule's ``entities`` here): every finder
+a rule is given registers itself here (:func:`register_finder`), a user's own included."""
+
+
+def register_finder(finder: EntityFinder) -> EntityFinder:
+    """Register ``finder`` under its ``name`` so that a results file that records it reads back; a ``ValueError``
+    when another finder already has that name."""
+    known = ENTITY_FINDERS.setdefault(finder.name, finder)
+    if known is not finder and known != finder:
+        raise ValueError(
+            f"two entity finders are named {finder.name!r} ({known!r} and {finder!r}): give yours a name of its own"
+        )
+    return finder
+
+
+def entity_finder(name: str) -> EntityFinder:
+    """The registered finder named ``name``; a ``ValueError`` naming the registered ones otherwise."""
+    finder = ENTITY_FINDERS.get(name)
+    if finder is None:
+        raise ValueError(
+            f"no entity finder is named {name!r} (registered: {', '.join(ENTITY_FINDERS)}); a finder of your own "
+            "registers when a rule is given it: build that rule before reading the file"
+        )
+    return finder

@@ -63,7 +63,7 @@ class Gate:
     def staged(self) -> bool:
         """Whether steps are read in stages (greedy first, samples only when a decision needs them)."""
         cfg = self.config
-        return cfg.mode == "multi_hop" and cfg.retrieve == "uncertain" and self.rules.reads_greedy_step()
+        return cfg.mode == "multi_hop" and cfg.retrieve == "uncertain" and self.rules.reads().greedy_step
 
     def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
         """Whether :meth:`reason` retrieves."""

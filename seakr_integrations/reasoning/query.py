@@ -10,8 +10,6 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 from seakr_integrations.outputs import Continuation, token_offsets
 
@@ -30,8 +28,6 @@ STOP_WORDS = frozenset(
     thus answer therefore hence also yes
     """.split()
 )
-_SPACY_KEEP = frozenset({"NOUN", "ADJ", "VERB", "PROPN", "NUM", "ADV"})
-_SPACY_DROP = frozenset({"thus", "answer", "is", "so"})
 _WORD = re.compile(r"\w+(?:['’\-]\w+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -55,25 +51,16 @@ def _words(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
-@lru_cache(maxsize=1)
-def _spacy() -> Any:
-    try:
-        import spacy
-
-        return spacy.load("en_core_web_sm", disable=["parser", "ner", "lemmatizer"])
-    except (ImportError, OSError) as exc:
-        raise ValueError(
-            "the spacy-query-words rule needs spaCy and its English model: pip install spacy and install "
-            "en_core_web_sm, or leave the rule out (the built-in stop-word list is the default)"
-        ) from exc
+WordFilter = Callable[[Sequence[str]], "list[str] | None"]
+"""A decision rule's content-word filter (``RuleSet.content_words``): a query's content words, or ``None`` for the
+built-in stop-word list."""
 
 
-def content_words(words: Sequence[str], method: str = "stopwords") -> list[str]:
-    """The content words of ``words``, in order: stop-word filter, or spaCy POS tags as SeaKR's code."""
-    if method == "spacy":
-        doc = _spacy()(" ".join(words))
-        return [t.text for t in doc if t.pos_ in _SPACY_KEEP and t.text.lower() not in _SPACY_DROP]
-    return [w for w in words if w.lower() not in STOP_WORDS]
+def content_words(words: Sequence[str], keep: WordFilter | None = None) -> list[str]:
+    """The content words of ``words``, in order: ``keep``'s (a rule's, e.g. ``SpacyQueryWords``), else the words
+    that are not stop words."""
+    kept = keep(words) if keep is not None else None
+    return kept if kept is not None else [w for w in words if w.lower() not in STOP_WORDS]
 
 
 def _confident_words(step: Continuation, decode: Callable[[list[int]], str], threshold: float) -> set[tuple[int, int]]:
@@ -98,7 +85,7 @@ def build_query(
     *,
     threshold: float = 0.9,
     max_tokens: int = 64,
-    content_filter: str = "stopwords",
+    keep_words: WordFilter | None = None,
 ) -> BuiltQuery:
     """SeaKR's query from an uncertain greedy step.
 
@@ -108,6 +95,7 @@ def build_query(
         decode: Token ids -> text (the back-end's tokenizer), to map tokens onto words.
         tokenize: Text -> token ids, to cut the query to its last ``max_tokens`` tokens.
         threshold: A word is kept if every one of its tokens has probability >= this.
+        keep_words: The rules' content-word filter (``None``: the built-in stop-word list).
     """
     known = {w.lower() for w, _, _ in _words(f"{question} {previous_step or ''}")}
     start = max([0, *(m.end() for m in _SENTENCE_END.finditer(step.text.rstrip()))])  # only the last sentence counts
@@ -117,11 +105,11 @@ def build_query(
         if s < start:
             continue
         (kept if (s, e) in confident or word.lower() in known else masked).append(word)
-    words = content_words(kept, content_filter)
+    words = content_words(kept, keep_words)
     fallback = not words
     if fallback:
         asked = [w for w, _, _ in _words(question)]
-        words = content_words(asked, content_filter) or asked
+        words = content_words(asked, keep_words) or asked
     text = " ".join(words)
     ids = tokenize(text)
     if len(ids) > max_tokens:

@@ -266,7 +266,7 @@ class SeaKR(Reasoner):
     ) -> None:
         _check_parts(backend, retriever)
         given = config.requested if isinstance(config, ResolvedConfig) else config or SeaKRConfig()
-        screen = given.rule_set.screen_estimator()
+        screen = given.rule_set.reads().screen
         check_estimators(backend, [("estimator", given.estimator), ("token-cascade estimator", screen)])
         if not isinstance(config, ResolvedConfig):
             config = resolve_config(backend, given)

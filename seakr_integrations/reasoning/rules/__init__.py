@@ -1,4 +1,5 @@
 """SeaKR's decision rules beyond the paper's, one small class per module (``base.Rule`` says what a rule is).
+Importing a rule's module registers it by name in :data:`RULES`; this package imports its own.
 
 ``SeaKRConfig(rules=...)`` takes a tuple of them; ``SeaKRConfig()`` runs :data:`DEFAULT_RULES`, and
 ``SeaKRConfig.paper()`` none.  :func:`parse_rules` reads the ``--rules`` form (``default,-claim-check``) and
@@ -8,7 +9,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import fields
 from difflib import get_close_matches
 from typing import Any
 
@@ -17,7 +17,17 @@ from seakr_integrations.reasoning.rules.anchor_queries import AnchorQueries
 from seakr_integrations.reasoning.rules.answer_alone import AnswerAlone
 from seakr_integrations.reasoning.rules.answer_from_passages import AnswerFromPassages
 from seakr_integrations.reasoning.rules.answer_with_option import AnswerWithOption
-from seakr_integrations.reasoning.rules.base import Decision, Rule, RuleSet
+from seakr_integrations.reasoning.rules.base import (
+    DECISIONS,
+    HOOKS,
+    RULES,
+    Decision,
+    Hook,
+    Reads,
+    Rule,
+    RuleSet,
+    consulting_order,
+)
 from seakr_integrations.reasoning.rules.claim_check import ClaimCheck
 from seakr_integrations.reasoning.rules.cover_compared_entities import CoverComparedEntities
 from seakr_integrations.reasoning.rules.final_from_tokens import FinalFromTokens
@@ -34,7 +44,9 @@ from seakr_integrations.reasoning.rules.stop_on_repeated_step import StopOnRepea
 from seakr_integrations.reasoning.rules.token_cascade import TokenCascade
 
 __all__ = [
+    "DECISIONS",
     "DEFAULT_RULES",
+    "HOOKS",
     "LIGHT_RULES",
     "PRESETS",
     "RULES",
@@ -48,9 +60,11 @@ __all__ = [
     "Decision",
     "FinalFromTokens",
     "FinalMargin",
+    "Hook",
     "KeepFirstResult",
     "NoKnowledgeWithoutPassages",
     "PassageLimit",
+    "Reads",
     "Rule",
     "RuleSet",
     "SampleFinalsWhenTheyDiffer",
@@ -64,32 +78,6 @@ __all__ = [
     "parse_rules",
     "rules_from_json",
 ]
-
-RULES: dict[str, type[Rule]] = {
-    cls.name: cls
-    for cls in (
-        SearchQuestionFirst,
-        ClaimCheck,
-        AcceptCoveredSteps,
-        StateProbe,
-        TokenCascade,
-        AnchorQueries,
-        SpacyQueryWords,
-        KeepFirstResult,
-        CoverComparedEntities,
-        StopOnRepeatedStep,
-        PassageLimit,
-        StepLimit,
-        NoKnowledgeWithoutPassages,
-        AnswerFromPassages,
-        SampleFinalsWhenTheyDiffer,
-        FinalFromTokens,
-        FinalMargin,
-        AnswerWithOption,
-        AnswerAlone,
-    )
-}
-"""Every rule by the name ``--rules``, results files and traces use."""
 
 DEFAULT_RULES: tuple[Rule, ...] = (
     SearchQuestionFirst(),
@@ -120,8 +108,8 @@ PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "light": LIGHT
 
 
 def check_rules(rules: object) -> tuple[Rule, ...]:
-    """``rules`` as a tuple of ``Rule`` objects, each at most once; a ``TypeError`` or ``ValueError`` that says what
-    to pass otherwise."""
+    """``rules`` as a tuple of ``Rule`` objects, each at most once, in the order the loop consults them
+    (``base.consulting_order``); a ``TypeError`` or ``ValueError`` that says what to pass otherwise."""
     if isinstance(rules, (str, bytes, Rule)) or not isinstance(rules, Iterable):
         raise TypeError(
             f"rules={rules!r}: pass a tuple of Rule objects, e.g. (ClaimCheck(), FinalMargin(0.5)), or "
@@ -136,7 +124,14 @@ def check_rules(rules: object) -> tuple[Rule, ...]:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"rules: {', '.join(twice)} given more than once; give each rule once")
-    return checked
+    unregistered = [r for r in checked if RULES.get(r.name) is not type(r)]
+    if unregistered:
+        rule = unregistered[0]
+        raise ValueError(
+            f"rules: {type(rule).__name__} is not the rule registered as {rule.name!r}; give a Rule subclass a "
+            "name of its own (class attribute name = '...')"
+        )
+    return consulting_order(checked)
 
 
 def _unknown(name: str) -> ValueError:
@@ -171,38 +166,21 @@ def parse_rules(text: str) -> tuple[Rule, ...]:
                 rules.append(RULES[item]())
         else:
             raise _unknown(item)
-    return tuple(rules)
+    return consulting_order(rules)
 
 
 def rules_from_json(data: Sequence[Mapping[str, Any]]) -> tuple[Rule, ...]:
-    """Rules as ``Rule.to_dict`` wrote them (a results file's or trace's ``rules``)."""
-    from seakr_integrations.reasoning.entities import ENTITY_FINDERS
-
+    """Rules as ``Rule.to_dict`` wrote them (a results file's or trace's ``rules``), each read back by its own class
+    (``Rule.from_dict``) found by name in :data:`RULES`."""
     rules = []
     for item in data:
         if not isinstance(item, Mapping) or "rule" not in item:
             raise ValueError(f"rules: {item!r} is not a recorded rule (a mapping with 'rule' and its parameters)")
-        params = {k: v for k, v in item.items() if k != "rule"}
         cls = RULES.get(str(item["rule"]))
         if cls is None:
-            raise _unknown(str(item["rule"]))
-        known = {f.name for f in fields(cls)}
-        extra = sorted(set(params) - known)
-        if extra:
             raise ValueError(
-                f"rules: {cls.name} has no parameter {', '.join(extra)} (it has {sorted(known) or 'none'})"
+                f"{_unknown(str(item['rule']))}; a rule of your own registers when its class is defined: import the "
+                "module that defines it before reading the file"
             )
-        if "entities" in params:
-            finder = ENTITY_FINDERS.get(params["entities"])
-            if finder is None:
-                raise ValueError(
-                    f"rules: {cls.name} used the entity finder {params['entities']!r}, which is not one of "
-                    f"{', '.join(ENTITY_FINDERS)}: add it to seakr_integrations.reasoning.entities.ENTITY_FINDERS"
-                )
-            params["entities"] = finder
-        if isinstance(params.get("band"), list):
-            params["band"] = tuple(params["band"])
-        if cls is StateProbe:  # recorded by what its probe is, not its weights: the profile supplies them
-            params["probe"] = None
-        rules.append(cls(**params))
+        rules.append(cls.from_dict(item))
     return check_rules(rules)

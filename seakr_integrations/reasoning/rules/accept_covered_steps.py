@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.entities import ENGLISH_NAMES, EntityFinder, uncovered
-from seakr_integrations.reasoning.rules.base import Decision, Rule, check_finder
+from seakr_integrations.reasoning.rules.base import Decision, Reads, Rule, check_finder
 
 if TYPE_CHECKING:
     from seakr_integrations.outputs import SelfAwareOutput
@@ -27,13 +27,14 @@ class AcceptCoveredSteps(Rule):
 
     name: ClassVar[str] = "accept-covered-steps"
     decision: ClassVar[Decision] = "when to retrieve"
+    order: ClassVar[float] = 30
     entities: EntityFinder = ENGLISH_NAMES
 
     def __post_init__(self) -> None:
         check_finder(self)
 
-    def reads_greedy_step(self) -> bool:
-        return True
+    def reads(self) -> Reads:
+        return Reads(greedy_step=True)
 
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
         names = self.entities.names(text)

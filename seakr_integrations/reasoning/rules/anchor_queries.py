@@ -24,7 +24,8 @@ class AnchorQueries(Rule):
     """
 
     name: ClassVar[str] = "anchor-queries"
-    decision: ClassVar[Decision] = "when to retrieve"
+    decision: ClassVar[Decision] = "what to search"
+    order: ClassVar[float] = 60
     entities: EntityFinder = ENGLISH_NAMES
 
     def __post_init__(self) -> None:

@@ -46,6 +46,7 @@ class AnswerAlone(Rule):
 
     name: ClassVar[str] = "answer-alone"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 190
 
     def answer_of(self, generation: str) -> str | None:
         return bare_answer(generation)

@@ -20,6 +20,7 @@ class AnswerFromPassages(Rule):
 
     name: ClassVar[str] = "answer-from-passages"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 140
 
     def final_strategies(self, state: QuestionState, wanted: list[str]) -> list[str]:
         if not state.docs or "knowledge" not in wanted or wanted == ["knowledge"]:

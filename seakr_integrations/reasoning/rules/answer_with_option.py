@@ -27,6 +27,7 @@ class AnswerWithOption(Rule):
 
     name: ClassVar[str] = "answer-with-option"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 180
     entities: EntityFinder = ENGLISH_NAMES
 
     def __post_init__(self) -> None:

@@ -1,18 +1,24 @@
-"""What a decision rule is: a small frozen object that changes one of the paper's four decisions at a named hook.
+"""What a decision rule is: a small frozen object that changes one of Algorithm 1's decisions at named hooks.
 
-Algorithm 1 of the paper decides four things: when to retrieve, which passage to keep, when to stop and how to
+Algorithm 1 of the paper decides when to retrieve, what to search, which passage to keep, when to stop and how to
 answer.  ``SeaKRConfig.paper()`` decides them exactly as the authors do; a rule changes one of them where this
 project's measurements showed a better or cheaper decision (``docs/decision_rules.md``).  The loop calls the hooks
-below at its decision points, through :class:`RuleSet`, in the order the rules are given; a rule overrides the
-hooks of its decision and inherits the others, which change nothing.  One module per rule, like LM-Polygraph's
-estimators or vLLM's logits processors.
+of :data:`HOOKS` at its decision points through :class:`RuleSet`, which combines the rules as the table states and
+consults them in one order (:func:`consulting_order`), whatever order they were given in.  A rule overrides hooks of
+the decisions it declares (checked when its class is defined) and inherits the others, which change nothing; it
+registers itself by name (:data:`RULES`).  One module per rule, like LM-Polygraph's estimators or vLLM's logits
+processors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import functools
+import operator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
+
+from seakr_integrations.reasoning.entities import EntityFinder, entity_finder, register_finder
 
 if TYPE_CHECKING:
     from seakr_integrations.outputs import SelfAwareOutput
@@ -21,21 +27,135 @@ if TYPE_CHECKING:
     from seakr_integrations.reasoning.state import QuestionState
     from seakr_integrations.retrieval.passage import Passage
 
-Decision = Literal["when to retrieve", "which passage", "when to stop", "how to answer"]
-"""The paper's four decision points; every rule changes one."""
+Decision = Literal["when to retrieve", "what to search", "which passage", "when to stop", "how to answer"]
+"""The decision points of Algorithm 1; every rule changes one of them (a few, such as ``ClaimCheck``, change two or
+three and declare them all)."""
+
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
 
 FinalReading = Literal["sampled", "deciding", "none"]
 """How the final answers' uncertainties are read: ``"sampled"`` (the paper: every final call with its samples),
 ``"deciding"`` (samples only where the choice depends on them), ``"none"`` (one answer, nothing to compare)."""
 
+Composition = Literal["first", "fold", "each", "all"]
+"""How :class:`RuleSet` combines the rules at a hook: ``"first"``, the first rule (in consulting order) that decides
+(returns something other than ``None``) wins and the rest are not asked; ``"fold"``, each rule is handed the value
+the rules before it made and may change it; ``"each"``, every rule's contribution is kept, in order; ``"all"``, the
+paper's behaviour holds only while every rule keeps it."""
+
+
+@dataclass(frozen=True)
+class Hook:
+    """Where a hook sits in Algorithm 1 and how the rules combine there."""
+
+    decision: Decision
+    composition: Composition
+
+
+HOOKS: dict[str, Hook] = {
+    "opening_query": Hook("when to retrieve", "first"),
+    "read_step": Hook("when to retrieve", "first"),
+    "search_query": Hook("what to search", "fold"),
+    "content_words": Hook("what to search", "first"),
+    "narrow_candidates": Hook("which passage", "fold"),
+    "reranks": Hook("which passage", "all"),
+    "needed_entities": Hook("when to stop", "each"),
+    "entity_query": Hook("when to stop", "first"),
+    "ends_at": Hook("when to stop", "first"),
+    "limit": Hook("when to stop", "first"),
+    "final_strategies": Hook("how to answer", "fold"),
+    "final_reading": Hook("how to answer", "fold"),
+    "choose_final": Hook("how to answer", "first"),
+    "answer_of": Hook("how to answer", "first"),
+    "final_answer": Hook("how to answer", "fold"),
+}
+"""Every decision hook: its decision point and its composition, stated once.  A rule overrides only hooks of the
+decisions it declares (checked when its class is defined); ``reads``, ``calibrated``, ``uncalibrated`` and
+``to_dict`` are not decisions and any rule may override them.  ``entity_query`` is asked only of the rule whose
+``needed_entities`` named the entity."""
+
+
+@dataclass(frozen=True)
+class Reads:
+    """What the rules need read from a step before its samples are drawn.
+
+    Attributes:
+        greedy_step: The step is generated greedily first and sampled only if no rule's ``read_step`` decides it
+            (the staged gate).
+        greedy_vector: The greedy step's hidden state is read in the same call (``StateProbe``).
+        screen: A greedy-only estimator whose reading of every call the trace records (``StepTrace.screen``,
+            ``FinalTrace.screen``), or ``None``.
+    """
+
+    greedy_step: bool = False
+    greedy_vector: bool = False
+    screen: str | None = None
+
+    def __or__(self, other: Reads) -> Reads:
+        return Reads(
+            self.greedy_step or other.greedy_step,
+            self.greedy_vector or other.greedy_vector,
+            self.screen if self.screen is not None else other.screen,
+        )
+
+
+RULES: dict[str, type[Rule]] = {}
+"""Every rule class by its name (``--rules``, results files and traces use it): a ``Rule`` subclass with a ``name``
+registers itself when it is defined, a user's rule included, so a results file that records it reads back."""
+
 
 @dataclass(frozen=True)
 class Rule:
     """One decision rule: its parameters are its dataclass fields, its name the one results files, traces and
-    ``--rules`` use.  Subclasses set ``name`` and ``decision`` and override the hooks of that decision."""
+    ``--rules`` use.  Subclasses set ``name`` and ``decision`` and override hooks of that decision (:data:`HOOKS`);
+    every other hook changes nothing.
+
+    ``order`` places the rule among the others: the loop consults rules by it, whatever order they were given in, so
+    that a rule set means one thing.  The package's rules are numbered in tens; a rule that sets none comes after
+    them, in the order the classes were defined."""
 
     name: ClassVar[str] = ""
-    decision: ClassVar[Decision]
+    decision: ClassVar[Decision | tuple[Decision, ...]]
+    order: ClassVar[float] = 1000.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            return  # an abstract helper class: registers nothing
+        declared = cls.decisions()
+        wrong = [d for d in declared if d not in DECISIONS]
+        if wrong:
+            raise TypeError(f"{cls.__name__}.decision: {wrong[0]!r} is not a decision point; use one of {DECISIONS}")
+        hooks = [h for h in HOOKS if getattr(cls, h) is not getattr(Rule, h)]
+        outside = [h for h in hooks if HOOKS[h].decision not in declared]
+        if outside:
+            raise TypeError(
+                f"{cls.__name__} overrides {', '.join(outside)}, a hook of "
+                f"{' / '.join(sorted({HOOKS[h].decision for h in outside}))}, but declares decision = {declared!r}: "
+                "declare every decision the rule changes (a tuple), or move the hook to a rule of its own"
+            )
+        unused = [d for d in declared if not any(HOOKS[h].decision == d for h in hooks)]
+        if unused:
+            raise TypeError(
+                f"{cls.__name__} declares {unused[0]!r} and overrides no hook of it ({HOOKS_BY[unused[0]]})"
+            )
+        known = RULES.get(cls.name)
+        if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(
+                f"{cls.__name__}.name = {cls.name!r} is {known.__module__}.{known.__qualname__}'s: give the rule a "
+                "name of its own"
+            )
+        RULES[cls.name] = cls  # a class defined again (a notebook's cell run twice) replaces itself
+
+    @classmethod
+    def decisions(cls) -> tuple[Decision, ...]:
+        """The decision points this rule changes."""
+        return cls.decision if isinstance(cls.decision, tuple) else (cls.decision,)
+
+    # -- what a rule needs read ------------------------------------------------------------------------------
+    def reads(self) -> Reads:
+        """What this rule needs read from a step before its samples are drawn (nothing: the paper's order)."""
+        return Reads()
 
     # -- when to retrieve -------------------------------------------------------------------------------------
     def opening_query(self, state: QuestionState) -> str | None:
@@ -43,30 +163,18 @@ class Rule:
         from the question alone)."""
         return None
 
-    def reads_greedy_step(self) -> bool:
-        """Whether :meth:`read_step` can decide, so the step is generated greedily first and sampled only if no
-        rule decides it (the staged gate)."""
-        return False
-
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
         """Decide the gate from the greedy step alone (a ``GateReason``), or ``None`` to leave it to the next rule
-        and then to the samples."""
+        and then to the samples.  Called only when a rule ``reads()`` the greedy step."""
         return None
 
-    def reads_greedy_vector(self) -> bool:
-        """Whether :meth:`read_step` reads the greedy step's hidden state (it is then read in the same call)."""
-        return False
-
-    def screen_estimator(self) -> str | None:
-        """The greedy-only estimator whose reading of every call the trace records (``StepTrace.screen``)."""
-        return None
-
+    # -- what to search ---------------------------------------------------------------------------------------
     def search_query(self, state: QuestionState, query: str) -> str:
         """The query an uncertain step searches for, given the one built so far."""
         return query
 
-    def content_filter(self) -> str | None:
-        """How the query keeps content words (``"spacy"``), or ``None`` for the built-in stop-word list."""
+    def content_words(self, words: Sequence[str]) -> list[str] | None:
+        """The content words of a query's ``words`` (in order), or ``None`` for the built-in stop-word list."""
         return None
 
     # -- which passage ----------------------------------------------------------------------------------------
@@ -136,8 +244,30 @@ class Rule:
         params = {f.name: getattr(self, f.name) for f in fields(self)}
         return {"rule": self.name, **{k: _plain(v) for k, v in params.items()}}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Rule:
+        """The rule :meth:`to_dict` wrote: its parameters, a list read as a tuple and an entity finder by its
+        registered name.  A rule whose record leaves something out (``StateProbe``'s weights) overrides this."""
+        params = {k: v for k, v in data.items() if k != "rule"}
+        known = {f.name for f in fields(cls)}
+        extra = sorted(set(params) - known)
+        if extra:
+            raise ValueError(
+                f"rules: {cls.name} has no parameter {', '.join(extra)} (it has {sorted(known) or 'none'})"
+            )
+        for key, value in params.items():
+            if isinstance(value, list):
+                params[key] = tuple(value)
+        if isinstance(params.get("entities"), str):
+            params["entities"] = entity_finder(params["entities"])
+        return cls(**params)
+
     def __str__(self) -> str:
         return self.name
+
+
+HOOKS_BY: dict[Decision, str] = {d: ", ".join(h for h, spec in HOOKS.items() if spec.decision == d) for d in DECISIONS}
+"""Each decision point's hooks, for the messages that name them."""
 
 
 def _plain(value: Any) -> Any:
@@ -146,62 +276,69 @@ def _plain(value: Any) -> Any:
     return getattr(value, "name", value) if not isinstance(value, (str, int, float, bool, type(None))) else value
 
 
+def consulting_order(rules: Iterable[Rule]) -> tuple[Rule, ...]:
+    """``rules`` in the order the loop consults them: by each class's ``order``, then the order the classes were
+    registered in (so a given order never changes what a rule set does)."""
+    position = {name: i for i, name in enumerate(RULES)}
+    return tuple(sorted(rules, key=lambda r: (type(r).order, position.get(r.name, len(position)))))
+
+
 class RuleSet:
-    """A configuration's rules as the loop consults them: each hook folded over the rules in order.  Every rule that
-    changes a decision is recorded on the question (``QuestionState.rule_applied``, the trace's ``rules_applied``),
-    so a trace says which rules made its answer."""
+    """A configuration's rules as the loop consults them: each hook combined over the rules in consulting order as
+    :data:`HOOKS` states.  Every rule that changes a decision is recorded on the question
+    (``QuestionState.rule_applied``, the trace's ``rules_applied``), so a trace says which rules made its answer."""
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        self.rules = tuple(rules)
+        self.rules = consulting_order(rules)
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
 
-    def opening_query(self, state: QuestionState) -> str | None:
+    def _first(self, state: QuestionState | None, hook: str, *args: Any, what: str | None = None) -> Any:
+        """The ``"first"`` composition: the first rule's decision (recorded as ``what``, else as the decision)."""
         for rule in self.rules:
-            query = rule.opening_query(state)
-            if query is not None:
-                state.rule_applied(rule, "opening search")
-                return query
+            decided = getattr(rule, hook)(*args)
+            if decided is not None:
+                if state is not None:
+                    state.rule_applied(rule, what or str(decided), final=HOOKS[hook].decision == "how to answer")
+                return decided
         return None
 
-    def reads_greedy_step(self) -> bool:
-        return any(r.reads_greedy_step() for r in self.rules)
+    def _fold(
+        self, state: QuestionState, hook: str, value: Any, *, before: tuple[Any, ...] = (), after: tuple[Any, ...] = (),
+        what: str, same: Any = None,
+    ) -> Any:  # fmt: skip
+        """The ``"fold"`` composition: each rule is called as ``hook(*before, value, *after)`` and may change the
+        value the rules before it made (recorded as ``what`` when it did; ``same`` compares two values, else ``==``)."""
+        for rule in self.rules:
+            changed = getattr(rule, hook)(*before, value, *after)
+            if not (same(changed, value) if same else changed == value):
+                state.rule_applied(rule, what.format(changed), final=HOOKS[hook].decision == "how to answer")
+            value = changed
+        return value
+
+    def reads(self) -> Reads:
+        return functools.reduce(operator.or_, (r.reads() for r in self.rules), Reads())
+
+    def opening_query(self, state: QuestionState) -> str | None:
+        return self._first(state, "opening_query", state, what="opening search")
 
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
-        for rule in self.rules:
-            reason = rule.read_step(state, text, output)
-            if reason is not None:
-                state.rule_applied(rule, str(reason))
-                return reason
-        return None
-
-    def screen_estimator(self) -> str | None:
-        return next((e for r in self.rules if (e := r.screen_estimator()) is not None), None)
-
-    def reads_greedy_vector(self) -> bool:
-        return any(r.reads_greedy_vector() for r in self.rules)
+        return self._first(state, "read_step", state, text, output)
 
     def search_query(self, state: QuestionState, query: str) -> str:
-        for rule in self.rules:
-            changed = rule.search_query(state, query)
-            if changed != query:
-                state.rule_applied(rule, "query")
-            query = changed
-        return query
+        return self._fold(state, "search_query", query, before=(state,), what="query")
 
-    def content_filter(self) -> str:
-        return next((f for r in self.rules if (f := r.content_filter()) is not None), "stopwords")
+    def content_words(self, words: Sequence[str]) -> list[str] | None:
+        return self._first(None, "content_words", words)
 
     def narrow_candidates(
         self, state: QuestionState, new: list[Passage], text: str, focus: Sequence[str]
     ) -> list[Passage]:
-        for rule in self.rules:
-            narrowed = rule.narrow_candidates(state, new, text, focus)
-            if [p.id for p in narrowed] != [p.id for p in new]:
-                state.rule_applied(rule, "candidates")
-            new = narrowed
-        return new
+        return self._fold(
+            state, "narrow_candidates", new, before=(state,), after=(text, focus), what="candidates",
+            same=lambda a, b: [p.id for p in a] == [p.id for p in b],
+        )  # fmt: skip
 
     def reranks(self) -> bool:
         return all(r.reranks() for r in self.rules)
@@ -211,36 +348,16 @@ class RuleSet:
         return [(r, e) for r in self.rules for e in r.needed_entities(state)]
 
     def ends_at(self, state: QuestionState, text: str, earlier: Sequence[str]) -> StopReason | None:
-        for rule in self.rules:
-            stop = rule.ends_at(state, text, earlier)
-            if stop is not None:
-                state.rule_applied(rule, str(stop))
-                return stop
-        return None
+        return self._first(state, "ends_at", state, text, earlier)
 
     def limit(self, state: QuestionState) -> StopReason | None:
-        for rule in self.rules:
-            stop = rule.limit(state)
-            if stop is not None:
-                state.rule_applied(rule, str(stop))
-                return stop
-        return None
+        return self._first(state, "limit", state)
 
     def final_strategies(self, state: QuestionState, wanted: list[str]) -> list[str]:
-        for rule in self.rules:
-            changed = rule.final_strategies(state, wanted)
-            if changed != wanted:
-                state.rule_applied(rule, "final answers", final=True)
-            wanted = changed
-        return wanted
+        return self._fold(state, "final_strategies", wanted, before=(state,), what="final answers")
 
     def final_reading(self, state: QuestionState, reading: FinalReading) -> FinalReading:
-        for rule in self.rules:
-            changed = rule.final_reading(reading)
-            if changed != reading:
-                state.rule_applied(rule, f"final reading {changed}", final=True)
-            reading = changed
-        return reading
+        return self._fold(state, "final_reading", reading, what="final reading {}")
 
     def choose_final(
         self, state: QuestionState, rationales: FinalTrace, knowledge: FinalTrace, paper: FinalTrace
@@ -255,32 +372,25 @@ class RuleSet:
         return paper
 
     def answer_of(self, state: QuestionState, generation: str) -> str | None:
-        for rule in self.rules:
-            answer = rule.answer_of(generation)
-            if answer is not None:
-                state.rule_applied(rule, "answer read without asking again", final=True)
-                return answer
-        return None
+        return self._first(state, "answer_of", generation, what="answer read without asking again")
 
     def final_answer(self, state: QuestionState, winner: FinalTrace, finals: dict[str, FinalTrace]) -> FinalTrace:
-        for rule in self.rules:
-            changed = rule.final_answer(state, winner, finals)
-            if changed.answer != winner.answer:
-                state.rule_applied(rule, "answer", final=True)
-            winner = changed
-        return winner
+        return self._fold(
+            state, "final_answer", winner, before=(state,), after=(finals,), what="answer",
+            same=lambda a, b: a.answer == b.answer,
+        )  # fmt: skip
 
 
 def check_finder(rule: Rule) -> None:
-    """Refuse an ``entities`` parameter that is not an ``EntityFinder``, naming what it needs."""
-    from seakr_integrations.reasoning.entities import EntityFinder
-
+    """Refuse an ``entities`` parameter that is not an ``EntityFinder``, naming what it needs; register it by name
+    (so a results file that records the rule reads back)."""
     finder = getattr(rule, "entities", None)
     if not isinstance(finder, EntityFinder):
         raise TypeError(
             f"{type(rule).__name__}(entities={finder!r}): pass an EntityFinder (a name attribute and names(text), "
             "compared(question) and options(question) methods), e.g. EnglishNames()"
         )
+    register_finder(finder)
 
 
 def check_greedy_estimator(rule: Rule, estimator: str) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from seakr_integrations.params import check_choice
 from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.entities import ENGLISH_NAMES, EntityFinder, covers, is_date, titled, uncovered
-from seakr_integrations.reasoning.rules.base import Decision, Rule, check_finder
+from seakr_integrations.reasoning.rules.base import Decision, Reads, Rule, check_finder
 
 if TYPE_CHECKING:
     from seakr_integrations.outputs import SelfAwareOutput
@@ -39,7 +39,8 @@ class ClaimCheck(Rule):
     """
 
     name: ClassVar[str] = "claim-check"
-    decision: ClassVar[Decision] = "when to retrieve"
+    decision: ClassVar[tuple[Decision, ...]] = ("when to retrieve", "what to search", "which passage")
+    order: ClassVar[float] = 20
     entities: EntityFinder = ENGLISH_NAMES
     query: ClaimQuery = "entity"
     backing: Backing = "page"
@@ -49,8 +50,8 @@ class ClaimCheck(Rule):
         check_choice("query", self.query, ClaimQuery, "the default")
         check_choice("backing", self.backing, Backing, "the default")
 
-    def reads_greedy_step(self) -> bool:
-        return True
+    def reads(self) -> Reads:
+        return Reads(greedy_step=True)
 
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
         if self.unbacked(self.entities.names(text), state.docs):

@@ -26,6 +26,7 @@ class CoverComparedEntities(Rule):
 
     name: ClassVar[str] = "cover-compared-entities"
     decision: ClassVar[Decision] = "when to stop"
+    order: ClassVar[float] = 90
     entities: EntityFinder = ENGLISH_NAMES
 
     def __post_init__(self) -> None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from seakr_integrations.reasoning.answer import is_unknown
 from seakr_integrations.reasoning.choices import pick_final
-from seakr_integrations.reasoning.rules.base import Decision, FinalReading, Rule, check_greedy_estimator
+from seakr_integrations.reasoning.rules.base import Decision, FinalReading, Reads, Rule, check_greedy_estimator
 
 if TYPE_CHECKING:
     from seakr_integrations.reasoning.records import FinalTrace
@@ -27,13 +27,14 @@ class FinalFromTokens(Rule):
 
     name: ClassVar[str] = "final-from-tokens"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 160
     estimator: str = "min_token_prob"
 
     def __post_init__(self) -> None:
         check_greedy_estimator(self, self.estimator)
 
-    def screen_estimator(self) -> str | None:
-        return self.estimator
+    def reads(self) -> Reads:
+        return Reads(screen=self.estimator)
 
     def final_reading(self, reading: FinalReading) -> FinalReading:
         return "none"

@@ -26,6 +26,7 @@ class FinalMargin(Rule):
 
     name: ClassVar[str] = "final-margin"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 170
     margin: float = 0.5
 
     def __post_init__(self) -> None:

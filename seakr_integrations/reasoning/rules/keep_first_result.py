@@ -22,6 +22,7 @@ class KeepFirstResult(Rule):
 
     name: ClassVar[str] = "keep-first-result"
     decision: ClassVar[Decision] = "which passage"
+    order: ClassVar[float] = 80
 
     def narrow_candidates(
         self, state: QuestionState, new: list[Passage], text: str, focus: Sequence[str]

@@ -19,6 +19,7 @@ class NoKnowledgeWithoutPassages(Rule):
 
     name: ClassVar[str] = "no-knowledge-without-passages"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 130
 
     def final_strategies(self, state: QuestionState, wanted: list[str]) -> list[str]:
         if state.docs or "knowledge" not in wanted:

@@ -25,6 +25,7 @@ class PassageLimit(Rule):
 
     name: ClassVar[str] = "passage-limit"
     decision: ClassVar[Decision] = "when to stop"
+    order: ClassVar[float] = 110
     max_passages: int = 2
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ class SampleFinalsWhenTheyDiffer(Rule):
 
     name: ClassVar[str] = "sample-finals-when-they-differ"
     decision: ClassVar[Decision] = "how to answer"
+    order: ClassVar[float] = 150
 
     def final_reading(self, reading: FinalReading) -> FinalReading:
         return "deciding" if reading == "sampled" else reading

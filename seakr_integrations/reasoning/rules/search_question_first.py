@@ -22,6 +22,7 @@ class SearchQuestionFirst(Rule):
 
     name: ClassVar[str] = "search-question-first"
     decision: ClassVar[Decision] = "when to retrieve"
+    order: ClassVar[float] = 10
 
     def opening_query(self, state: QuestionState) -> str | None:
         return state.question

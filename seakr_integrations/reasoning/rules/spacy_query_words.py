@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from functools import lru_cache
+from typing import Any, ClassVar
 
 from seakr_integrations.reasoning.rules.base import Decision, Rule
+
+KEPT_TAGS = frozenset({"NOUN", "ADJ", "VERB", "PROPN", "NUM", "ADV"})
+"""The part-of-speech tags whose words a query keeps (the authors' list)."""
+DROPPED_WORDS = frozenset({"thus", "answer", "is", "so"})
+"""Words the authors' code drops whatever their tag (the rationale's own phrasing)."""
 
 
 @dataclass(frozen=True)
@@ -15,7 +22,23 @@ class SpacyQueryWords(Rule):
     ``en_core_web_sm`` model (English)."""
 
     name: ClassVar[str] = "spacy-query-words"
-    decision: ClassVar[Decision] = "when to retrieve"
+    decision: ClassVar[Decision] = "what to search"
+    order: ClassVar[float] = 70
 
-    def content_filter(self) -> str | None:
-        return "spacy"
+    def content_words(self, words: Sequence[str]) -> list[str] | None:
+        doc = _english_tagger()(" ".join(words))
+        return [t.text for t in doc if t.pos_ in KEPT_TAGS and t.text.lower() not in DROPPED_WORDS]
+
+
+@lru_cache(maxsize=1)
+def _english_tagger() -> Any:
+    """spaCy's small English pipeline with the tagger alone, loaded once."""
+    try:
+        import spacy
+
+        return spacy.load("en_core_web_sm", disable=["parser", "ner", "lemmatizer"])
+    except (ImportError, OSError) as exc:
+        raise ValueError(
+            "the spacy-query-words rule needs spaCy and its English model: pip install spacy and install "
+            "en_core_web_sm, or leave the rule out (the built-in stop-word list is the default)"
+        ) from exc

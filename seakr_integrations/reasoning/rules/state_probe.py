@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.rules.base import Decision, Rule
+from seakr_integrations.reasoning.rules.base import Decision, Reads, Rule
 from seakr_integrations.reasoning.rules.token_cascade import check_band
 from seakr_integrations.uncertainty.linear_probe import LinearProbe
 
@@ -33,6 +33,7 @@ class StateProbe(Rule):
 
     name: ClassVar[str] = "state-probe"
     decision: ClassVar[Decision] = "when to retrieve"
+    order: ClassVar[float] = 40
     probe: LinearProbe | None = None
     band: tuple[float, float] | None = None
 
@@ -48,11 +49,9 @@ class StateProbe(Rule):
                 )
             object.__setattr__(self, "band", band)
 
-    def reads_greedy_step(self) -> bool:
-        return self.probe is not None and self.band is not None
-
-    def reads_greedy_vector(self) -> bool:
-        return self.reads_greedy_step()
+    def reads(self) -> Reads:
+        ready = self.probe is not None and self.band is not None
+        return Reads(greedy_step=ready, greedy_vector=ready)
 
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
         if self.probe is None or self.band is None:
@@ -89,6 +88,12 @@ class StateProbe(Rule):
             "no state probe: the state-probe rule does nothing. Train one with `seakr calibrate --probe` (it stores "
             "the probe with delta), or pass StateProbe(probe=..., band=...)"
         )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StateProbe:
+        """Read back without the probe (the record holds what it was, not its weights: the profile supplies them)."""
+        band = data.get("band")
+        return cls(probe=None, band=None if band is None else tuple(band))
 
     def to_dict(self) -> dict[str, Any]:
         """Recorded by what the probe is, not its weights (they are in the profile)."""

@@ -25,6 +25,7 @@ class StepLimit(Rule):
 
     name: ClassVar[str] = "step-limit"
     decision: ClassVar[Decision] = "when to stop"
+    order: ClassVar[float] = 120
     max_steps: int = 2
 
     def __post_init__(self) -> None:

@@ -29,6 +29,7 @@ class StopOnRepeatedStep(Rule):
 
     name: ClassVar[str] = "stop-on-repeated-step"
     decision: ClassVar[Decision] = "when to stop"
+    order: ClassVar[float] = 100
 
     def ends_at(self, state: QuestionState, text: str, earlier: Sequence[str]) -> StopReason | None:
         return StopReason.REPEATED_STEP if repeats_earlier(text, earlier) else None

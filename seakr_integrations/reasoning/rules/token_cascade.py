@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from seakr_integrations.params import check_real
 from seakr_integrations.reasoning.decisions import GateReason
-from seakr_integrations.reasoning.rules.base import Decision, Rule, check_greedy_estimator
+from seakr_integrations.reasoning.rules.base import Decision, Reads, Rule, check_greedy_estimator
 from seakr_integrations.uncertainty.estimate import estimate
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class TokenCascade(Rule):
 
     name: ClassVar[str] = "token-cascade"
     decision: ClassVar[Decision] = "when to retrieve"
+    order: ClassVar[float] = 50
     estimator: str = "min_token_prob"
     band: tuple[float, float] | None = None
 
@@ -51,11 +52,10 @@ class TokenCascade(Rule):
         if self.band is not None:
             object.__setattr__(self, "band", check_band(self.band))
 
-    def reads_greedy_step(self) -> bool:
-        return self.band is not None
-
-    def screen_estimator(self) -> str | None:
-        return self.estimator
+    def reads(self) -> Reads:
+        """The screen always (the trace records it; calibration fits the band from it), and the greedy step first
+        once there is a band to read it against."""
+        return Reads(greedy_step=self.band is not None, screen=self.estimator)
 
     def read_step(self, state: QuestionState, text: str, output: SelfAwareOutput) -> GateReason | None:
         if self.band is None:
