@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from seakr_integrations.keywords import refuse_unknown_fields
+from seakr_integrations.reasoning.config import SETTING_NAMES
 
 __all__ = ["KnownKeywords"]
 
@@ -21,4 +22,4 @@ class KnownKeywords(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _known_keywords(cls, data: Any) -> Any:
-        return refuse_unknown_fields(cls, data)
+        return refuse_unknown_fields(cls, data, config_settings=SETTING_NAMES)

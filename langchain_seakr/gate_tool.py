@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from langchain_seakr.agent_gate import AgentGate
 from seakr_integrations.keywords import accepted_keywords, check_keywords
+from seakr_integrations.reasoning.config import SETTING_NAMES
 from seakr_integrations.setting_conflicts import searches_nothing
 
 __all__ = ["seakr_gate_tool"]
@@ -58,7 +59,9 @@ def seakr_gate_tool(
             unused[0],
             "SeaKRMiddleware",
         )
-    check_keywords("seakr_gate_tool", settings, (*TOOL_SETTINGS, "gate", "name", "description"), config=True)
+    check_keywords(
+        "seakr_gate_tool", settings, (*TOOL_SETTINGS, "gate", "name", "description"), config_settings=SETTING_NAMES
+    )
     if gate is not None and settings:
         raise TypeError("pass either gate= or its settings as keywords, not both")
     if gate is not None and not isinstance(gate, AgentGate):

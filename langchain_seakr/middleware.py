@@ -37,6 +37,7 @@ from langchain_seakr.agent_gate import AgentGate
 from langchain_seakr.agent_loop import AgentLoop
 from langchain_seakr.agent_state import SeaKRAgentState, document_from_state, document_to_state
 from seakr_integrations.keywords import accepted_keywords, check_keywords
+from seakr_integrations.reasoning.config import SETTING_NAMES
 from seakr_integrations.reasoning.decisions import GateDecision
 
 __all__ = ["SeaKRMiddleware"]
@@ -95,7 +96,7 @@ class SeaKRMiddleware(AgentMiddleware[SeaKRAgentState[Any], Any, Any]):
                     "one-shot gate: pass one_shot=True with it, or leave it out (the loop leaves the agent's tool "
                     "calls alone)"
                 )
-            check_keywords("SeaKRMiddleware", keywords, accepted_keywords(kind), config=True)
+            check_keywords("SeaKRMiddleware", keywords, accepted_keywords(kind), config_settings=SETTING_NAMES)
             settings = kind(**keywords)
         self.settings: AgentLoop | AgentGate = settings
         """The settings, and the loop or gate they run."""

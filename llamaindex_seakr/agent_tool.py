@@ -23,7 +23,7 @@ from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.observer import NodeTracker
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import SETTING_NAMES, SeaKRConfig
 from seakr_integrations.reasoning.events import KnowledgeGathered
 from seakr_integrations.reasoning.gathered import GatheredKnowledge
 
@@ -127,7 +127,10 @@ def seakr_search_tool(
         ```
     """
     check_keywords(
-        "seakr_search_tool", settings, accepted_keywords(SeaKRSearch) - {"retriever", "llm", "config"}, config=True
+        "seakr_search_tool",
+        settings,
+        accepted_keywords(SeaKRSearch) - {"retriever", "llm", "config"},
+        config_settings=SETTING_NAMES,
     )
     search = SeaKRSearch(retriever, llm, config, **settings)
 

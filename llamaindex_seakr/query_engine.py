@@ -25,7 +25,7 @@ from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.observer import NodeTracker
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import SETTING_NAMES, SeaKRConfig
 from seakr_integrations.reasoning.events import QuestionAnswered
 from seakr_integrations.reasoning.trace import SeaKRResult
 
@@ -85,7 +85,7 @@ class SeaKRQueryEngine(SeaKRComponent, CustomQueryEngine):
         on_retrieval_error: RetrievalErrorPolicy = "raise",
         **kwargs: Any,
     ) -> None:
-        check_keywords("SeaKRQueryEngine", kwargs, accepted_keywords(type(self)), config=True)
+        check_keywords("SeaKRQueryEngine", kwargs, accepted_keywords(type(self)), config_settings=SETTING_NAMES)
         llm, retriever, loop = loop_inputs(
             "SeaKRQueryEngine", llm, retriever, config, search_timeout, on_retrieval_error
         )

@@ -20,7 +20,7 @@ from llamaindex_seakr._seakr import ComponentLoop, SeaKRComponent, as_seakr_llm,
 from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.nodes import annotate, node_to_passage
 from seakr_integrations.keywords import accepted_keywords, check_keywords
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import SETTING_NAMES, SeaKRConfig
 from seakr_integrations.reasoning.decisions import CANDIDATE_METADATA_KEYS, CandidateScore
 from seakr_integrations.setting_conflicts import SEARCH_SETTINGS, searches_nothing
 
@@ -85,7 +85,7 @@ class SelfAwareReranker(SeaKRComponent, BaseNodePostprocessor):
                 given[0],
                 "the component that searches (SeaKRQueryEngine, SeaKRWorkflow, UncertaintyGatedRetriever)",
             )
-        check_keywords("SelfAwareReranker", kwargs, accepted_keywords(type(self)), config=True)
+        check_keywords("SelfAwareReranker", kwargs, accepted_keywords(type(self)), config_settings=SETTING_NAMES)
         llm = as_seakr_llm(llm, "SelfAwareReranker")
         loop = ComponentLoop(config)  # no search: the re-ranker reads the nodes it is given
         super().__init__(llm=llm, top_n=top_n, keep_retrieval_score=keep_retrieval_score, **kwargs)

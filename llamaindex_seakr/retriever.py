@@ -21,7 +21,7 @@ from llamaindex_seakr.llm import SeaKRLLM
 from llamaindex_seakr.nodes import annotate, as_llama_retriever, checked_nodes, explained_retrieval
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy, check_search_settings
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import SETTING_NAMES, SeaKRConfig
 from seakr_integrations.reasoning.decisions import GATE_METADATA_KEYS, GateDecision
 from seakr_integrations.reasoning.events import GateDecided
 from seakr_integrations.reasoning.gate_search import agate_search, gate_search
@@ -110,7 +110,9 @@ class UncertaintyGatedRetriever(SeaKRComponent, BaseRetriever):
         on_retrieval_error: RetrievalErrorPolicy = "raise",
         **kwargs: Any,
     ) -> None:
-        check_keywords("UncertaintyGatedRetriever", kwargs, accepted_keywords(type(self)), config=True)
+        check_keywords(
+            "UncertaintyGatedRetriever", kwargs, accepted_keywords(type(self)), config_settings=SETTING_NAMES
+        )
         self.llm = as_seakr_llm(llm, "UncertaintyGatedRetriever")
         self.retriever = as_llama_retriever(retriever, "UncertaintyGatedRetriever")
         self._seakr_loop = ComponentLoop(config)  # the gate's loop never searches: it calls the retriever itself

@@ -17,7 +17,7 @@ from llamaindex_seakr.events import QuestionAnsweredEvent, SeaKRQuestionEvent
 from llamaindex_seakr.llm import SeaKRLLM
 from seakr_integrations.keywords import accepted_keywords, check_keywords
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, RetrievalErrorPolicy
-from seakr_integrations.reasoning.config import SeaKRConfig
+from seakr_integrations.reasoning.config import SETTING_NAMES, SeaKRConfig
 from seakr_integrations.reasoning.events import QuestionAnswered
 
 __all__ = ["SeaKRWorkflow"]
@@ -61,7 +61,7 @@ class SeaKRWorkflow(SeaKRComponent, Workflow):
         timeout: float | None = None,
         **kwargs: Any,
     ) -> None:
-        check_keywords("SeaKRWorkflow", kwargs, accepted_keywords(type(self)), config=True)
+        check_keywords("SeaKRWorkflow", kwargs, accepted_keywords(type(self)), config_settings=SETTING_NAMES)
         self.llm, self.retriever, self._seakr_loop = loop_inputs(
             "SeaKRWorkflow", llm, retriever, config, search_timeout, on_retrieval_error
         )

@@ -252,7 +252,7 @@ def _settings(model: str, layer: int | None, source: str, estimator: str, k: int
 
 _warned: set[str] = set()
 _loaded: dict[str, DeltaProfile] = {}
-"""Profiles read in this process, from any directory: a config built from one (``SeaKRConfig.calibrated(backend,
+"""Profiles read in this process, from any directory: a config built from one (``calibrated_config(backend, config,
 root=DIR)``, ``seakr eval --calibrated --profile-dir DIR``) is calibrated even when DIR is not the default one."""
 
 

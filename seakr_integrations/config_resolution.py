@@ -70,7 +70,7 @@ def server_url(backend: object) -> str | None:
 
 def calibrated_config(backend: SelfAwareBackend, config: SeaKRConfig, root: Path | None = None) -> SeaKRConfig:
     """``config`` with the delta (and cascade band) that ``seakr calibrate`` saved for this back-end's model and these
-    settings (``SeaKRConfig.calibrated``): unlike :func:`resolve_config`, a missing profile is an error.
+    settings: unlike :func:`resolve_config`, a missing profile is an error.
 
     Args:
         backend: The ``SelfAwareBackend`` that will run (its model name and layer count pick the profile).

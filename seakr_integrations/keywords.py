@@ -13,22 +13,12 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 __all__ = ["accepted_keywords", "check_keywords", "refuse_unknown_fields", "unknown_keyword"]
 
 _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-
-
-def _config_settings() -> tuple[str, ...]:
-    """``SeaKRConfig``'s settings by the names users write (the sampling ones flat)."""
-    from dataclasses import fields
-
-    from seakr_integrations.reasoning.config import SeaKRConfig
-    from seakr_integrations.reasoning.flat_sampling import SAMPLING_SETTINGS
-
-    return (*(f.name for f in fields(SeaKRConfig) if f.name != "sampling"), *SAMPLING_SETTINGS)
 
 
 def _nearest(name: str, valid: Iterable[str]) -> str | None:
@@ -38,30 +28,33 @@ def _nearest(name: str, valid: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
-def unknown_keyword(owner: str, name: str, valid: Iterable[str], *, config: bool = False, hint: str = "") -> TypeError:
+def unknown_keyword(
+    owner: str, name: str, valid: Iterable[str], *, config_settings: Collection[str] = (), hint: str = ""
+) -> TypeError:
     """The error for keyword ``name``, which ``owner`` does not take: the nearest of ``valid`` named, else the
-    ``SeaKRConfig`` setting it belongs to (``config``: ``owner`` takes ``config=``), else every valid keyword and
-    ``hint``."""
+    nearest of ``config_settings`` (the ``SeaKRConfig`` settings, ``reasoning.config.SETTING_NAMES``, given when
+    ``owner`` takes ``config=``), else every valid keyword and ``hint``.  The settings come from the caller: this
+    module sits below the config, whose own keywords it checks too."""
     valid = sorted(set(valid))
     head = f"{owner} got an unexpected keyword argument {name!r}"
     nearest = _nearest(name, valid)
     if nearest is not None:
         return TypeError(f"{head}: did you mean {nearest!r}?")
-    if config:
-        setting = _nearest(name, _config_settings())
+    if config_settings:
+        setting = _nearest(name, config_settings)
         if setting is not None:
             return TypeError(f"{head}: {setting!r} is a setting of SeaKRConfig; pass config=SeaKRConfig({setting}=...)")
     return TypeError(f"{head}; it takes: {', '.join(valid)}{hint}")
 
 
 def check_keywords(
-    owner: str, given: Iterable[str], valid: Iterable[str], *, config: bool = False, hint: str = ""
+    owner: str, given: Iterable[str], valid: Iterable[str], *, config_settings: Collection[str] = (), hint: str = ""
 ) -> None:
     """Refuse the first of ``given`` that is not in ``valid`` (``unknown_keyword``'s ``TypeError``)."""
     valid = set(valid)
     for name in given:
         if name not in valid:
-            raise unknown_keyword(owner, name, valid, config=config, hint=hint)
+            raise unknown_keyword(owner, name, valid, config_settings=config_settings, hint=hint)
 
 
 def accepted_keywords(cls: type) -> set[str]:
@@ -96,10 +89,14 @@ def _aliases(info: Any) -> list[str]:
     return out
 
 
-def refuse_unknown_fields(cls: type, data: Any, *, owner: str | None = None) -> Any:
+def refuse_unknown_fields(
+    cls: type, data: Any, *, owner: str | None = None, config_settings: Collection[str] = ()
+) -> Any:
     """For a pydantic ``model_validator(mode="before")``: ``data`` as it is, or ``unknown_keyword``'s
-    ``TypeError`` for its first key that is no field (or alias) of ``cls``."""
+    ``TypeError`` for its first key that is no field (or alias) of ``cls``; ``config_settings`` are named when
+    ``cls`` has a ``config`` field."""
     if isinstance(data, Mapping):
-        config = "config" in (getattr(cls, "model_fields", None) or {})
-        check_keywords(owner or cls.__name__, data, accepted_keywords(cls), config=config)
+        takes_config = "config" in (getattr(cls, "model_fields", None) or {})
+        settings = config_settings if takes_config else ()
+        check_keywords(owner or cls.__name__, data, accepted_keywords(cls), config_settings=settings)
     return data

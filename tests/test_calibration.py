@@ -19,10 +19,11 @@ from seakr_integrations.calibration import (
     resolve_delta,
     save_profile,
 )
+from seakr_integrations.config_resolution import calibrated_config
 from seakr_integrations.evaluation.calibrate import calibrate_delta, threshold_grid
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.profile_names import canonical_model_name, profile_key
-from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.reasoning import SeaKR
 
 # Question i's closed-book first step has spread i/10 (more uncertain as i grows) and a wrong answer; with the
 # passage the model answers right.  Retrieving helps every question, so the best F1 is at the lowest threshold.
@@ -96,14 +97,14 @@ def test_profiles_save_load_and_silence_the_uncalibrated_warning(tmp_path, monke
     with pytest.warns(UncalibratedDeltaWarning, match="uncalibrated for scripted .*seakr calibrate"):
         SeaKR(backend, retriever, config)
     with pytest.raises(LookupError, match="no calibrated delta for scripted"):
-        SeaKRConfig.calibrated(backend, **config.to_dict())
+        calibrated_config(backend, config)
     profile = calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False)
     path = save_profile(profile)
     assert (
         path.parent == tmp_path / "calibration"
         and load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k) == profile
     )
-    loaded = SeaKRConfig.calibrated(backend, **config.to_dict())
+    loaded = calibrated_config(backend, config)
     assert loaded.delta == profile.delta and loaded.k == CONFIG.k
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -123,7 +124,7 @@ def test_a_profile_from_another_directory_counts_as_calibrated(tmp_path, monkeyp
     profile = calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False)
     save_profile(profile, tmp_path / "profiles")
     monkeypatch.setattr(calibration, "_warned", set())  # calibrating ran SeaKR with its warning silenced
-    loaded = SeaKRConfig.calibrated(backend, root=tmp_path / "profiles", **config.to_dict())
+    loaded = calibrated_config(backend, config, tmp_path / "profiles")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert SeaKR(backend, retriever, loaded).profile == profile
@@ -147,10 +148,10 @@ def test_a_profile_records_its_prompt_and_warns_when_applied_to_another(tmp_path
     assert load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k, tmp_path).prompt == profile.prompt
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the same prompt: no warning
-        assert SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict()).delta == profile.delta
+        assert calibrated_config(backend, config, tmp_path).delta == profile.delta
     other = config.with_(exemplar_style="hotpotqa", num_exemplars=3)
     with pytest.warns(CalibrationMismatchWarning) as caught:
-        assert SeaKRConfig.calibrated(backend, root=tmp_path, **other.to_dict()).delta == profile.delta
+        assert calibrated_config(backend, other, tmp_path).delta == profile.delta
     message = str(caught[0].message)
     assert "exemplar_style: calibrated '2wiki', now 'hotpotqa'" in message
     assert f"num_exemplars: calibrated {config.num_exemplars}, now 3" in message and "calibrate again" in message
@@ -182,7 +183,7 @@ def test_a_calibrated_config_changed_afterwards_warns_when_seakr_runs_it(tmp_pat
     config = CONFIG.with_(layer=1, exemplar_style="2wiki")
     save_profile(calibrate_delta(backend, retriever, QUESTIONS, config, points=3, progress=False), tmp_path)
     monkeypatch.setattr(calibration, "_warned", set())  # calibrating ran SeaKR with its warning silenced
-    loaded = SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict())
+    loaded = calibrated_config(backend, config, tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         SeaKR(backend, retriever, loaded)  # the calibration's prompt
@@ -207,7 +208,7 @@ def test_a_profile_saved_before_prompts_were_recorded_loads_without_a_warning(tm
     assert load_profile("scripted", 1, "mlp", "eigenscore", CONFIG.k, tmp_path).prompt == {}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert SeaKRConfig.calibrated(backend, root=tmp_path, **CONFIG.with_(layer=1).to_dict()).delta == 0.5
+        assert calibrated_config(backend, CONFIG.with_(layer=1), tmp_path).delta == 0.5
 
 
 def test_model_names_are_canonical():

@@ -21,6 +21,7 @@ from seakr_integrations.calibration import (
     prompt_settings,
     shipped_profile,
 )
+from seakr_integrations.config_resolution import calibrated_config
 from seakr_integrations.evaluation.calibrate import calibrate_delta
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 
@@ -104,7 +105,7 @@ def test_an_uncalibrated_plain_server_is_told_the_calibrate_command_that_needs_n
     )
     assert "--model" not in message
     with pytest.raises(LookupError, match=f"seakr calibrate --server {backend.base_url} "):
-        SeaKRConfig.calibrated(backend, **config.to_dict())
+        calibrated_config(backend, config)
 
 
 def test_the_suggested_calibrate_command_runs_against_the_plain_server(plain, tmp_path, monkeypatch, capsys):  # noqa: F811
@@ -145,6 +146,6 @@ def test_asking_for_the_calibrated_delta_in_another_dtype_is_refused_naming_both
     with pytest.raises(
         LookupError, match=r"made in float32, and this run loads the model in bfloat16.*--dtype float32"
     ):
-        SeaKRConfig.calibrated(model, **BASE.to_dict())
+        calibrated_config(model, BASE)
     model.dtype = "float32"
-    assert SeaKRConfig.calibrated(model, **BASE.to_dict()).delta == 0.75
+    assert calibrated_config(model, BASE).delta == 0.75

@@ -14,6 +14,7 @@ import pytest
 
 from seakr_integrations.backends.remote_errors import UnseededSamplesWarning
 from seakr_integrations.calibration import DeltaProfile, load_profile, save_profile
+from seakr_integrations.config_resolution import calibrated_config
 from seakr_integrations.profile_names import profile_key
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.uncertainty.estimate import estimate
@@ -258,15 +259,15 @@ def test_profiles_of_a_plain_server_and_of_hidden_states_never_stand_in_for_each
     plain = DeltaProfile("plain-stub", None, "mlp", "perplexity", 2, 1.5, "rate", 0.5)
     save_profile(plain, tmp_path)
     assert load_profile("plain-stub", None, "mlp", "perplexity", 2, tmp_path) == plain
-    assert SeaKRConfig.calibrated(backend, root=tmp_path, **config).delta == 1.5
+    assert calibrated_config(backend, SeaKRConfig(**config), tmp_path).delta == 1.5
     with pytest.raises(LookupError, match="layer 1"):
-        SeaKRConfig.calibrated(reading, root=tmp_path, **config)
+        calibrated_config(reading, SeaKRConfig(**config), tmp_path)
     save_profile(DeltaProfile("plain-stub", 1, "mlp", "perplexity", 2, 9.0, "rate", 0.5), tmp_path)
-    assert SeaKRConfig.calibrated(reading, root=tmp_path, **config).delta == 9.0
-    assert SeaKRConfig.calibrated(backend, root=tmp_path, **config).delta == 1.5
+    assert calibrated_config(reading, SeaKRConfig(**config), tmp_path).delta == 9.0
+    assert calibrated_config(backend, SeaKRConfig(**config), tmp_path).delta == 1.5
     (tmp_path / "plain-stub__logprobs__perplexity__k2.json").unlink()
     with pytest.raises(LookupError, match="logprobs only"):
-        SeaKRConfig.calibrated(backend, root=tmp_path, **config)
+        calibrated_config(backend, SeaKRConfig(**config), tmp_path)
 
 
 def test_seakr_ask_on_a_plain_server_says_which_estimator_to_pass(plain, capsys):
@@ -289,7 +290,7 @@ def test_calibrating_on_a_plain_server_makes_a_logprobs_profile(backend, tmp_pat
     assert profile.layer is None and profile.key == "plain-stub__logprobs__perplexity__k2"
     assert profile.cascade["estimator"] == "min_token_prob"
     save_profile(profile, tmp_path)
-    assert SeaKRConfig.calibrated(backend, root=tmp_path, **config.to_dict()).delta == profile.delta
+    assert calibrated_config(backend, config, tmp_path).delta == profile.delta
 
 
 def test_stop_strings_past_the_apis_four_are_applied_to_what_comes_back(backend):

@@ -22,6 +22,7 @@ from seakr_integrations.calibration import (
     save_profile,
     shipped_profile,
 )
+from seakr_integrations.config_resolution import calibrated_config
 from seakr_integrations.models import PACKAGED_MODELS
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 
@@ -70,7 +71,7 @@ def test_a_user_profile_wins_over_the_shipped_one(profiles):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert build(BASE).config.delta == -0.5
-        assert SeaKRConfig.calibrated(ScriptedBackend(respond), **BASE.to_dict()).delta == -0.5
+        assert calibrated_config(ScriptedBackend(respond), BASE).delta == -0.5
 
 
 def test_without_any_profile_the_paper_delta_runs_with_the_warning(profiles):
@@ -78,7 +79,7 @@ def test_without_any_profile_the_paper_delta_runs_with_the_warning(profiles):
         seakr = build(BASE)
     assert seakr.config.delta == PAPER_DELTA and seakr.profile is None
     with pytest.raises(LookupError, match="no calibrated delta for scripted"):
-        SeaKRConfig.calibrated(ScriptedBackend(respond), **BASE.to_dict())
+        calibrated_config(ScriptedBackend(respond), BASE)
 
 
 def test_the_shipped_profile_of_the_configs_style_is_taken_and_another_prompt_warns(profiles):

@@ -217,7 +217,7 @@ def print_profile(path: Path, profile: Any, file: TextIO | None = None) -> None:
         f"delta = {profile.delta:.4f} {describe(profile)}; saved to {path}. "
         "In the default directory it is what SeaKRConfig() and seakr ask|eval use for this model and these settings "
         "(it wins over a profile shipped with the package); from another, pass --calibrated --profile-dir DIR or use "
-        "SeaKRConfig.calibrated(backend, root=DIR). Its prompt settings: ("
+        "calibrated_config(backend, config, root=DIR) (seakr_integrations.config_resolution). Its prompt settings: ("
         + ", ".join(f"{name}={value}" for name, value in profile.prompt.items())
         + ").",
         file=file,

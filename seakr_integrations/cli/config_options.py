@@ -242,6 +242,6 @@ def calibrated(args: argparse.Namespace, backend, config):  # noqa: ANN001, ANN2
     """``config`` with the saved calibrated delta when ``--calibrated`` was given."""
     if not getattr(args, "calibrated", False):
         return config
-    from seakr_integrations.reasoning import SeaKRConfig
+    from seakr_integrations.config_resolution import calibrated_config
 
-    return SeaKRConfig.calibrated(backend, root=args.profile_dir, **config.to_dict())
+    return calibrated_config(backend, config, args.profile_dir)

@@ -35,6 +35,7 @@ __all__ = [
     "SAMPLING_SETTINGS",
     "SEAKR_SAMPLING",
     "SENTENCE_STOP",
+    "SETTING_NAMES",
     "STEP_STOP",
     "SeaKRConfig",
     "changed_settings",
@@ -193,14 +194,6 @@ class SeaKRConfig:
         and ``AnswerAlone``); ``changes`` set other fields (``SeaKRConfig.light(k=8)``)."""
         return cls(**{**LIGHT, **changes})
 
-    @classmethod
-    def calibrated(cls, backend: Any, *, root: Any = None, **settings: Any) -> SeaKRConfig:
-        """A config whose delta and cascade band are those ``seakr calibrate`` saved for this back-end's model and
-        these settings (``calibrated_config``: ``root`` is the profiles' directory; none: LookupError)."""
-        from seakr_integrations.config_resolution import calibrated_config
-
-        return calibrated_config(backend, cls(**settings), root)
-
     def with_(self, **changes: Any) -> SeaKRConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
@@ -216,6 +209,12 @@ class SeaKRConfig:
                 out[key] = list(value) if isinstance(value, tuple) else value
         return out
 
+
+SETTING_NAMES: tuple[str, ...] = tuple(
+    name for f in fields(SeaKRConfig) for name in (SAMPLING_SETTINGS if f.name == "sampling" else (f.name,))
+)
+"""Every setting of ``SeaKRConfig`` by the name users write, in field order, the sampling settings flat: what a
+component that takes ``config=`` names for a keyword that belongs in the config (``keywords.check_keywords``)."""
 
 LIGHT: dict[str, Any] = {"k": 10, "max_tokens": 32, "num_exemplars": 4, "max_steps": 2, "rules": LIGHT_RULES}
 """What ``SeaKRConfig.light()`` changes (its calibration profiles are shipped with these settings)."""
@@ -238,6 +237,5 @@ def changed_settings(config: SeaKRConfig) -> dict[str, Any]:
 
 
 def _settings(config: SeaKRConfig) -> dict[str, Any]:
-    """Every setting of ``config`` by the name users write, in field order, the sampling settings flat."""
-    names = [n for f in fields(config) for n in (SAMPLING_SETTINGS if f.name == "sampling" else (f.name,))]
-    return {name: getattr(config, name) for name in names}
+    """Every setting of ``config`` by the name users write (``SETTING_NAMES``)."""
+    return {name: getattr(config, name) for name in SETTING_NAMES}

@@ -8,12 +8,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
 
 if TYPE_CHECKING:
-    from seakr_integrations.reasoning.config import SeaKRConfig
     from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace
     from seakr_integrations.reasoning.trace import SeaKRResult
 
@@ -24,6 +23,20 @@ FINAL_METADATA_KEYS = ("seakr_final_strategy", "seakr_final_uncertainties")
 
 def _metadata_number(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
+
+
+class GateSettings(Protocol):
+    """The settings :meth:`GateDecision.from_assessment` reads (``SeaKRConfig`` has them): a decision is a record
+    below the configuration, so it names what it needs rather than the config type."""
+
+    @property
+    def delta(self) -> float | None: ...
+
+    @property
+    def retrieve(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
 
 
 class GateReason(StrEnum):
@@ -102,7 +115,7 @@ class GateDecision:
 
     @classmethod
     def from_assessment(
-        cls, assessment: Assessment, config: SeaKRConfig, *, always_retrieve: bool = False
+        cls, assessment: Assessment, config: GateSettings, *, always_retrieve: bool = False
     ) -> GateDecision:
         """The decision for a core assessment (``SeaKR.assess``) under ``config``, the loop's resolved one
         (``SeaKR(...).config``; a ``delta`` of ``None`` is a ``ValueError``); ``always_retrieve`` overrides the gate

@@ -6,13 +6,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from seakr_integrations.keywords import check_keywords
 from seakr_integrations.params import SamplingConfig
 
-if TYPE_CHECKING:
-    from seakr_integrations.reasoning.config import SeaKRConfig
+
+class HoldsSampling(Protocol):
+    """A settings object whose sampling settings one ``SamplingConfig`` holds (``SeaKRConfig``): this module sits
+    below the config it decorates, so it names only what it reads."""
+
+    @property
+    def sampling(self) -> SamplingConfig: ...
+
+
+_ConfigClass = TypeVar("_ConfigClass", bound=type)
+"""The settings class ``flat_sampling`` decorates and returns (``SeaKRConfig``)."""
 
 SEAKR_SAMPLING = SamplingConfig(min_tokens=1)
 """SeaKR's sampling: ``SamplingConfig``'s defaults but ``min_tokens=1``, so that an instruct model in a chat template
@@ -82,11 +91,11 @@ class _FromSampling:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __get__(self, config: SeaKRConfig | None, owner: type | None = None) -> Any:
+    def __get__(self, config: HoldsSampling | None, owner: type | None = None) -> Any:
         return getattr(SEAKR_SAMPLING if config is None else config.sampling, self.name)
 
 
-def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
+def flat_sampling(cls: _ConfigClass) -> _ConfigClass:
     """Let ``SeaKRConfig`` take and show its sampling settings flat, one ``SamplingConfig`` holding them:
     ``SeaKRConfig(k=10)`` applies ``k=10`` to ``sampling`` (``SEAKR_SAMPLING`` unless given), and so does
     ``config.with_(k=5)`` (``dataclasses.replace`` passes ``sampling`` and the change here).  A mapping for
@@ -94,7 +103,7 @@ def flat_sampling(cls: type[SeaKRConfig]) -> type[SeaKRConfig]:
     fields_init: Callable[..., None] = cls.__init__
 
     @functools.wraps(fields_init)
-    def __init__(self: SeaKRConfig, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
+    def __init__(self: Any, *args: Any, sampling: Any = SEAKR_SAMPLING, **kwargs: Any) -> None:
         valid = [f.name for f in fields(cls)] + list(SAMPLING_SETTINGS)
         _refuse_removed_setting(cls.__name__, kwargs)  # first: an old header holds the search settings too
         _refuse_search_setting(cls.__name__, kwargs)

@@ -1,5 +1,5 @@
 """The strict-JSON form of a SeaKR trace's values, both ways (non-finite numbers as ``"inf"``, ``"-inf"``,
-``"nan"``; version 1's ``null`` as ``inf``), and the version of that form (``docs/design/reasoning.md``)."""
+``"nan"``), and the version of that form (``docs/design/reasoning.md``)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def number_to_json(value: float) -> float | str:
 
 
 def number_from_json(value: float | int | str | None) -> float:
-    """The float that :func:`number_to_json` wrote (``None``, version 1's non-finite number, reads as ``inf``); a
-    ``ValueError`` for anything else."""
+    """The float that :func:`number_to_json` wrote (``None``, no number recorded, reads as ``inf``: the readers of
+    raw JSON records call it on what may be missing); a ``ValueError`` for anything else."""
     if value is None:
         return math.inf
     if isinstance(value, str) and value not in ("inf", "-inf", "nan"):
@@ -69,12 +69,10 @@ def _numbers_from_json(value: Any) -> Any:
     return value
 
 
-def uncertainty_from_dict(data: dict[str, Any] | None, *, strict: bool = False) -> Uncertainty:
-    """The ``Uncertainty`` of its JSON form (``Uncertainty.to_dict()`` through :func:`_plain`): a trace's, whatever
-    its version, or with ``strict`` a ``seakr serve`` reply's, which must hold ``value`` and only the record's fields
-    (else ``KeyError``/``TypeError``)."""
-    if data is None and not strict:  # version 1 wrote no record for a number it could not compute
-        return Uncertainty(math.inf, "unknown", 0, note="not recorded")
+def uncertainty_from_dict(data: dict[str, Any], *, strict: bool = False) -> Uncertainty:
+    """The ``Uncertainty`` of its JSON form (``Uncertainty.to_dict()`` through :func:`_plain`): a trace's, or with
+    ``strict`` a ``seakr serve`` reply's, which must hold ``value`` and only the record's fields (else
+    ``KeyError``/``TypeError``)."""
     known = {f.name for f in fields(Uncertainty)}
     values = {**data} if strict else {k: v for k, v in data.items() if k in known}
     values["value"] = number_from_json(data["value"] if strict else data.get("value"))

@@ -20,14 +20,8 @@ from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT, ModelCall
 from seakr_integrations.reasoning.calls import RetrievalError as RetrievalError
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.driver import Answered, Driver, Failed
-from seakr_integrations.reasoning.events import (
-    KnowledgeGathered,
-    Observer,
-    QuestionAnswered,
-    QuestionFailed,
-    SeaKREvent,
-)
-from seakr_integrations.reasoning.gathered import GatheredKnowledge
+from seakr_integrations.reasoning.events import Observer, QuestionAnswered, QuestionFailed, SeaKREvent
+from seakr_integrations.reasoning.gathering import Gathering
 from seakr_integrations.reasoning.query import BuiltQuery, has_words
 from seakr_integrations.reasoning.records import Assessment, CandidateTrace
 from seakr_integrations.reasoning.seakr_loop import SeaKRLoop
@@ -229,8 +223,10 @@ class Reasoner(ABC):
         return results
 
 
-class SeaKR(Reasoner):
-    """Self-aware knowledge retrieval over any self-aware back-end and any retriever.
+class SeaKR(Reasoner, Gathering):
+    """Self-aware knowledge retrieval over any self-aware back-end and any retriever: answer (``Reasoner``),
+    gather the passages without answering (``Gathering``: ``gather``, ``gather_many``, ``gather_events``), or run
+    one of the loop's decisions alone (``assess``, ``search_query``, ``rerank``).
 
     Args:
         backend, retriever, search_timeout, on_retrieval_error: As for :class:`Reasoner`.
@@ -285,59 +281,6 @@ class SeaKR(Reasoner):
 
     def program(self, state: QuestionState) -> Program:
         return self.loop.program(state)
-
-    def gather(self, question: str) -> GatheredKnowledge:
-        """SeaKR's loop for ``question`` without its final answer: the passages it keeps, for another model (an
-        agent's) to answer from (:meth:`gather_many`)."""
-        return self.gather_many([question])[0]
-
-    def gather_many(
-        self,
-        questions: Sequence[str],
-        *,
-        observers: Sequence[Observer | None] | None = None,
-        max_in_flight: int = 32,
-    ) -> list[GatheredKnowledge]:
-        """The loop of :meth:`answer_many` up to its end, without the final answer, for each question: the same
-        steps, gate, queries, re-ranking and stops (the config's rules), its events to ``observers``; results in
-        order (the first failure raised once all have finished).
-
-        Raises:
-            ValueError: ``config.mode`` is ``"single_hop"`` (its one retrieval decision is the answer itself: use
-                :meth:`assess` and :meth:`rerank`), no retriever, or a question that cannot be asked.
-        """
-        gathered: list[Any] = [None] * len(questions)  # a single string is refused by gather_events
-        for event in self.gather_events(questions, observers=observers, max_in_flight=max_in_flight):
-            if isinstance(event, KnowledgeGathered):
-                gathered[event.question_index] = event.gathered
-        return gathered
-
-    def gather_events(
-        self,
-        questions: Sequence[str],
-        *,
-        observers: Sequence[Observer | None] | None = None,
-        max_in_flight: int = 32,
-    ) -> Iterator[SeaKREvent]:
-        """:meth:`gather_many`, yielding every phase as it completes (``StepAssessed``, ``PassagesRetrieved``,
-        ``PassagesReranked``, ``StepFinished``), each question ending with ``KnowledgeGathered``; the first failure
-        is raised once the others have finished."""
-        if self.config.mode != "multi_hop":
-            raise ValueError(
-                f"gather runs the multi-hop loop, and this config's mode is {self.config.mode!r}: pass "
-                "SeaKRConfig(mode='multi_hop'), or use assess() and rerank() for a single retrieval decision"
-            )
-        if self.retriever is None:
-            raise ValueError("this SeaKR has no retriever: pass one to SeaKR(backend, retriever) to gather passages")
-        states, _ = self._states(questions, observers)
-        failed: Exception | None = None
-        for item in Driver(self.backend, self.retriever, max_in_flight).run((s, self.loop.gather(s)) for s in states):
-            if isinstance(item, Failed):
-                failed = failed or item.error
-            elif not isinstance(item, Answered):
-                yield item
-        if failed is not None:
-            raise failed
 
     def assess(self, question: str, *, steps: Sequence[str] = (), passages: Sequence[Passage] = ()) -> Assessment:
         """SeaKR's uncertainty check alone: generate the next step (multi-hop) or the direct answer (single-hop)

@@ -134,16 +134,15 @@ class CandidateTrace:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], texts: dict[str, str] | None = None) -> CandidateTrace:
-        """The record that :meth:`to_dict` wrote (``texts``: passage texts by id, for version 1, which wrote none)."""
-        pid = str(data["id"])
-        text = data.get("text", (texts or {}).get(pid, ""))
-        passage = Passage(pid, data.get("title") or "", text, number_from_json(data.get("search_score")))
+    def from_dict(cls, data: dict[str, Any]) -> CandidateTrace:
+        """The record that :meth:`to_dict` wrote."""
+        text = data.get("text", "")
+        passage = Passage(str(data["id"]), data.get("title") or "", text, number_from_json(data.get("search_score")))
         return cls(
             passage,
             int(data["search_rank"]),
             data.get("generation") or "",
-            uncertainty_from_dict(data.get("uncertainty")),
+            uncertainty_from_dict(data["uncertainty"]),
             number_from_json(data.get("rank_value")),
             bool(data.get("chosen", False)),
         )
@@ -199,17 +198,17 @@ class StepTrace:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], texts: dict[str, str] | None = None) -> StepTrace:
-        """The record that :meth:`to_dict` wrote (version 1's ``chosen`` read as ``chosen_passage_id``)."""
+    def from_dict(cls, data: dict[str, Any]) -> StepTrace:
+        """The record that :meth:`to_dict` wrote."""
         return cls(
             index=int(data["index"]),
             pseudo_generation=data.get("pseudo_generation") or "",
-            uncertainty=uncertainty_from_dict(data.get("uncertainty")),
+            uncertainty=uncertainty_from_dict(data["uncertainty"]),
             decision=data["decision"],
             query=data.get("query"),
             masked_words=list(data.get("masked_words") or []),
-            candidates=[CandidateTrace.from_dict(c, texts) for c in data.get("candidates") or []],
-            chosen_passage_id=data.get("chosen_passage_id", data.get("chosen")),
+            candidates=[CandidateTrace.from_dict(c) for c in data.get("candidates") or []],
+            chosen_passage_id=data.get("chosen_passage_id"),
             accepted=data.get("accepted"),
             stop=data.get("stop"),
             error=data.get("error"),
@@ -256,7 +255,7 @@ class FinalTrace:
             data["strategy"],
             data.get("answer"),
             data.get("generation") or "",
-            uncertainty_from_dict(data.get("uncertainty")),
+            uncertainty_from_dict(data["uncertainty"]),
             bool(data.get("forced", False)),
             [str(c) for c in data.get("context") or []],
             None if data.get("screen") is None else uncertainty_from_dict(data["screen"]),
