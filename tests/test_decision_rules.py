@@ -199,6 +199,9 @@ def test_every_rule_is_one_module_with_its_own_test():
 
 
 # ------------------------------------------------------------------------------- a rule of a user's own
+STATES_A_YEAR = GateReason.register("states_a_year", "The step states a year: retrieve.", retrieves=True)
+
+
 @dataclass(frozen=True)
 class NeverTrustDates(Rule):
     """A step that states a year retrieves (a rule written outside the package, for this test)."""
@@ -210,7 +213,7 @@ class NeverTrustDates(Rule):
         return Reads(greedy_step=True)
 
     def read_step(self, state, text, output):
-        return GateReason.UNSUPPORTED_CLAIM if re.search(r"\b1\d{3}\b", text) else None
+        return STATES_A_YEAR if re.search(r"\b1\d{3}\b", text) else None
 
 
 def test_a_rule_of_ones_own_is_one_class():
@@ -223,8 +226,8 @@ def test_a_rule_of_ones_own_is_one_class():
     result = SeaKR(backend, FakeRetriever(default=[TOWER]), SeaKRConfig(**SMALL, rules=(NeverTrustDates(),))).answer(
         QUESTION
     )
-    assert result.steps[0].reason == GateReason.UNSUPPORTED_CLAIM and result.passages == [TOWER]
-    assert result.config["rules"] == [{"rule": "never-trust-dates"}]
+    assert result.steps[0].reason == STATES_A_YEAR and result.passages == [TOWER]
+    assert GateReason("states_a_year") is STATES_A_YEAR and result.config["rules"] == [{"rule": "never-trust-dates"}]
     assert RULES["never-trust-dates"] is NeverTrustDates  # registered by being defined
     paper, _ = run(SeaKRConfig.paper(**{**SMALL, "delta": 100.0}), respond)
     assert paper.passages == []  # the paper's gate trusts the certain step
@@ -236,14 +239,14 @@ def test_a_rule_of_ones_own_is_recorded_and_reads_back_from_a_results_file(tmp_p
             return Reply("So the answer is France.")
         return Reply("It was finished in 1889.")
 
-    config = SeaKRConfig(**SMALL, rules=(*DEFAULT_RULES, NeverTrustDates()))
+    config = SeaKRConfig(**SMALL, rules=(NeverTrustDates(), PassageLimit(2)))
     result = SeaKR(ScriptedBackend(respond), FakeRetriever(default=[TOWER]), config).answer(QUESTION)
     path = tmp_path / "results.jsonl"
     with ResultsFile.open(path, {"method": "seakr", "seakr": config.to_dict()}) as out:
         out.append({"id": "q1", "answer": result.answer, "trace": result.to_dict()})
     assert run_settings(path) == config  # the user's rule rebuilt from the header, by its own class
     ((qid, trace),) = list(read_traces(path))
-    assert qid == "q1" and trace.answer == result.answer and trace.steps[0].reason == result.steps[0].reason
+    assert qid == "q1" and trace.answer == result.answer and trace.steps[0].reason == STATES_A_YEAR
 
 
 # ------------------------------------------------------------------------------------------- the protocol

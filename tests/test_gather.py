@@ -12,6 +12,8 @@ from seakr_integrations.reasoning import SeaKR, SeaKRConfig
 from seakr_integrations.reasoning.events import KnowledgeGathered, Observer, PassagesReranked, StepFinished
 
 QUESTION = "Which country is the Eiffel Tower in?"
+
+
 def seakr(config=CONFIG):
     return SeaKR(ScriptedBackend(eiffel), FakeRetriever(default=DOCS), config)
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from seakr_integrations.reasoning.jsonform import number_from_json, number_to_json
+from seakr_integrations.reasoning.reasons import Reason
 
 if TYPE_CHECKING:
     from seakr_integrations.reasoning.records import Assessment, CandidateTrace, FinalTrace
@@ -39,43 +39,105 @@ class GateSettings(Protocol):
     def mode(self) -> str: ...
 
 
-class GateReason(StrEnum):
-    """Why the gate retrieved or not (one meaning in the core and both adapters)."""
+class GateReason(Reason):
+    """Why the gate retrieved or not (one meaning in the core and both adapters): a registered reason
+    (``reasons.Reason``); a rule of a user's own registers its own with ``GateReason.register(value, doc,
+    retrieves=...)``.
 
-    UNCERTAIN = "uncertain"
-    """The uncertainty is above delta (single-hop: not below it): retrieve."""
-    CONFIDENT = "confident"
-    """The uncertainty is at most delta (single-hop: below it): no retrieval."""
-    EMPTY_GENERATION = "empty_generation"
-    """The model wrote nothing: retrieve whatever the uncertainty."""
-    ALWAYS_RETRIEVE = "always_retrieve"
-    """Told to retrieve whatever the uncertainty (the uncertainty is still measured and recorded)."""
-    NEVER_RETRIEVE = "never_retrieve"
-    """``SeaKRConfig(retrieve="never")``: retrieval is off."""
-    SURE_FROM_TOKENS = "sure_from_tokens"
-    """The cascade: the greedy continuation's own token probabilities put the model clearly on the sure side
-    (the ``token-cascade`` rule's reading at or below its band's low edge), so no samples were drawn: no retrieval."""
-    UNSURE_FROM_TOKENS = "unsure_from_tokens"
-    """The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above
-    the band's high edge), so no samples were drawn: retrieve."""
-    SURE_FROM_STATE = "sure_from_state"
-    """The ``state-probe`` rule: a linear probe on the greedy step's hidden state puts the model on the sure side (at
-    or below its band's low edge), so no samples were drawn: no retrieval."""
-    UNSURE_FROM_STATE = "unsure_from_state"
-    """The ``state-probe`` rule: the probe puts the model on the unsure side (above its band's high edge): retrieve."""
-    UNSUPPORTED_CLAIM = "unsupported_claim"
-    """The step names an entity that no kept passage backs (the ``claim-check`` rule: none is about it, or with
-    ``backing="mention"`` none mentions it): retrieve, whatever the
-    uncertainty."""
-    SUPPORTED_CLAIM = "supported_claim"
-    """Every name the step states is covered by a kept passage (the ``accept-covered-steps`` rule): accepted
-    without samples."""
-    QUESTION_FIRST = "question_first"
-    """Before its first step the loop searched the question itself and kept the results, as single retrieval does
-    (the ``search-question-first`` rule); the steps after it search for what those passages leave out."""
-    UNCOVERED_ENTITY = "uncovered_entity"
-    """The step states the answer, but an entity a rule says the answer needs (one the question compares, the
-    ``cover-compared-entities`` rule) has no kept passage yet: search for it first."""
+    Attributes:
+        retrieves: Whether the gate retrieves for this reason.
+    """
+
+    retrieves: bool
+
+    noun: ClassVar[str] = "gate reason"
+    UNCERTAIN: ClassVar[GateReason]
+    CONFIDENT: ClassVar[GateReason]
+    EMPTY_GENERATION: ClassVar[GateReason]
+    ALWAYS_RETRIEVE: ClassVar[GateReason]
+    NEVER_RETRIEVE: ClassVar[GateReason]
+    SURE_FROM_TOKENS: ClassVar[GateReason]
+    UNSURE_FROM_TOKENS: ClassVar[GateReason]
+    SURE_FROM_STATE: ClassVar[GateReason]
+    UNSURE_FROM_STATE: ClassVar[GateReason]
+    UNSUPPORTED_CLAIM: ClassVar[GateReason]
+    SUPPORTED_CLAIM: ClassVar[GateReason]
+    QUESTION_FIRST: ClassVar[GateReason]
+    UNCOVERED_ENTITY: ClassVar[GateReason]
+
+
+GateReason.UNCERTAIN = GateReason.register(
+    "uncertain",
+    "The uncertainty is above delta (single-hop: not below it): retrieve.",
+    retrieves=True,
+)
+GateReason.CONFIDENT = GateReason.register(
+    "confident",
+    "The uncertainty is at most delta (single-hop: below it): no retrieval.",
+    retrieves=False,
+)
+GateReason.EMPTY_GENERATION = GateReason.register(
+    "empty_generation",
+    "The model wrote nothing: retrieve whatever the uncertainty.",
+    retrieves=True,
+)
+GateReason.ALWAYS_RETRIEVE = GateReason.register(
+    "always_retrieve",
+    "Told to retrieve whatever the uncertainty (the uncertainty is still measured and recorded).",
+    retrieves=True,
+)
+GateReason.NEVER_RETRIEVE = GateReason.register(
+    "never_retrieve",
+    '``SeaKRConfig(retrieve="never")``: retrieval is off.',
+    retrieves=False,
+)
+GateReason.SURE_FROM_TOKENS = GateReason.register(
+    "sure_from_tokens",
+    "The cascade: the greedy continuation's own token probabilities put the model clearly on the sure side (the "
+    "``token-cascade`` rule's reading at or below its band's low edge), so no samples were drawn: no retrieval.",
+    retrieves=False,
+)
+GateReason.UNSURE_FROM_TOKENS = GateReason.register(
+    "unsure_from_tokens",
+    "The cascade: the greedy continuation's token probabilities put the model clearly on the unsure side (above the "
+    "band's high edge), so no samples were drawn: retrieve.",
+    retrieves=True,
+)
+GateReason.SURE_FROM_STATE = GateReason.register(
+    "sure_from_state",
+    "The ``state-probe`` rule: a linear probe on the greedy step's hidden state puts the model on the sure side (at "
+    "or below its band's low edge), so no samples were drawn: no retrieval.",
+    retrieves=False,
+)
+GateReason.UNSURE_FROM_STATE = GateReason.register(
+    "unsure_from_state",
+    "The ``state-probe`` rule: the probe puts the model on the unsure side (above its band's high edge): retrieve.",
+    retrieves=True,
+)
+GateReason.UNSUPPORTED_CLAIM = GateReason.register(
+    "unsupported_claim",
+    "The step names an entity that no kept passage backs (the ``claim-check`` rule: none is about it, or with "
+    '``backing="mention"`` none mentions it): retrieve, whatever the uncertainty.',
+    retrieves=True,
+)
+GateReason.SUPPORTED_CLAIM = GateReason.register(
+    "supported_claim",
+    "Every name the step states is covered by a kept passage (the ``accept-covered-steps`` rule): accepted without "
+    "samples.",
+    retrieves=False,
+)
+GateReason.QUESTION_FIRST = GateReason.register(
+    "question_first",
+    "Before its first step the loop searched the question itself and kept the results, as single retrieval does (the "
+    "``search-question-first`` rule); the steps after it search for what those passages leave out.",
+    retrieves=True,
+)
+GateReason.UNCOVERED_ENTITY = GateReason.register(
+    "uncovered_entity",
+    "The step states the answer, but an entity a rule says the answer needs (one the question compares, the ``cover-"
+    "compared-entities`` rule) has no kept passage yet: search for it first.",
+    retrieves=True,
+)
 
 
 @dataclass(frozen=True)
@@ -177,7 +239,8 @@ class GateDecision:
             GateReason.QUESTION_FIRST: "the question itself was searched before the first step",
             GateReason.UNCOVERED_ENTITY: "an entity the answer needs (compared or bridge) has no kept passage yet, so "
             "it retrieves",
-        }.get(self.reason, f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})") + (
+            GateReason.NEVER_RETRIEVE: f"retrieval is off (retrieve='never'; uncertainty {u}, delta {delta})",
+        }.get(self.reason, self.reason.doc) + (
             f"; the search failed ({self.error}), so nothing was retrieved" if self.error else ""
         )
 

@@ -19,19 +19,6 @@ from seakr_integrations.reasoning.decisions import GateReason
 from seakr_integrations.reasoning.state import Call, QuestionState
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
-RETRIEVING = frozenset(
-    {
-        GateReason.UNCERTAIN,
-        GateReason.EMPTY_GENERATION,
-        GateReason.ALWAYS_RETRIEVE,
-        GateReason.UNSURE_FROM_TOKENS,
-        GateReason.UNSURE_FROM_STATE,
-        GateReason.UNSUPPORTED_CLAIM,
-        GateReason.UNCOVERED_ENTITY,
-    }
-)
-"""The gate's reasons that retrieve."""
-
 
 @dataclass(frozen=True)
 class Reading:
@@ -67,7 +54,7 @@ class Gate:
 
     def needs_retrieval(self, text: str, u: Uncertainty) -> bool:
         """Whether :meth:`reason` retrieves."""
-        return self.reason(text, u) in RETRIEVING
+        return self.reason(text, u).retrieves
 
     def reason(self, text: str, u: Uncertainty) -> GateReason:
         """The paper's gate on a measured step, as a ``GateReason``: an empty step, or an uncertainty above delta
@@ -101,7 +88,7 @@ class Gate:
             return Reading(out, NOT_MEASURED, screen, GateReason.EMPTY_GENERATION, True)
         decided = self.rules.read_step(state, text, out)
         if decided is not None:
-            return Reading(out, NOT_MEASURED, screen, decided, decided in RETRIEVING)
+            return Reading(out, NOT_MEASURED, screen, decided, GateReason(decided).retrieves)
         ((_, u),) = yield from self.calls.run(state, [call])  # the samples; the step stays the greedy text above
         reason = self.reason(text, u)
         return Reading(out, u, screen, reason, reason is GateReason.UNCERTAIN)

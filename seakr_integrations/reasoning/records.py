@@ -7,11 +7,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.reasoning.jsonform import _plain, number_from_json, uncertainty_from_dict
+from seakr_integrations.reasoning.reasons import Reason
 from seakr_integrations.retrieval.passage import Passage
 from seakr_integrations.uncertainty.estimate import Uncertainty
 
@@ -21,44 +21,78 @@ Decision = Literal["answer", "accept", "retrieve"]
 Strategy = Literal["rationales", "knowledge", "direct", "passage", "chain"]
 
 
-class StopReason(StrEnum):
-    """Why the loop (SeaKR's or a baseline's) ended; a ``StrEnum``, equal to its string and written to JSON as it."""
+class StopReason(Reason):
+    """Why the loop (SeaKR's or a baseline's) ended: a registered reason (``reasons.Reason``), equal to its string
+    and written to JSON as it; a rule of a user's own registers its own with ``StopReason.register(value, doc)``."""
 
-    ANSWER_FOUND = "answer found"
-    """A step stated the answer."""
-    REPEATED_QUERY = "repeated query"
-    """The search query was one already searched."""
-    REPEATED_STEP = "repeated step"
-    """A step repeated an earlier one word for word (the ``stop-on-repeated-step`` rule)."""
-    NO_NEW_PASSAGES = "no new passages"
-    """The search returned only passages already chosen."""
-    NO_PASSAGES_FOUND = "no passages found"
-    """The search returned nothing (single-hop)."""
-    STEP_LIMIT = "step limit"
-    """``max_steps`` reasoning steps were taken."""
-    PASSAGE_LIMIT = "passage limit"
-    """``max_docs`` passages were chosen."""
-    RETRIEVAL_ERROR = "retrieval error"
-    """The search failed and ``on_retrieval_error="answer_without"`` let the answer go on without it."""
-    CERTAIN_WITHOUT_RETRIEVAL = "certain without retrieval"
-    """Single-hop: the model was sure of its direct answer."""
-    ANSWERED_FROM_PASSAGES = "answered from passages"
-    """Single-hop: the answer came from the least uncertain passage."""
-    EMPTY_STEP = "empty step"
-    """A baseline's chain wrote an empty step."""
-    NO_RETRIEVAL = "no retrieval"
-    """The CoT baseline: one chain, no search."""
-    RETRIEVED_ONCE = "retrieved once"
-    """The single-retrieval baseline: one search, one chain."""
+    noun: ClassVar[str] = "stop reason"
+    ANSWER_FOUND: ClassVar[StopReason]
+    REPEATED_QUERY: ClassVar[StopReason]
+    REPEATED_STEP: ClassVar[StopReason]
+    NO_NEW_PASSAGES: ClassVar[StopReason]
+    NO_PASSAGES_FOUND: ClassVar[StopReason]
+    STEP_LIMIT: ClassVar[StopReason]
+    PASSAGE_LIMIT: ClassVar[StopReason]
+    RETRIEVAL_ERROR: ClassVar[StopReason]
+    CERTAIN_WITHOUT_RETRIEVAL: ClassVar[StopReason]
+    ANSWERED_FROM_PASSAGES: ClassVar[StopReason]
+    EMPTY_STEP: ClassVar[StopReason]
+    NO_RETRIEVAL: ClassVar[StopReason]
+    RETRIEVED_ONCE: ClassVar[StopReason]
 
-    @classmethod
-    def parse(cls, value: StopReason | str) -> StopReason:
-        """``value`` as a ``StopReason``; a ``ValueError`` (listing the known ones) when it is none of them."""
-        try:
-            return cls(value)
-        except ValueError:
-            known = ", ".join(repr(r.value) for r in cls)
-            raise ValueError(f"unknown stop reason {value!r}; the known ones are {known}") from None
+
+StopReason.ANSWER_FOUND = StopReason.register(
+    "answer found",
+    "A step stated the answer.",
+)
+StopReason.REPEATED_QUERY = StopReason.register(
+    "repeated query",
+    "The search query was one already searched.",
+)
+StopReason.REPEATED_STEP = StopReason.register(
+    "repeated step",
+    "A step repeated an earlier one word for word (the ``stop-on-repeated-step`` rule).",
+)
+StopReason.NO_NEW_PASSAGES = StopReason.register(
+    "no new passages",
+    "The search returned only passages already chosen.",
+)
+StopReason.NO_PASSAGES_FOUND = StopReason.register(
+    "no passages found",
+    "The search returned nothing (single-hop).",
+)
+StopReason.STEP_LIMIT = StopReason.register(
+    "step limit",
+    "``max_steps`` reasoning steps were taken.",
+)
+StopReason.PASSAGE_LIMIT = StopReason.register(
+    "passage limit",
+    "``max_docs`` passages were chosen.",
+)
+StopReason.RETRIEVAL_ERROR = StopReason.register(
+    "retrieval error",
+    'The search failed and ``on_retrieval_error="answer_without"`` let the answer go on without it.',
+)
+StopReason.CERTAIN_WITHOUT_RETRIEVAL = StopReason.register(
+    "certain without retrieval",
+    "Single-hop: the model was sure of its direct answer.",
+)
+StopReason.ANSWERED_FROM_PASSAGES = StopReason.register(
+    "answered from passages",
+    "Single-hop: the answer came from the least uncertain passage.",
+)
+StopReason.EMPTY_STEP = StopReason.register(
+    "empty step",
+    "A baseline's chain wrote an empty step.",
+)
+StopReason.NO_RETRIEVAL = StopReason.register(
+    "no retrieval",
+    "The CoT baseline: one chain, no search.",
+)
+StopReason.RETRIEVED_ONCE = StopReason.register(
+    "retrieved once",
+    "The single-retrieval baseline: one search, one chain.",
+)
 
 
 @dataclass(frozen=True)
@@ -185,7 +219,7 @@ class StepTrace:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "stop" and value is not None:
-            value = StopReason.parse(value)
+            value = StopReason(value)
         object.__setattr__(self, name, value)
 
     def to_dict(self) -> dict[str, Any]:

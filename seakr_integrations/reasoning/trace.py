@@ -91,7 +91,7 @@ class SeaKRResult:
     rules_applied: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.stop_reason = StopReason.parse(self.stop_reason)
+        self.stop_reason = StopReason(self.stop_reason)
 
     def to_dict(self) -> dict[str, Any]:
         """Strict-JSON-serialisable form of the whole trace with its ``schema_version`` (:meth:`from_dict` reads it)."""
