@@ -249,6 +249,17 @@ def test_a_rule_of_ones_own_is_recorded_and_reads_back_from_a_results_file(tmp_p
     assert qid == "q1" and trace.answer == result.answer and trace.steps[0].reason == STATES_A_YEAR
 
 
+def test_the_rule_of_ones_own_in_the_docs_runs_as_written():
+    text = (TESTS.parent / "docs" / "decision_rules.md").read_text(encoding="utf-8")
+    section = text.split("## A rule of your own", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {"__name__": "docs_decision_rules"}
+    exec(compile(code, "docs/decision_rules.md", "exec"), namespace)
+    config = namespace["config"]
+    assert config.rules[-1].name == "distrust-years" and RULES["distrust-years"] is namespace["DistrustYears"]
+    assert GateReason("names_a_year").retrieves
+
+
 # ------------------------------------------------------------------------------------------- the protocol
 def test_every_hook_has_one_decision_point_and_one_composition():
     overridable = {
