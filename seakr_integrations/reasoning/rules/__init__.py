@@ -25,8 +25,6 @@ from seakr_integrations.reasoning.rules.base import (
     Hook,
     Reads,
     Rule,
-    RuleSet,
-    consulting_order,
 )
 from seakr_integrations.reasoning.rules.claim_check import ClaimCheck
 from seakr_integrations.reasoning.rules.cover_compared_entities import CoverComparedEntities
@@ -35,6 +33,7 @@ from seakr_integrations.reasoning.rules.final_margin import FinalMargin
 from seakr_integrations.reasoning.rules.keep_first_result import KeepFirstResult
 from seakr_integrations.reasoning.rules.no_knowledge_without_passages import NoKnowledgeWithoutPassages
 from seakr_integrations.reasoning.rules.passage_limit import PassageLimit
+from seakr_integrations.reasoning.rules.rule_set import RuleSet, consulting_order
 from seakr_integrations.reasoning.rules.sample_finals_when_they_differ import SampleFinalsWhenTheyDiffer
 from seakr_integrations.reasoning.rules.search_question_first import SearchQuestionFirst
 from seakr_integrations.reasoning.rules.spacy_query_words import SpacyQueryWords
@@ -109,7 +108,7 @@ PRESETS: dict[str, tuple[Rule, ...]] = {"default": DEFAULT_RULES, "light": LIGHT
 
 def check_rules(rules: object) -> tuple[Rule, ...]:
     """``rules`` as a tuple of ``Rule`` objects, each at most once, in the order the loop consults them
-    (``base.consulting_order``); a ``TypeError`` or ``ValueError`` that says what to pass otherwise."""
+    (``rule_set.consulting_order``); a ``TypeError`` or ``ValueError`` that says what to pass otherwise."""
     if isinstance(rules, (str, bytes, Rule)) or not isinstance(rules, Iterable):
         raise TypeError(
             f"rules={rules!r}: pass a tuple of Rule objects, e.g. (ClaimCheck(), FinalMargin(0.5)), or "
