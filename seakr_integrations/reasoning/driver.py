@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seakr_integrations.backends.base import SelfAwareBackend
+from seakr_integrations.backends.stream import GenerationStream
 from seakr_integrations.outputs import SelfAwareOutput
 from seakr_integrations.reasoning.events import Observer, SeaKREvent
 from seakr_integrations.reasoning.progress import log_progress
@@ -61,6 +62,13 @@ class _Waiting:
         return self.left == 0
 
 
+_Resume = tuple[QuestionState, Program, Any, Exception | None]
+"""A program ready to go on: what to send it (a value, or an error to throw into it)."""
+
+_FinishedSearch = tuple[QuestionState, Program, Future]
+"""A search whose future is done, with the question and program that started it."""
+
+
 class Driver:
     """Runs question programs over one back-end's ``stream()`` and one retriever (searched through each question's
     ``Observer.search``), ``max_in_flight`` questions at once (their calls share the engine's batches)."""
@@ -75,108 +83,152 @@ class Driver:
     def run(self, programs: Iterable[tuple[QuestionState, Program]]) -> Iterator[SeaKREvent | Answered | Failed]:
         """Run ``programs``; yields each program's events as they happen and its ``Answered`` or ``Failed`` end."""
         waiting = iter(programs)
-        alive: dict[int, Program] = {}  # id(program) -> program, started and not finished
-        ready: deque[tuple[QuestionState, Program, Any, Exception | None]] = deque()
-        listeners: dict[Call, list[tuple[_Waiting, int]]] = {}  # identical calls in flight are generated once
-        tickets: dict[int, Call] = {}
-        searches: queue.SimpleQueue[tuple[QuestionState, Program, Future]] = queue.SimpleQueue()
-        searching = 0
-        deadlines: dict[Future, tuple[float, QuestionState, Program, Search]] = {}  # searches with a time limit
-        abandoned: set[Future] = set()  # timed out: their late results are dropped
         pool = DaemonPool(min(self.max_in_flight, SEARCH_THREADS))  # an abandoned search never blocks exit
-        stream = self.backend.stream()
-
-        def submit(w: _Waiting, calls: tuple[Call, ...]) -> None:
-            """Send each call to the engine at once; an identical call already in flight is shared."""
-            for slot, call in enumerate(calls):
-                if call in listeners:
-                    listeners[call].append((w, slot))
-                    continue
-                try:
-                    ticket = stream.submit(*call)
-                except Exception as refused:  # a bad prompt fails its own question only
-                    if w.put(slot, refused):
-                        ready.append((w.state, w.program, w.outputs, w.error))
-                    continue
-                listeners[call] = [(w, slot)]
-                tickets[ticket] = call
-
-        def send(state: QuestionState, program: Program, value: Any, error: Exception | None) -> list[Any]:
-            """Advance one program to its next request and dispatch it; returns what it emitted."""
-            nonlocal searching
-            out: list[Any] = []
-            state.outbox = out
-            try:
-                request = program.send(value) if error is None else program.throw(error)
-            except StopIteration as done:
-                del alive[id(program)]
-                return [*out, Answered(state, done.value)]
-            except Exception as failure:
-                del alive[id(program)]
-                return [*out, Failed(state, failure)]
-            if isinstance(request, Search):
-                searching += 1
-                future = pool.submit(contextvars.copy_context().run, _search, state.observer, self.retriever, request)
-                if request.timeout is not None:
-                    deadlines[future] = (time.monotonic() + request.timeout, state, program, request)
-                future.add_done_callback(lambda f: searches.put((state, program, f)))
-            elif isinstance(request, Generate) and request.calls:
-                submit(_Waiting(state, program, [None] * len(request.calls), len(request.calls)), request.calls)
-            else:
-                ready.append((state, program, None, TypeError(f"a program yielded {request!r}: not a request")))
-            return out
-
+        flight = _Flight(self.backend.stream(), pool, self.retriever)
         try:
             while True:
-                for state, program in itertools.islice(waiting, self.max_in_flight - len(alive)):
-                    alive[id(program)] = program
-                    ready.append((state, program, None, None))
-                if ready:
-                    for item in send(*ready.popleft()):
+                flight.start(itertools.islice(waiting, self.max_in_flight - len(flight.alive)))
+                if flight.ready:
+                    for item in flight.advance(*flight.ready.popleft()):
                         if isinstance(item, SeaKREvent):
                             log_progress(item.question_index, item)
                         yield item
                     continue
-                if not alive:
+                if not flight.alive:
                     return
-                done: list[tuple[QuestionState, Program, Future]] = []
-                if stream.pending:  # one engine step (or one batch); searches finish meanwhile on their threads
-                    for ticket, result in stream.collect():
-                        for w, slot in listeners.pop(tickets.pop(ticket), []):
-                            if w.put(slot, result):
-                                ready.append((w.state, w.program, w.outputs, w.error))
-                elif searching:
-                    first = min((d for d, *_ in deadlines.values()), default=None)
-                    try:  # nothing to generate: wait for a search, or for the first search's time limit
-                        done.append(searches.get(timeout=None if first is None else max(0.0, first - time.monotonic())))
-                    except queue.Empty:
-                        pass
-                else:  # pragma: no cover - every live program waits on a call or a search
-                    raise RuntimeError("the driver has live questions but nothing in flight")
-                while not searches.empty():
-                    done.append(searches.get())
-                for future, (deadline, state, program, request) in list(deadlines.items()):
-                    if future.done() or time.monotonic() < deadline:
-                        continue
-                    del deadlines[future]
-                    abandoned.add(future)
-                    searching -= 1
-                    ready.append((state, program, None, timed_out(request.query, request.timeout)))
-                for state, program, future in done:
-                    deadlines.pop(future, None)
-                    if future in abandoned:
-                        abandoned.discard(future)
-                        continue
-                    searching -= 1
-                    error = future.exception()
-                    if error is not None and not isinstance(error, Exception):
-                        raise error  # an interrupt inside a search: not a search failure
-                    ready.append((state, program, None if error else future.result(), error))  # type: ignore[arg-type]
+                flight.wait()
         finally:
-            stream.close()
-            pool.shutdown(wait=False, cancel_futures=True)
-            for program in alive.values():
-                program.close()
+            flight.close()
+
+
+class _Flight:
+    """One ``Driver.run``'s programs in flight: the model calls and searches they wait on, and those whose results
+    are back (``ready``), so the run's loop only says in which order things happen."""
+
+    def __init__(self, stream: GenerationStream, pool: DaemonPool, retriever: Retriever | None) -> None:
+        self.stream = stream
+        self.pool = pool
+        self.retriever = retriever
+        self.alive: dict[int, Program] = {}  # id(program) -> program, started and not finished
+        self.ready: deque[_Resume] = deque()
+        self.listeners: dict[Call, list[tuple[_Waiting, int]]] = {}  # identical calls in flight are generated once
+        self.tickets: dict[int, Call] = {}
+        self.searches: queue.SimpleQueue[_FinishedSearch] = queue.SimpleQueue()
+        self.searching = 0
+        self.deadlines: dict[Future, tuple[float, QuestionState, Program, Search]] = {}  # searches with a time limit
+        self.abandoned: set[Future] = set()  # timed out: their late results are dropped
+
+    def start(self, programs: Iterable[tuple[QuestionState, Program]]) -> None:
+        """Take ``programs`` in flight, each ready for its first step."""
+        for state, program in programs:
+            self.alive[id(program)] = program
+            self.ready.append((state, program, None, None))
+
+    def advance(self, state: QuestionState, program: Program, value: Any, error: Exception | None) -> list[Any]:
+        """Advance one program to its next request and dispatch it; returns what it emitted."""
+        out: list[Any] = []
+        state.outbox = out
+        try:
+            request = program.send(value) if error is None else program.throw(error)
+        except StopIteration as done:
+            del self.alive[id(program)]
+            return [*out, Answered(state, done.value)]
+        except Exception as failure:
+            del self.alive[id(program)]
+            return [*out, Failed(state, failure)]
+        if isinstance(request, Search):
+            self._start_search(state, program, request)
+        elif isinstance(request, Generate) and request.calls:
+            self._submit(_Waiting(state, program, [None] * len(request.calls), len(request.calls)), request.calls)
+        else:
+            self.ready.append((state, program, None, TypeError(f"a program yielded {request!r}: not a request")))
+        return out
+
+    def wait(self) -> None:
+        """Wait for one engine step (or one batch), or, with nothing to generate, for a search or the first search's
+        time limit; then make ready every program whose results are back or whose search ran out of time."""
+        done: list[_FinishedSearch] = []
+        if self.stream.pending:  # searches finish meanwhile on their threads
+            self._collect_calls()
+        elif self.searching:
+            done.extend(self._wait_for_search())
+        else:  # pragma: no cover - every live program waits on a call or a search
+            raise RuntimeError("the driver has live questions but nothing in flight")
+        while not self.searches.empty():
+            done.append(self.searches.get())
+        self._abandon_late_searches()
+        self._finish_searches(done)
+
+    def close(self) -> None:
+        """End the run: the engine's stream, the searches still running, and every program still in flight."""
+        self.stream.close()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for program in self.alive.values():
+            program.close()
+
+    def _submit(self, w: _Waiting, calls: tuple[Call, ...]) -> None:
+        """Send each call to the engine at once; an identical call already in flight is shared."""
+        for slot, call in enumerate(calls):
+            if call in self.listeners:
+                self.listeners[call].append((w, slot))
+                continue
+            try:
+                ticket = self.stream.submit(*call)
+            except Exception as refused:  # a bad prompt fails its own question only
+                self._deliver(w, slot, refused)
+                continue
+            self.listeners[call] = [(w, slot)]
+            self.tickets[ticket] = call
+
+    def _deliver(self, w: _Waiting, slot: int, result: SelfAwareOutput | Exception) -> None:
+        """Give one call's result to a waiting program, which is ready once all its calls are back."""
+        if w.put(slot, result):
+            self.ready.append((w.state, w.program, w.outputs, w.error))
+
+    def _start_search(self, state: QuestionState, program: Program, request: Search) -> None:
+        """Start one search on the pool, in the program's context; its future comes back through ``searches``."""
+        self.searching += 1
+        future = self.pool.submit(contextvars.copy_context().run, _search, state.observer, self.retriever, request)
+        if request.timeout is not None:
+            self.deadlines[future] = (time.monotonic() + request.timeout, state, program, request)
+        future.add_done_callback(lambda f: self.searches.put((state, program, f)))
+
+    def _collect_calls(self) -> None:
+        """One engine step: hand each finished call's result to every program waiting on it."""
+        for ticket, result in self.stream.collect():
+            for w, slot in self.listeners.pop(self.tickets.pop(ticket), []):
+                self._deliver(w, slot, result)
+
+    def _wait_for_search(self) -> list[_FinishedSearch]:
+        """Wait for a search to finish, or for the first search's time limit; returns the one that finished."""
+        first = min((d for d, *_ in self.deadlines.values()), default=None)
+        try:
+            return [self.searches.get(timeout=None if first is None else max(0.0, first - time.monotonic()))]
+        except queue.Empty:
+            return []
+
+    def _abandon_late_searches(self) -> None:
+        """Give up each running search past its time limit: its program is ready with ``timed_out``'s error."""
+        for future, (deadline, state, program, request) in list(self.deadlines.items()):
+            if future.done() or time.monotonic() < deadline:
+                continue
+            del self.deadlines[future]
+            self.abandoned.add(future)
+            self.searching -= 1
+            self.ready.append((state, program, None, timed_out(request.query, request.timeout)))
+
+    def _finish_searches(self, done: list[_FinishedSearch]) -> None:
+        """Make each finished search's program ready with its passages or its error; an abandoned one's is dropped."""
+        for state, program, future in done:
+            self.deadlines.pop(future, None)
+            if future in self.abandoned:
+                self.abandoned.discard(future)
+                continue
+            self.searching -= 1
+            error = future.exception()
+            if error is not None and not isinstance(error, Exception):
+                raise error  # an interrupt inside a search: not a search failure
+            self.ready.append((state, program, None if error else future.result(), error))  # type: ignore[arg-type]
 
 
 def _search(observer: Observer, retriever: Retriever | None, request: Search) -> Any:

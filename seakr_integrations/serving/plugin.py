@@ -5,7 +5,7 @@ import asyncio
 import logging
 import socket
 from argparse import Namespace
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -19,6 +19,7 @@ from seakr_integrations.serving.protocol import (
     BadRequest,
     ChatPromptRequest,
     DetokenizeRequest,
+    GenerateRequest,
     Limits,
     TokenizeRequest,
     VectorsRequest,
@@ -103,135 +104,170 @@ def endpoint_plugin() -> SeaKREndpointPlugin:
 
 
 def _router() -> APIRouter:
+    """seakr's routes under ``/v1/seakr``, each handler wrapped by ``_endpoint``."""
     router = APIRouter(prefix="/v1/seakr", tags=["seakr"])
-
-    def error(request: Request, status: int, message: str, retry_after: int | None = None) -> JSONResponse:
-        kind = {400: "BadRequestError", 503: "ServiceUnavailableError"}.get(status, "InternalServerError")
-        headers = None if retry_after is None else {"Retry-After": str(retry_after)}
-        body = {"message": message, "type": kind, "code": status}
-        replica = getattr(request.app.state, "seakr_replica", None)  # behind a balancer: which server said it
-        return JSONResponse({"error": {**body, **({"replica": replica} if replica else {})}}, status, headers=headers)
-
-    def route(method: str, path: str) -> Callable[[Handler], Handler]:
-        """Register ``handle(request, engine, body)`` at ``path``; its failures are answered as JSON errors."""
-
-        def register(handle: Handler) -> Handler:
-            async def endpoint(request: Request) -> Any:
-                engine = getattr(request.app.state, "seakr", None)
-                if engine is None:
-                    return error(request, 503, getattr(request.app.state, "seakr_error", "seakr is not initialised"))
-                try:
-                    body = None
-                    if request.method == "POST":
-                        try:
-                            body = await request.json()
-                        except Exception:
-                            raise BadRequest("the request body is not valid JSON") from None
-                    return await _unless_disconnected(request, handle(request, engine, body))
-                except BadRequest as exc:
-                    return error(request, 400, str(exc))
-                except Overloaded as exc:
-                    return error(request, 503, str(exc), exc.retry_after)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the server goes on; the client learns why
-                    log.exception("seakr request failed")
-                    return error(request, 500, f"{type(exc).__name__}: {exc}")
-
-            router.add_api_route(path, endpoint, methods=[method], name=handle.__name__)
-            return handle
-
-        return register
-
-    @route("GET", "/info")
-    async def info(raw_request: Request, engine: Any, _: Any) -> Any:
-        limits = raw_request.app.state.seakr_limits
-        budget = raw_request.app.state.seakr_budget
-        return {
-            **engine.info(),
-            **_replica(raw_request),
-            "limits": dict(limits.__dict__),
-            "samples_in_flight": budget.in_flight,
-        }
-
-    @route("POST", "/generate")
-    async def generate(raw_request: Request, engine: Any, body: Any) -> Any:
-        request = parse_generate(body, raw_request.app.state.seakr_limits)
-        config = request.config
-        if request.seed is not None and not engine.takes_seeds:
-            raise BadRequest(
-                f"seed={request.seed!r}: this server takes no per-request seed ({CHUNKED_PREFILL_SEEDS}, and it runs "
-                "on CPU with chunked prefill): leave seed out (its samples are then not reproducible), or restart it "
-                "with --no-enable-chunked-prefill (seakr serve's default on CPU)"
-            )
-        if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
-            raise BadRequest(
-                f"this server reads layer {engine.layer} ({engine.source}); the request asks for layer "
-                f"{config.layer} ({config.source}): leave layer/source out, or start a server with "
-                "SEAKR_SERVE_LAYER / SEAKR_SERVE_SOURCE set to them"
-            )
-        prompts = request.prompts or [_chat_prompt(engine.tokenizer, m) for m in request.messages or []]
-        ids = [list(engine.tokenizer(p).input_ids) for p in prompts]
-        limit = engine.facts.max_context - config.max_tokens - 1
-        for i, p in enumerate(ids):
-            if len(p) > limit:
-                raise BadRequest(
-                    f"prompt {i} has {len(p)} tokens: with max_tokens={config.max_tokens} the limit (the model's "
-                    f"context of {engine.facts.max_context} tokens) leaves room for {limit}; shorten it"
-                )
-        async with raw_request.app.state.seakr_budget.admit(len(prompts) * (config.k + 1)):
-            outputs = await asyncio.gather(*(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True)))
-        result = []
-        for output in outputs:
-            scores = engine.scores(output, request.estimators, request.alpha)
-            with_vectors = request.return_vectors and output.samples
-            item = {
-                "prompt": output.prompt,
-                "prompt_token_ids": output.prompt_token_ids,
-                "greedy": continuation_to_json(output.greedy, with_lse=True),
-                "samples": [continuation_to_json(s) for s in output.samples],
-                "layer": output.layer,
-                "source": output.source,
-                "uncertainty": {name: uncertainty_to_json(u) for name, u in scores.items()},
-                "eos_vectors": encode_vectors(output.eos_vectors(), request.vector_dtype) if with_vectors else None,
-            }
-            if config.greedy_vector and output.greedy.eos_vector is not None:  # what a state probe reads
-                item["greedy_vector"] = encode_vectors(output.greedy.eos_vector[None, :], request.vector_dtype)
-            result.append(item)
-        return {"model": engine.facts.model, **_replica(raw_request), "outputs": result}
-
-    @route("POST", "/tokenize")
-    async def tokenize(raw_request: Request, engine: Any, body: Any) -> Any:
-        request = parse(TokenizeRequest, body)
-        special = request.add_special_tokens
-        return {"token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in request.texts]}
-
-    @route("POST", "/detokenize")
-    async def detokenize(raw_request: Request, engine: Any, body: Any) -> Any:
-        request = parse(DetokenizeRequest, body, vocab_size=engine.facts.vocab_size)
-        skip = request.skip_special_tokens
-        return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in request.token_ids]}
-
-    @route("POST", "/chat_prompt")
-    async def chat_prompt(raw_request: Request, engine: Any, body: Any) -> Any:
-        request = parse(ChatPromptRequest, body)
-        return {"prompt": _chat_prompt(engine.tokenizer, [m.model_dump() for m in request.messages])}
-
-    @route("POST", "/vectors")
-    async def vectors(raw_request: Request, engine: Any, body: Any) -> Any:
-        request = parse(
-            VectorsRequest,
-            body,
-            limits=raw_request.app.state.seakr_limits,
-            max_context=engine.facts.max_context,
-            vocab_size=engine.facts.vocab_size,
-        )
-        layer, source = request.layer or engine.layer, request.source or engine.source
-        if layer != engine.layer or source != engine.source:
-            raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
-        return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32"), **_replica(raw_request)}
-
+    for method, path, name, handle in _ROUTES:
+        router.add_api_route(path, _endpoint(handle), methods=[method], name=name)
     return router
+
+
+def _endpoint(handle: Handler) -> Callable[[Request], Awaitable[Any]]:
+    """The route answering with ``handle(request, engine, body)``: 503 while the engine is missing, and its failures
+    answered as JSON errors (400 for a bad request, 503 when overloaded, 500 otherwise) so the server goes on."""
+
+    async def endpoint(request: Request) -> Any:
+        engine = getattr(request.app.state, "seakr", None)
+        if engine is None:
+            return _error(request, 503, getattr(request.app.state, "seakr_error", "seakr is not initialised"))
+        try:
+            body = await _json_body(request)
+            return await _unless_disconnected(request, handle(request, engine, body))
+        except BadRequest as exc:
+            return _error(request, 400, str(exc))
+        except Overloaded as exc:
+            return _error(request, 503, str(exc), exc.retry_after)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the server goes on; the client learns why
+            log.exception("seakr request failed")
+            return _error(request, 500, f"{type(exc).__name__}: {exc}")
+
+    return endpoint
+
+
+async def _json_body(request: Request) -> Any:
+    """A POST's JSON body (``None`` for a GET); a body that is not JSON is a bad request."""
+    if request.method != "POST":
+        return None
+    try:
+        return await request.json()
+    except Exception:
+        raise BadRequest("the request body is not valid JSON") from None
+
+
+def _error(request: Request, status: int, message: str, retry_after: int | None = None) -> JSONResponse:
+    """An OpenAI-style JSON error, naming the replica that answered (behind a balancer: which server said it)."""
+    kind = {400: "BadRequestError", 503: "ServiceUnavailableError"}.get(status, "InternalServerError")
+    headers = None if retry_after is None else {"Retry-After": str(retry_after)}
+    body = {"message": message, "type": kind, "code": status}
+    replica = getattr(request.app.state, "seakr_replica", None)
+    return JSONResponse({"error": {**body, **({"replica": replica} if replica else {})}}, status, headers=headers)
+
+
+async def _info(raw_request: Request, engine: Any, _: Any) -> Any:
+    """What the server runs, its limits and its load: what a client checks before it sends work."""
+    limits = raw_request.app.state.seakr_limits
+    budget = raw_request.app.state.seakr_budget
+    return {
+        **engine.info(),
+        **_replica(raw_request),
+        "limits": dict(limits.__dict__),
+        "samples_in_flight": budget.in_flight,
+    }
+
+
+async def _generate(raw_request: Request, engine: Any, body: Any) -> Any:
+    """Greedy and sampled continuations with their uncertainties, admitted against the server's sample budget."""
+    request = parse_generate(body, raw_request.app.state.seakr_limits)
+    config = request.config
+    _check_servable(request, engine)
+    prompts = request.prompts or [_chat_prompt(engine.tokenizer, m) for m in request.messages or []]
+    ids = _prompt_ids(engine, prompts, config.max_tokens)
+    async with raw_request.app.state.seakr_budget.admit(len(prompts) * (config.k + 1)):
+        outputs = await asyncio.gather(*(engine.generate(p, i, config) for p, i in zip(prompts, ids, strict=True)))
+    result = [_output_json(engine, request, output) for output in outputs]
+    return {"model": engine.facts.model, **_replica(raw_request), "outputs": result}
+
+
+def _check_servable(request: GenerateRequest, engine: Any) -> None:
+    """Refuse a generate request this server cannot answer as asked: a seed it cannot take, or another read-out."""
+    config = request.config
+    if request.seed is not None and not engine.takes_seeds:
+        raise BadRequest(
+            f"seed={request.seed!r}: this server takes no per-request seed ({CHUNKED_PREFILL_SEEDS}, and it runs "
+            "on CPU with chunked prefill): leave seed out (its samples are then not reproducible), or restart it "
+            "with --no-enable-chunked-prefill (seakr serve's default on CPU)"
+        )
+    if config.layer is not None and config.layer != engine.layer or config.source != engine.source:
+        raise BadRequest(
+            f"this server reads layer {engine.layer} ({engine.source}); the request asks for layer "
+            f"{config.layer} ({config.source}): leave layer/source out, or start a server with "
+            "SEAKR_SERVE_LAYER / SEAKR_SERVE_SOURCE set to them"
+        )
+
+
+def _prompt_ids(engine: Any, prompts: list[str], max_tokens: int) -> list[list[int]]:
+    """Each prompt's token ids; a prompt leaving no room for ``max_tokens`` in the model's context is refused."""
+    ids = [list(engine.tokenizer(p).input_ids) for p in prompts]
+    limit = engine.facts.max_context - max_tokens - 1
+    for i, p in enumerate(ids):
+        if len(p) > limit:
+            raise BadRequest(
+                f"prompt {i} has {len(p)} tokens: with max_tokens={max_tokens} the limit (the model's "
+                f"context of {engine.facts.max_context} tokens) leaves room for {limit}; shorten it"
+            )
+    return ids
+
+
+def _output_json(engine: Any, request: GenerateRequest, output: Any) -> dict[str, Any]:
+    """One prompt's generation in the reply: its continuations, its uncertainty scores, and the vectors asked for."""
+    scores = engine.scores(output, request.estimators, request.alpha)
+    with_vectors = request.return_vectors and output.samples
+    item = {
+        "prompt": output.prompt,
+        "prompt_token_ids": output.prompt_token_ids,
+        "greedy": continuation_to_json(output.greedy, with_lse=True),
+        "samples": [continuation_to_json(s) for s in output.samples],
+        "layer": output.layer,
+        "source": output.source,
+        "uncertainty": {name: uncertainty_to_json(u) for name, u in scores.items()},
+        "eos_vectors": encode_vectors(output.eos_vectors(), request.vector_dtype) if with_vectors else None,
+    }
+    if request.config.greedy_vector and output.greedy.eos_vector is not None:  # what a state probe reads
+        item["greedy_vector"] = encode_vectors(output.greedy.eos_vector[None, :], request.vector_dtype)
+    return item
+
+
+async def _tokenize(raw_request: Request, engine: Any, body: Any) -> Any:
+    request = parse(TokenizeRequest, body)
+    special = request.add_special_tokens
+    return {"token_ids": [list(engine.tokenizer(t, add_special_tokens=special).input_ids) for t in request.texts]}
+
+
+async def _detokenize(raw_request: Request, engine: Any, body: Any) -> Any:
+    request = parse(DetokenizeRequest, body, vocab_size=engine.facts.vocab_size)
+    skip = request.skip_special_tokens
+    return {"texts": [engine.tokenizer.decode(r, skip_special_tokens=skip) for r in request.token_ids]}
+
+
+async def _chat_prompt_route(raw_request: Request, engine: Any, body: Any) -> Any:
+    request = parse(ChatPromptRequest, body)
+    return {"prompt": _chat_prompt(engine.tokenizer, [m.model_dump() for m in request.messages])}
+
+
+async def _vectors(raw_request: Request, engine: Any, body: Any) -> Any:
+    request = parse(
+        VectorsRequest,
+        body,
+        limits=raw_request.app.state.seakr_limits,
+        max_context=engine.facts.max_context,
+        vocab_size=engine.facts.vocab_size,
+    )
+    layer, source = request.layer or engine.layer, request.source or engine.source
+    if layer != engine.layer or source != engine.source:
+        raise BadRequest(f"this server reads layer {engine.layer} ({engine.source})")
+    return {"vectors": encode_vectors(await engine.vectors(request.sequences), "float32"), **_replica(raw_request)}
+
+
+_ROUTES: tuple[tuple[str, str, str, Handler], ...] = (
+    ("GET", "/info", "info", _info),
+    ("POST", "/generate", "generate", _generate),
+    ("POST", "/tokenize", "tokenize", _tokenize),
+    ("POST", "/detokenize", "detokenize", _detokenize),
+    ("POST", "/chat_prompt", "chat_prompt", _chat_prompt_route),
+    ("POST", "/vectors", "vectors", _vectors),
+)
+"""(method, path under /v1/seakr, route name, handler): the routes docs/serving.md lists."""
 
 
 def _replica(request: Request) -> dict[str, str]:
