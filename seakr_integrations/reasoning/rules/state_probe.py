@@ -71,12 +71,17 @@ class StateProbe(Rule):
         return None
 
     def calibrated(self, profile: Any) -> StateProbe:
-        """With the probe and threshold the profile stores (``DeltaProfile.probe``) filled in."""
-        from seakr_integrations.profile_checks import stored_probe  # the profile's reader: no cycle at import
+        """With the probe and threshold the profile's calibration learned for this rule (``rules["state-probe"]``)
+        filled in."""
+        from seakr_integrations.profile_checks import learned_state  # the profile's reader: no cycle at import
+        from seakr_integrations.stored_schemas import PROBE_ENTRY
+        from seakr_integrations.uncertainty.linear_probe import stored_probe
 
         if profile is None or (self.probe is not None and self.band is not None):
             return self
-        stored = stored_probe(profile)  # checked: a malformed entry names the profile and the field
+        where = {"model": profile.model, "layer": profile.layer, "source": profile.source}
+        # checked: a malformed state, or a probe trained elsewhere than the profile reads, names the file and field
+        stored = learned_state(profile, self.name, PROBE_ENTRY, lambda state, path: stored_probe(state, path, **where))
         if stored is None:
             return self
         probe, threshold = stored
@@ -86,9 +91,17 @@ class StateProbe(Rule):
         if self.probe is not None and self.band is not None:
             return None
         return (
-            "no state probe: the state-probe rule does nothing. Train one with `seakr calibrate --probe` (it stores "
-            "the probe with delta), or pass StateProbe(probe=..., band=...)"
+            "no state probe: the state-probe rule does nothing. Train one with `seakr calibrate --rules "
+            "default,state-probe` (it learns the probe with delta), or pass StateProbe(probe=..., band=...)"
         )
+
+    def learn(self, evidence: Any) -> dict[str, Any] | None:
+        """A probe for "retrieval helps" on the first step's hidden state, its threshold at the calibration's target
+        rate and its verdict (``evaluation.gate_check.learn_probe``); ``None``, and a warning that says why, when the
+        labels cannot train one."""
+        from seakr_integrations.evaluation.gate_check import learn_probe
+
+        return learn_probe(evidence, self.name)
 
     def to_dict(self) -> dict[str, Any]:
         """Recorded by what the probe is, not its weights (they are in the profile)."""
