@@ -180,7 +180,7 @@ def verdicts() -> list[str]:
     out = [
         "## The verdict per model (`seakr calibrate`)",
         "",
-        "`seakr calibrate --dataset D --start 200 --limit 100 --probe` with each bundled model and the default preset",
+        "`seakr calibrate --dataset D --start 200 --limit 100 --rules default,state-probe` with each bundled model",
         "(k = 20, 100 tokens, the dataset's exemplars; vLLM, CPU, float32), its `--json` output in",
         "`runs/signals/verdicts/`. Lines 200-299 are the shipped profiles' calibration lines. Retrieval helps where",
         "single retrieval's F1 is above closed-book's; the AUROC of the gate's signals, of the free greedy signal and",
@@ -193,7 +193,8 @@ def verdicts() -> list[str]:
     ]
     for path in files:
         profile = json.loads(path.read_text())
-        for signal, v in profile.get("verdict", {}).items():
+        learned = {v["signal"]: v for state in profile.get("rules", {}).values() if (v := state.get("verdict"))}
+        for signal, v in {**profile.get("verdict", {}), **learned}.items():
             ci = "-" if v["auroc"] is None else f"{v['auroc']:.2f} ({v['auroc_low']:.2f}-{v['auroc_high']:.2f})"
             rate = "-" if v["target_rate"] is None else f"{v['target_rate']:.2f} / {v['realized_rate']:.2f}"
             out.append(

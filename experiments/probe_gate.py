@@ -1,10 +1,10 @@
 """The probe-gated SeaKR against the previous default, question by question on the results page's lines.
 
 The probe-gated runs are ``seakr eval --dataset D --rules RULES --calibrated --profile-dir DIR`` on the lines of the
-results page, where DIR holds the shipped profile with the probe that ``seakr calibrate --probe`` trained on lines
-200-299 added (``experiments/probe_profile.py``): same delta, same prompt, same k, so the only difference from the
-previous default's run (``runs/previous_default/D_dev/seakr-previous-default.jsonl.gz``, its rules of commit
-``0a61e9b``) is the rules (``RUNS``).  Its threshold is the one
+results page, where DIR holds the shipped profile with the probe that ``seakr calibrate --rules default,state-probe``
+trained on lines 200-299 added (``experiments/probe_profile.py``): same delta, same prompt, same k, so the only
+difference from the previous default's run (``runs/previous_default/D_dev/seakr-previous-default.jsonl.gz``, its
+rules of commit ``0a61e9b``) is the rules (``RUNS``).  Its threshold is the one
 ``seakr calibrate`` stores (0.5 for an F1-calibrated profile), fixed before the run.  Read by
 ``experiments/gate_table.py`` for ``docs/gate_signals.md``; alone it prints the numbers:
 
@@ -70,8 +70,8 @@ def section() -> list[str]:
         "## The probe-gated SeaKR against the previous default",
         "",
         "`seakr eval --rules RULES` on the results page's lines (HotpotQA 8-199, 2Wiki 0-199), with the shipped",
-        "profile plus the probe `seakr calibrate --probe` trained on lines 200-299 (the probe alone:",
-        "`experiments/probe_profile.py`; same delta, prompt and k = 20, so only the rules differ), against the",
+        "profile plus the probe `seakr calibrate --rules default,state-probe` trained on lines 200-299 (the probe",
+        "alone: `experiments/probe_profile.py`; same delta, prompt and k = 20, so only the rules differ), against the",
         "previous default's run on the same questions (its rules of commit `0a61e9b`, the loop that reasoned before",
         "its first search; `runs/previous_default/DATASET_dev/seakr-previous-default.jsonl.gz`). The probe's",
         "threshold (0.5,",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seakr_integrations.models import REFERENCE_DTYPE, cache_dir
-from seakr_integrations.profile_checks import KIND, REMEDY, check_key, check_profile, stored_probe
+from seakr_integrations.profile_checks import KIND, REMEDY, check_key, check_profile
 from seakr_integrations.profile_names import canonical_model_name, profile_key
 from seakr_integrations.stored import read_json
 
@@ -47,14 +47,15 @@ GATE_ALTERNATIVE = (
 
 
 def warn_uninformative(profile: DeltaProfile | None, config: Any) -> None:
-    """Warn once when ``profile``'s verdict says the signal that gates ``config`` carries no information."""
-    if profile is None or not profile.verdict or config.retrieve != "uncertain":
+    """Warn once when ``profile``'s verdict says the signal that gates ``config`` carries no information: the verdict
+    a rule that decides the greedy step learned with its state (``rules[name]["verdict"]``), else the estimator's."""
+    if profile is None or config.retrieve != "uncertain":
         return
-    probe = any(r.name == "state-probe" and r.reads().greedy_step for r in config.rules)
-    signal = "state probe" if probe else config.estimator
-    verdict = profile.verdict.get(signal)
+    learned = (profile.rules.get(r.name, {}).get("verdict") for r in config.rules if r.reads().greedy_step)
+    verdict = next((v for v in learned if v), None) or profile.verdict.get(config.estimator)
     if verdict is None or verdict.get("informative", True) or verdict.get("auroc") is None:
         return
+    signal = verdict.get("signal", config.estimator)
     _warn_once(
         f"uninformative|{profile.key}|{signal}",
         f"{profile.model}, {profile.prompt.get('exemplar_style')} prompt: the calibration found that the gate's "
@@ -81,14 +82,15 @@ class DeltaProfile:
         questions: How many questions were used.
         sweep: The candidates tried: one dict per delta with the scores measured there.
         prompt: The calibration's prompt settings (:func:`prompt_settings`; empty in old profiles), not in the key.
-        cascade: The cascade band calibrated with delta (``{"estimator", "band", "agreement", "decided"}``) or empty.
-        dtype: The dtype the model ran in (``None``: not recorded; the shipped profiles were made in
-            ``REFERENCE_DTYPE``).  A back-end that runs another gets a :class:`CalibrationMismatchWarning`.
-        probe: The linear probe on the greedy step's state (``seakr calibrate --probe``): ``{"probe":
-            LinearProbe.to_dict(), "threshold", ...}``, or empty; the probe's ``model`` and ``width`` are filled in
-            from the profile where missing (profiles stored before probes recorded them).
+        rules: What the calibration's rules learned with delta, by rule name (``Rule.learn``; each reads its own back
+            in ``Rule.calibrated``): ``{"token-cascade": {"estimator", "band", "agreement", "decided"},
+            "state-probe": {"probe", "threshold", "penalty_inner_auroc", "verdict"}}``.  A rule's state may hold a
+            ``verdict`` on its own signal (as ``verdict`` below); the rest is the rule's.
         verdict: Whether the gate's signals know anything here (``evaluation.verdict.GateVerdict.to_dict`` per
             signal, by signal name), or empty when not measured.
+        dtype: The dtype the model ran in (``None``: not recorded; the shipped profiles were made in
+            ``REFERENCE_DTYPE``).  A back-end that runs another gets a :class:`CalibrationMismatchWarning`.
+        origin: The file it was read from (not stored): a rule's refusal of its learned state names it.
     """
 
     model: str
@@ -103,46 +105,36 @@ class DeltaProfile:
     questions: int = 0
     sweep: list[dict[str, Any]] = field(default_factory=list)
     prompt: dict[str, Any] = field(default_factory=dict)
-    cascade: dict[str, Any] = field(default_factory=dict)
-    probe: dict[str, Any] = field(default_factory=dict)
+    rules: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
+    origin: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt", _current_prompt(self.prompt))  # as today's settings spell it
-        object.__setattr__(self, "probe", _probe_with_origin(self.probe, self.model))
 
     @property
     def key(self) -> str:
         return profile_key(self.model, self.layer, self.source, self.estimator, self.k)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _probe_with_origin(entry: dict[str, Any], model: str) -> dict[str, Any]:
-    """The probe entry with the probe's ``model`` and ``width`` filled in where it lacks them: it was trained in the
-    profile's own calibration, on the profile's model, so this is read, not guessed (``stored_probe`` refuses a
-    probe that records another model); a malformed entry is left for the reader to refuse."""
-    probe = entry.get("probe") if isinstance(entry, dict) else None
-    if not isinstance(probe, dict):
-        return entry
-    weights = probe.get("weights")
-    filled = {"model": model, **({"width": len(weights)} if isinstance(weights, list) else {})}
-    return {**entry, "probe": {**filled, **{k: v for k, v in probe.items() if v is not None or k not in filled}}}
+        """The profile as ``seakr calibrate`` saves it (``PROFILE`` in ``stored_schemas``)."""
+        data = asdict(self)
+        del data["origin"]
+        return data
 
 
 def read_profile(path: Path, expected: dict[str, Any] | None = None, **defaults: Any) -> DeltaProfile:
-    """The profile in ``path``, every field checked first (``profile_checks``): a ``StoredFileError`` (a
-    ``ValueError``) that names the file, the field and what to do otherwise.  ``expected``: the settings it was
-    looked up for (``_settings``), which it must hold; ``defaults`` fill fields it lacks."""
+    """The profile in ``path``, every field checked first (``profile_checks``; a rule's learned state when the rule
+    reads it): a ``StoredFileError`` (a ``ValueError``) that names the file, the field and what to do otherwise.
+    ``expected``: the settings it was looked up for (``_settings``), which it must hold; ``defaults`` fill fields it
+    lacks."""
     data = read_json(path, KIND, REMEDY)
     if isinstance(data, dict):
         data = {**defaults, **data}
-    profile = DeltaProfile(**check_profile(data, path))
+    profile = DeltaProfile(**check_profile(data, path), origin=str(path))
     if expected is not None:
         check_key(profile, expected, path, canonical_model_name)
-    stored_probe(profile, path)
     return profile
 
 
@@ -348,9 +340,9 @@ def resolve_delta(
 
 
 def resolve_rules(profile: DeltaProfile | None, config: Any) -> tuple[Any, ...]:
-    """The rules a SeaKR run uses: each with what the profile calibrated for it filled in (``TokenCascade``'s band,
-    ``StateProbe``'s probe and threshold).  A rule left lacking one does nothing, and an
-    :class:`UncalibratedDeltaWarning` says so, once."""
+    """The rules a SeaKR run uses: each with what it learned in the profile's calibration filled in
+    (``Rule.calibrated``: ``TokenCascade``'s band, ``StateProbe``'s probe and threshold).  A rule left lacking it
+    does nothing, and an :class:`UncalibratedDeltaWarning` says so, once."""
     if config.retrieve != "uncertain":
         return tuple(config.rules)
     rules = tuple(rule.calibrated(profile) for rule in config.rules)

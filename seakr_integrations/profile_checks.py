@@ -1,63 +1,74 @@
 """A delta profile read from a file, checked before anything of it is applied: its fields against ``PROFILE``
-(``stored_schemas``), its state probe against the profile it sits in, and the profile against the settings it was
-looked up for (its file name).  ``calibration`` reads profiles through here; each refusal names the file, the
-field and what to do.
+(``stored_schemas``), the profile against the settings it was looked up for (its file name), and each rule's learned
+state when the rule reads it (:func:`learned_state`, with the rule's own schema).  ``calibration`` reads profiles
+through here; each refusal names the file, the field and what to do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from seakr_integrations.stored import FieldError, StoredFileError, check
-from seakr_integrations.stored_schemas import PROBE_ENTRY, PROFILE
-from seakr_integrations.uncertainty.linear_probe import LinearProbe
+from seakr_integrations.stored import FieldError, Schema, StoredFileError, check, join
+from seakr_integrations.stored_schemas import PROFILE
 
-__all__ = ["KIND", "PROBE_REMEDY", "REMEDY", "check_key", "check_profile", "stored_probe"]
+__all__ = ["KIND", "REMEDY", "check_key", "check_profile", "learned_state", "relearn"]
 
 KIND = "delta profile"
 REMEDY = "run seakr calibrate again or delete it"
-PROBE_REMEDY = "run `seakr calibrate --probe` again, or delete the file"
+
+_FORMER_FIELDS = {"cascade": "token-cascade", "probe": "state-probe"}
+"""Fields profiles held before a rule's learned state went under ``rules`` (by the rule's name), and the rule each
+was for: such a profile is refused with what to do, not read."""
+
+T = TypeVar("T")
 
 
-def _remedy(field: str) -> str:
-    return PROBE_REMEDY if field.startswith("probe") else REMEDY
+def relearn(rule: str) -> str:
+    """What to do about a rule's learned state that cannot be read: learn it again, or drop the file."""
+    return f"run `seakr calibrate` again with {rule} among its --rules (it learns it), or delete the file"
 
 
 def check_profile(data: Any, source: str | Path) -> dict[str, Any]:
     """``data`` (a profile file's JSON) if it is a delta profile, else a :class:`StoredFileError` naming ``source``
     and the first bad field."""
+    former = next((name for name in _FORMER_FIELDS if isinstance(data, dict) and name in data), None)
+    if former is not None:
+        raise StoredFileError(
+            source,
+            KIND,
+            f"field {former}: an earlier seakr stored the {_FORMER_FIELDS[former]} rule's learned state there, and "
+            "profiles now keep each rule's under rules.<rule name>",
+            f"run `seakr calibrate` again (with {_FORMER_FIELDS[former]} among its --rules) to remake it",
+            former,
+        )
     try:
         check(data, PROFILE)
     except FieldError as err:
-        raise StoredFileError.of(source, KIND, err, _remedy(err.path)) from None
+        raise StoredFileError.of(source, KIND, err, REMEDY) from None
     return data
 
 
-def stored_probe(profile: Any, source: str | Path | None = None) -> tuple[LinearProbe, float] | None:
-    """The state probe and its threshold that ``profile`` (a ``DeltaProfile``) stores, or ``None`` when it stores
-    none; a :class:`StoredFileError` naming ``source`` (default: the profile's key) when the entry is malformed, when
-    the probe records another model than the profile's, or was trained on another layer or source than the one the
-    profile is for (``seakr calibrate --probe`` trains it on the profile's own)."""
-    if not profile.probe:
+def learned_state(
+    profile: Any, rule: str, schema: Schema, read: Callable[[dict[str, Any], str], T] | None = None
+) -> T | dict[str, Any] | None:
+    """What ``profile`` (a ``DeltaProfile``) stores for the rule named ``rule``, checked against the rule's
+    ``schema`` and read by ``read`` (given the state and its path in the file; it raises ``FieldError``), or ``None``
+    when it stores nothing for it.  A state that does not check or read is a :class:`StoredFileError` naming the
+    profile's file (its key when it was built in code), the field and how to learn it again.
+
+    Called by the rule itself (``Rule.calibrated``): the profile knows no rule's state but as a JSON object.
+    """
+    state = profile.rules.get(rule)
+    if not state:
         return None
-    where = source or f"profile {profile.key}"
+    path = join("rules", rule)
     try:
-        check(profile.probe, PROBE_ENTRY, "probe")
-        probe = LinearProbe.from_dict(profile.probe["probe"], model=profile.model, path="probe.probe")
+        check(state, schema, path)
+        return read(state, path) if read is not None else state
     except FieldError as err:
-        raise StoredFileError.of(where, KIND, err, PROBE_REMEDY) from None
-    if (probe.layer, probe.source) != (profile.layer, profile.source):
-        own = "no hidden state (layer null)" if profile.layer is None else f"layer {profile.layer} ({profile.source})"
-        raise StoredFileError(
-            where,
-            KIND,
-            f"field probe.probe.layer: the probe was trained on {probe.readout()}, but the profile is for {own}",
-            PROBE_REMEDY,
-            "probe.probe.layer",
-        )
-    return probe, float(profile.probe["threshold"])
+        raise StoredFileError.of(profile.origin or f"profile {profile.key}", KIND, err, relearn(rule)) from None
 
 
 def check_key(

@@ -1,7 +1,7 @@
-"""One schema per kind of file seakr reads back, in one place: the delta profile (``calibration``), the linear probe
-stored inside one (``uncertainty.linear_probe``), the results file's header (``evaluation.results``) and the
-decision trace (``reasoning.trace``), which results records carry.  ``stored.check`` applies them when a file is
-read; each reader says what to do about a refused file.
+"""One schema per kind of file seakr reads back, in one place: the delta profile (``calibration``) with what its
+rules learned (the cascade band, the linear probe of ``uncertainty.linear_probe``), the results file's header
+(``evaluation.results``) and the decision trace (``reasoning.trace``), which results records carry.
+``stored.check`` applies them when a file is read; each reader says what to do about a refused file.
 
 The profile and the probe are closed (a field they do not know is refused: it would be ignored, and it comes from
 another version of seakr or an edit); a trace and a results header are open (older and newer ones carry fields this
@@ -17,7 +17,7 @@ from seakr_integrations.params import MAX_K, HiddenSource, choices
 from seakr_integrations.stored import Field, FieldError, Schema, join
 from seakr_integrations.uncertainty.registry import estimator_names
 
-__all__ = ["PROBE", "PROBE_ENTRY", "PROFILE", "RESULTS_FORMAT", "RESULTS_HEADER", "TRACE"]
+__all__ = ["CASCADE", "LEARNED", "PROBE", "PROBE_ENTRY", "PROFILE", "RESULTS_FORMAT", "RESULTS_HEADER", "TRACE"]
 
 SOURCES = tuple(choices(HiddenSource))
 TEXT = Field("text", "a string (or null)", null=True)
@@ -73,18 +73,30 @@ PROBE = Schema(
 """``LinearProbe.to_dict()``: ``model`` and ``width`` may be absent in a probe inside a profile (the profile's model;
 the number of weights)."""
 
-PROBE_ENTRY = Schema(
-    "stored state probe",
+
+# -- the rules' learned state (a profile's ``rules``) -----------------------------------------------------------------
+VERDICT = Schema(
+    "gate verdict",
     {
-        "probe": Field("object", "the probe (LinearProbe.to_dict())", required=True, schema=PROBE),
-        "threshold": Field("number", "the probe's threshold, a probability in [0, 1]", required=True, low=0, high=1),
-        "penalty_inner_auroc": Field("number", "a finite number (or null)", null=True),
+        "signal": Field("text", "the signal's name"),
+        "questions": COUNT,
+        "helps": COUNT,
+        "informative": Field("bool", "true or false"),
+        **{
+            name: Field("number", "a probability in [0, 1] (or null)", null=True, low=0, high=1)
+            for name in ("auroc", "auroc_low", "auroc_high", "target_rate", "realized_rate", "harm_rate")
+        },
     },
 )
-"""``DeltaProfile.probe`` when ``seakr calibrate --probe`` stored one."""
+
+LEARNED = Schema(
+    "rule's learned state",
+    {"verdict": Field("object", "what the calibration found the rule's signal knows", schema=VERDICT)},
+)
+"""What every rule's learned state shares (``DeltaProfile.rules``): the rest is the rule's own, which it checks when
+it reads it (``profile_checks.learned_state``, with one of the schemas below)."""
 
 
-# -- the delta profile -----------------------------------------------------------------------------------------------
 def _ordered_band(cascade: Mapping[str, Any], path: str) -> None:
     band = cascade["band"]
     if len(band) != 2 or band[0] > band[1]:
@@ -101,21 +113,21 @@ CASCADE = Schema(
     },
     also=(_ordered_band,),
 )
+"""The ``token-cascade`` rule's learned state: its band, calibrated with delta."""
 
-VERDICT = Schema(
-    "gate verdict",
+PROBE_ENTRY = Schema(
+    "stored state probe",
     {
-        "signal": Field("text", "the signal's name"),
-        "questions": COUNT,
-        "helps": COUNT,
-        "informative": Field("bool", "true or false"),
-        **{
-            name: Field("number", "a probability in [0, 1] (or null)", null=True, low=0, high=1)
-            for name in ("auroc", "auroc_low", "auroc_high", "target_rate", "realized_rate", "harm_rate")
-        },
+        "probe": Field("object", "the probe (LinearProbe.to_dict())", required=True, schema=PROBE),
+        "threshold": Field("number", "the probe's threshold, a probability in [0, 1]", required=True, low=0, high=1),
+        "penalty_inner_auroc": Field("number", "a finite number (or null)", null=True),
+        "verdict": Field("object", "what the calibration found the probe knows", schema=VERDICT),
     },
 )
+"""The ``state-probe`` rule's learned state: its probe, threshold and verdict."""
 
+
+# -- the delta profile -----------------------------------------------------------------------------------------------
 PROMPT = Schema(
     "prompt settings",
     {
@@ -142,8 +154,9 @@ PROFILE = Schema(
         "questions": COUNT,
         "sweep": Field("list", "a list of sweep points", each=Field("object", "a sweep point", schema=SWEEP_POINT)),
         "prompt": Field("object", "the prompt settings", schema=PROMPT),
-        "cascade": Field("object", "the cascade band (or {})", schema=CASCADE, empty=True),
-        "probe": Field("object", "the stored state probe (or {})", schema=PROBE_ENTRY, empty=True),
+        "rules": Field(
+            "object", "each rule's learned state, by the rule's name", each=Field("object", "a state", schema=LEARNED)
+        ),
         "verdict": Field("object", "the gate verdicts by signal", each=Field("object", "a verdict", schema=VERDICT)),
         "dtype": Field("text", "the dtype the model ran in (or null)", null=True),
     },

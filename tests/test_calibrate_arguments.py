@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from fakes import FakeRetriever, ScriptedBackend, passage
@@ -15,10 +18,12 @@ from seakr_integrations import calibration
 from seakr_integrations.calibration import DeltaProfile
 from seakr_integrations.cli import calibrate
 from seakr_integrations.cli.calibrate import write_kept
-from seakr_integrations.evaluation import calibrate as evaluation_calibrate
+from seakr_integrations.evaluation import calibration_evidence
 from seakr_integrations.evaluation.calibrate import CalibrationIncomplete, calibrate_delta
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.reasoning import SeaKRConfig
+from seakr_integrations.reasoning.decisions import GateReason
+from seakr_integrations.reasoning.rules import Decision, Rule, StateProbe, TokenCascade
 
 QUESTION = "Which country is the Eiffel Tower in?"
 SMALL = ["-k", "4", "--exemplars", "0", "--max-tokens", "10", "--points", "3", "--no-coverage-check", "-q"]
@@ -57,29 +62,18 @@ BAD = [
     (("--points", "1"), "--points 1: the sweep needs at least 2 thresholds"),
     (("--points", "0"), "--points 0: the sweep needs at least 2 thresholds"),
     (
-        ("--cascade-agreement", "0.3", "--rules", "default,token-cascade"),
-        "--cascade-agreement 0.3: the share of the steps the cascade band decides on which it must agree with the "
-        "gate, each side, is in (0.5, 1]",
-    ),
-    (("--cascade-agreement", "1.2", "--rules", "default,token-cascade"), "--cascade-agreement 1.2: the share"),
-    (
-        ("--cascade-agreement", "0.95"),
-        "--cascade-agreement sets the band of the token-cascade rule, which the default preset leaves out: add it "
-        "(--rules default,token-cascade), or drop --cascade-agreement",
-    ),
-    (("--cascade-agreement", "0.95", "--rules", "paper"), "which --rules 'paper' leaves out: add it"),
-    (
         ("--cascade-band", "0.1", "0.5"),
         "--cascade-band needs the token-cascade rule, which the default preset leaves out",
     ),
     (("--profile-dir", "{tmp}/a-file"), "a-file is a file, not a directory; name a directory that can be written"),
     (("--profile-dir", "{tmp}/a-file/profiles"), "profiles cannot be created: "),
     (
-        ("--probe", "--limit", "5"),
-        "--probe with 5 calibration questions: a probe trains on at least 10 (5 where retrieval helps and 5 where it "
-        "does not); calibrate on more questions",
+        ("--rules", "default,state-probe", "--limit", "5"),
+        "the state-probe rule trains its probe on at least 10 calibration questions (5 where retrieval helps and 5 "
+        "where it does not), and 5 were given: calibrate on more questions (100 HotpotQA questions gave 27 where it "
+        "helped), or leave state-probe out of the rules",
     ),
-    (("--probe", "--start", "3"), "--probe with 9 calibration questions"),
+    (("--rules", "paper,state-probe", "--start", "3"), "probe on at least 10 calibration questions (5 where retrieval"),
 ]
 
 
@@ -103,7 +97,7 @@ def test_the_default_profile_directory_is_checked_too(workspace, monkeypatch, ca
 
 def test_a_probe_on_a_plain_server_is_refused_before_any_lm_call(workspace, monkeypatch, capsys):
     def respond(prompt, config):
-        pytest.fail("an LM call was made before --probe was checked against the back-end")
+        pytest.fail("an LM call was made before the state-probe rule was checked against the back-end")
 
     def plain(args):
         backend = ScriptedBackend(respond)
@@ -112,12 +106,12 @@ def test_a_probe_on_a_plain_server_is_refused_before_any_lm_call(workspace, monk
         return backend
 
     monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", plain)
-    assert cli.main(argv(workspace, "--probe", "--estimator", "perplexity")) == 2
+    assert cli.main(argv(workspace, "--rules", "default,state-probe", "--estimator", "perplexity")) == 2
     err = capsys.readouterr().err
     assert (
-        "seakr: error: --probe reads the first step's hidden state, and scripted is served by a plain "
-        "OpenAI-compatible server at http://127.0.0.1:9, which returns token log-probabilities only: serve the model "
-        "with `seakr serve MODEL`"
+        "seakr: error: the state-probe rule trains its probe on the first step's hidden state, and scripted is served "
+        "by a plain OpenAI-compatible server at http://127.0.0.1:9, which returns token log-probabilities only: serve "
+        "the model with `seakr serve MODEL`"
     ) in err
     assert "run it in-process" in err and "Traceback" not in err
 
@@ -130,6 +124,45 @@ def test_good_options_still_calibrate(workspace, monkeypatch, capsys):
     profile = json.loads(capsys.readouterr().out)
     assert profile["objective"] == "f1" and profile["target_rate"] == 0.5
     assert profile["profile"].startswith(str(workspace / "new" / "profiles"))
+
+
+@dataclass(frozen=True)
+class FirstStepsAbove(Rule):
+    """A user's rule, not the package's, that learns from a calibration: how many first steps were above delta."""
+
+    name: ClassVar[str] = "first-steps-above"
+    decision: ClassVar[Decision] = "when to retrieve"
+    above: int | None = None
+
+    def read_step(self, state: Any, text: str, output: Any) -> GateReason | None:
+        """Retrieve at once where the calibration saw first steps above delta (a toy decision: the test is about
+        what it learns)."""
+        return GateReason.UNCERTAIN if self.above else None
+
+    def learn(self, evidence: Any) -> dict[str, Any]:
+        return {"above": sum(u > evidence.delta for u in evidence.uncertainties), "of": len(evidence.outputs)}
+
+    def calibrated(self, profile: Any) -> FirstStepsAbove:
+        state = profile.rules.get(self.name) if profile is not None else None
+        return replace(self, above=state["above"]) if state else self
+
+
+def test_a_user_rule_s_learned_state_is_stored_under_its_name_and_read_back(workspace, monkeypatch, capsys):
+    """No option, profile field or calibrate code of its own: ``--rules`` names it (it registered itself when its
+    class was defined), the calibration hands it the evidence, the profile on disk keeps what it returns."""
+    monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
+    profiles = workspace / "profiles"
+    extra = ("--rules", "default,first-steps-above", "--profile-dir", str(profiles), "--json")
+    assert cli.main(argv(workspace, *extra)) == 0
+    path = json.loads(capsys.readouterr().out)["profile"]
+    stored = json.loads(Path(path).read_text("utf-8"))
+    assert list(stored["rules"]) == ["first-steps-above"]  # the default rules learn nothing
+    learned = stored["rules"]["first-steps-above"]
+    assert learned["of"] == 12 and 0 <= learned["above"] <= 12
+    profile = calibration.load_profile("scripted", 1, "mlp", "eigenscore", 4, profiles)
+    assert FirstStepsAbove().calibrated(profile) == FirstStepsAbove(above=learned["above"])
+    config = SeaKRConfig(rules=(FirstStepsAbove(),))
+    assert calibration.resolve_rules(profile, config) == (FirstStepsAbove(above=learned["above"]),)
 
 
 def test_a_failed_save_keeps_the_profile_and_prints_the_sweep(workspace, monkeypatch, capsys):
@@ -161,15 +194,13 @@ def test_a_stage_failing_after_the_sweep_keeps_the_sweep(workspace, monkeypatch,
     def server_gone(*args, **kwargs):
         raise RuntimeError("the server went away")
 
-    monkeypatch.setattr(evaluation_calibrate, "baseline_f1", server_gone)
+    monkeypatch.setattr(calibration_evidence, "baseline_f1", server_gone)
     profiles = workspace / "profiles"
     assert cli.main(argv(workspace, "--profile-dir", str(profiles), "--json")) == 2
     out, err = capfd.readouterr()
     assert not out  # --json: standard output stays for the JSON
     assert "<- chosen" in err and "not saved as a profile" in err
-    assert (
-        "then judging the gate (closed-book and single-retrieval answers, the probe) failed: RuntimeError: the " in err
-    )
+    assert "then judging the gate (closed-book and single-retrieval answers) failed: RuntimeError: the " in err
     assert "server went away; the sweep and delta are kept in" in err and "Traceback" not in err
     (kept,) = profiles.glob("*.partial.*.json")
     partial = json.loads(kept.read_text())
@@ -193,9 +224,11 @@ LIBRARY_BAD = [
     ({"objective": "rate"}, "objective='rate' needs target_rate R"),
     ({"target_rate": 5.0}, "target_rate=5.0: the fraction of first steps that should retrieve must be in [0, 1]"),
     ({"points": 1}, "points=1: the sweep needs at least 2 thresholds"),
-    ({"agreement": 0.3}, "agreement=0.3: the share of the steps"),
-    ({"probe": True, "questions": QUESTIONS[:9]}, "probe=True with 9 calibration questions"),
-]
+    ({"rules": (TokenCascade(agreement=0.3),)}, "agreement=0.3: the share of the steps the cascade band decides"),
+    ({"rules": (TokenCascade(agreement=float("nan")),)}, "agreement=nan: must be a finite number"),
+    ({"rules": (StateProbe(),), "questions": QUESTIONS[:9]}, "state-probe rule trains its probe on at least 10 "
+     "calibration questions (5 where retrieval helps and 5 where it does not), and 9 were given"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("kwargs", "message"), LIBRARY_BAD, ids=[str(k) for k, _ in LIBRARY_BAD])
@@ -205,19 +238,21 @@ def test_calibrate_delta_refuses_before_its_first_call(kwargs, message):
 
     kwargs = dict(kwargs)
     questions = kwargs.pop("questions", QUESTIONS)
+    config = CONFIG.with_(rules=kwargs.pop("rules", ()))
     with pytest.raises(ValueError, match=re.escape(message)):
-        calibrate_delta(ScriptedBackend(respond), FakeRetriever(), questions, CONFIG, progress=False, **kwargs)
+        calibrate_delta(ScriptedBackend(respond), FakeRetriever(), questions, config, progress=False, **kwargs)
 
 
 def test_calibrate_delta_refuses_a_probe_on_a_backend_without_hidden_states():
     backend = ScriptedBackend(lambda prompt, config: pytest.fail("an LM call was made"))
     backend.reads_hidden_states = False
-    with pytest.raises(ValueError, match="probe=True reads the first step's hidden state, and scripted is served"):
-        calibrate_delta(backend, FakeRetriever(), QUESTIONS, CONFIG.with_(estimator="perplexity"), probe=True)
+    config = CONFIG.with_(estimator="perplexity", rules=(StateProbe(),))
+    with pytest.raises(ValueError, match="state-probe rule trains its probe on the first step's hidden state, and "):
+        calibrate_delta(backend, FakeRetriever(), QUESTIONS, config)
 
 
 def test_calibrate_delta_hands_back_the_sweep_when_a_later_stage_fails(monkeypatch):
-    monkeypatch.setattr(evaluation_calibrate, "baseline_f1", lambda *a, **k: (_ for _ in ()).throw(KeyError("x")))
+    monkeypatch.setattr(calibration_evidence, "baseline_f1", lambda *a, **k: (_ for _ in ()).throw(KeyError("x")))
     retriever = FakeRetriever(default=[passage("p1")])
     with pytest.raises(CalibrationIncomplete, match="then judging the gate .* failed: KeyError") as caught:
         calibrate_delta(ScriptedBackend(eiffel), retriever, QUESTIONS, CONFIG, points=3, progress=False)

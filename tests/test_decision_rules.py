@@ -111,7 +111,7 @@ def test_rules_are_recorded_by_name_and_read_back():
     config = SeaKRConfig(rules=(TokenCascade(band=(0.2, 0.9)), FinalMargin(1.0), PassageLimit(3)))
     recorded = config.to_dict()["rules"]
     assert recorded == [  # in the order the loop consults them
-        {"rule": "token-cascade", "estimator": "min_token_prob", "band": [0.2, 0.9]},
+        {"rule": "token-cascade", "estimator": "min_token_prob", "band": [0.2, 0.9], "agreement": 0.9},
         {"rule": "passage-limit", "max_passages": 3},
         {"rule": "final-margin", "margin": 1.0},
     ]

@@ -1,6 +1,7 @@
 """``seakr calibrate`` judges the gate (``evaluation.gate_check``): labels from closed-book and single-retrieval
-answers to the calibration questions, a verdict per signal, and a linear probe on the first step's state stored with
-delta; a profile whose gate knows nothing says so once when SeaKR is built on it."""
+answers to the calibration questions, a verdict per signal, and, with the ``state-probe`` rule, a linear probe on the
+first step's state stored with delta as the rule's learned state; a profile whose gate knows nothing says so once
+when SeaKR is built on it."""
 
 import re
 import warnings
@@ -48,20 +49,24 @@ def model(knows: bool, helped_every: int = 2):
 def calibrate(knows: bool, helped_every: int = 2):
     retriever = FakeRetriever(default=[passage("p1")])
     backend = model(knows, helped_every)
-    return calibrate_delta(backend, retriever, QUESTIONS, CONFIG, objective="rate", target_rate=0.5, probe=True)
+    config = CONFIG.with_(rules=(StateProbe(),))  # the rule learns its probe
+    return calibrate_delta(backend, retriever, QUESTIONS, config, objective="rate", target_rate=0.5)
 
 
 def test_a_gate_that_knows_and_one_that_does_not():
     knowing = calibrate(knows=True)
-    for signal in ("eigenscore", "state probe"):
-        v = knowing.verdict[signal]
+    learned = knowing.rules["state-probe"]  # the probe's verdict is part of what the rule learned
+    assert list(knowing.verdict) == ["eigenscore"] and learned["verdict"]["signal"] == "state probe"
+    for v in (knowing.verdict["eigenscore"], learned["verdict"]):
         assert v["informative"] and v["auroc"] > 0.9 and v["helps"] == 20 and v["questions"] == 40, v
     assert knowing.verdict["eigenscore"]["harm_rate"] == 0.0
-    assert knowing.probe["probe"]["layer"] == 1 and 0.0 <= knowing.probe["threshold"] <= 1.0
+    assert learned["probe"]["layer"] == 1 and learned["probe"]["model"] == "scripted"
+    assert 0.0 <= learned["threshold"] <= 1.0
     (rule,) = calibration.resolve_rules(knowing, SeaKRConfig(rules=(StateProbe(),)))
     assert rule.reads().greedy_step and rule.probe.probability(np.eye(16)[0]) > 0.5
     blind = calibrate(knows=False)
-    assert not blind.verdict["eigenscore"]["informative"] and not blind.verdict["state probe"]["informative"]
+    assert not blind.verdict["eigenscore"]["informative"]
+    assert not blind.rules["state-probe"]["verdict"]["informative"]
 
 
 def test_an_uninformative_gate_says_so_once(monkeypatch):
@@ -73,8 +78,14 @@ def test_an_uninformative_gate_says_so_once(monkeypatch):
         warn_uninformative(blind, SeaKRConfig())
         warn_uninformative(blind, SeaKRConfig(retrieve="always"))  # no gate: nothing to say
     said = [w for w in caught if issubclass(w.category, UninformativeGateWarning)]
-    assert len(said) == 1 and "carries no information" in str(said[0].message)
+    assert len(said) == 1 and "the gate's eigenscore carries no information" in str(said[0].message)
     assert "mode='single_hop', retrieve='always'" in str(said[0].message)
+    (probe,) = calibration.resolve_rules(blind, SeaKRConfig(rules=(StateProbe(),)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_uninformative(blind, SeaKRConfig(rules=(probe,)))  # the probe gates: its own verdict is the one said
+    (said,) = [w for w in caught if issubclass(w.category, UninformativeGateWarning)]
+    assert "the gate's state probe carries no information" in str(said.message)
 
 
 def test_too_few_helped_questions_store_no_probe_and_keep_delta():
@@ -86,5 +97,5 @@ def test_too_few_helped_questions_store_no_probe_and_keep_delta():
         "no state probe stored: retrieval helped on 4 of 40 calibration questions: a probe needs at least 5 questions "
         "with each label; calibrate on more questions (100 HotpotQA questions gave 27 where it helped)"
     ]
-    assert not profile.probe and "state probe" not in profile.verdict and profile.verdict["eigenscore"]["helps"] == 4
+    assert "state-probe" not in profile.rules and profile.verdict["eigenscore"]["helps"] == 4
     assert np.isfinite(profile.delta)

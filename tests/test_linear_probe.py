@@ -68,7 +68,7 @@ def test_the_inner_choice_finds_the_layer_that_knows_and_the_probe_round_trips()
     again = LinearProbe.from_dict(json.loads(json.dumps(probe.to_dict())))
     assert again == probe and again.probability(data[0, 2]) == pytest.approx(probe.probability(data[0, 2]))
     assert again.model == "smollm2-135m-instruct" and again.width == probe.to_dict()["width"] == width
-    with pytest.raises(ValueError, match=r"the field 'model' is missing.*seakr calibrate --probe"):
+    with pytest.raises(ValueError, match=r"the field 'model' is missing.*seakr calibrate --rules default,state-probe"):
         LinearProbe.from_dict({k: v for k, v in probe.to_dict().items() if k != "model"})  # stored without: not guessed
     unnamed = replace(probe, model=None)  # a probe built in code may name no model: it reads back as it was
     assert LinearProbe.from_dict(unnamed.to_dict()) == unnamed

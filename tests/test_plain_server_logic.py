@@ -288,7 +288,7 @@ def test_calibrating_on_a_plain_server_makes_a_logprobs_profile(backend, tmp_pat
     config = SeaKRConfig(estimator="perplexity", k=2, max_tokens=8, num_exemplars=1, rules="default,token-cascade")
     profile = calibrate_delta(backend, demo_index(), questions, config, objective="rate", target_rate=0.5)
     assert profile.layer is None and profile.key == "plain-stub__logprobs__perplexity__k2"
-    assert profile.cascade["estimator"] == "min_token_prob"
+    assert profile.rules["token-cascade"]["estimator"] == "min_token_prob"
     save_profile(profile, tmp_path)
     assert calibrated_config(backend, config, tmp_path).delta == profile.delta
 

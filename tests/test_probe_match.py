@@ -41,7 +41,7 @@ def test_the_config_refuses_a_probe_of_another_layer_or_source_naming_both():
         "StateProbe's probe was trained on layer 3 (residual) of smollm2-135m-instruct; this run reads layer 1 (mlp)."
     )
     assert "Pass layer=3, source='residual' (the probe's)" in message
-    assert "`seakr calibrate --probe --layer 1 --source mlp`" in message
+    assert "`seakr calibrate --rules default,state-probe --layer 1 --source mlp`" in message
     with pytest.raises(ValueError, match=r"trained on layer 3 \(residual\).*reads the default layer \(mlp\)"):
         SeaKRConfig(rules=(StateProbe(trained, (0.5, 0.5)),))  # the source is known before the layer is
     base = SeaKRConfig(layer=3, source="residual", rules=(StateProbe(trained, (0.5, 0.5)),))
@@ -60,7 +60,7 @@ def test_the_back_end_refuses_its_default_layer_another_model_or_width_naming_bo
         seakr(SeaKRConfig(**SMALL, rules=(StateProbe(probe(model="smollm2"), (0.5, 0.5)),)))
     assert str(raised.value) == (
         "StateProbe's probe was trained on layer 1 (mlp) of smollm2-135m-instruct; this run reads layer 1 (mlp) of "
-        "scripted. Run it on smollm2-135m-instruct, or train a probe where this run reads: `seakr calibrate --probe "
+        "scripted. Run it on smollm2-135m-instruct, or train a probe where this run reads: `seakr calibrate --rules default,state-probe "
         "--model scripted --layer 1 --source mlp`"
     )
     with pytest.raises(ValueError, match=r"reads vectors of width 8 \(layer 1 \(mlp\)\); this run's model scripted "
@@ -77,36 +77,36 @@ def test_a_probe_that_fits_runs_and_a_resolved_config_keeps_it():
 
 
 def test_a_profile_s_probe_is_its_model_s_and_must_be_its_layer(tmp_path):
-    entry = {"probe": {k: v for k, v in probe().to_dict().items() if k not in ("model", "width")}, "threshold": 0.4}
-    older = DeltaProfile("scripted", 1, "mlp", "eigenscore", 4, -1.0, "rate", probe=entry)  # no model, no width
-    path = save_profile(older, tmp_path)
-    stored = json.loads(path.read_text())["probe"]["probe"]
-    assert (stored["model"], stored["width"]) == ("scripted", WIDTH)  # read from the profile, not guessed
-    (rule,) = resolve_rules(
-        load_profile("scripted", 1, "mlp", "eigenscore", 4, tmp_path), SeaKRConfig(rules=(StateProbe(),))
-    )
+    entry = {"probe": {k: v for k, v in probe().to_dict().items() if k != "model"}, "threshold": 0.4}
+    alone = DeltaProfile("scripted", 1, "mlp", "eigenscore", 4, -1.0, "rate", rules={"state-probe": entry})
+    path = save_profile(alone, tmp_path)  # a probe that records no model was trained on the profile's
+    config = SeaKRConfig(rules=(StateProbe(),))
+    (rule,) = resolve_rules(load_profile("scripted", 1, "mlp", "eigenscore", 4, tmp_path), config)
     assert rule.probe == probe(model="scripted") and rule.band == (0.4, 0.4)
 
+    def read(data):
+        path.write_text(json.dumps(data))
+        return resolve_rules(load_profile("scripted", 1, "mlp", "eigenscore", 4, tmp_path), config)
+
     data = json.loads(path.read_text())
-    data["probe"]["probe"]["layer"] = 3
-    path.write_text(json.dumps(data))
+    data["rules"]["state-probe"]["probe"]["layer"] = 3
     with pytest.raises(ValueError) as raised:
-        load_profile("scripted", 1, "mlp", "eigenscore", 4, tmp_path)
+        read(data)
     assert str(raised.value) == (
-        f"{path}: not a valid delta profile: field probe.probe.layer: the probe was trained on layer 3 (mlp) of "
-        "scripted, but the profile is for layer 1 (mlp); run `seakr calibrate --probe` again, or delete the file"
+        f"{path}: not a valid delta profile: field rules.state-probe.probe.layer: the probe was trained on layer 3 "
+        "(mlp) of scripted, but the profile is for layer 1 (mlp); run `seakr calibrate` again with state-probe among "
+        "its --rules (it learns it), or delete the file"
     )
-    data["probe"]["probe"].update(layer=1, model="qwen")
-    path.write_text(json.dumps(data))
-    other = r"field probe\.probe\.model says the probe was trained on qwen.*, but it is stored for scripted: train it"
-    with pytest.raises(ValueError, match=other + r" again with `seakr calibrate --probe`"):
-        load_profile("scripted", 1, "mlp", "eigenscore", 4, tmp_path)
+    data["rules"]["state-probe"]["probe"].update(layer=1, model="qwen")
+    other = r"field rules\.state-probe\.probe\.model says the probe was trained on qwen.*, but it is stored for "
+    with pytest.raises(ValueError, match=other + r"scripted: train it again with `seakr calibrate --rules default,"):
+        read(data)
 
 
 def test_a_probe_that_records_no_model_is_refused_where_none_can_be_read():
     alone = {k: v for k, v in probe().to_dict().items() if k != "model"}
     with pytest.raises(ValueError, match=r"the field 'model' is missing: the probe records no model.*seakr calibrate "
-                                         r"--probe"):  # fmt: skip
+                                         r"--rules default,state-probe"):  # fmt: skip
         LinearProbe.from_dict(alone)
     assert LinearProbe.from_dict(alone, model="scripted").model == "scripted"  # its profile's model
     built = probe()  # a probe built in code may record no model: it reads back as it was
@@ -114,9 +114,11 @@ def test_a_probe_that_records_no_model_is_refused_where_none_can_be_read():
 
 
 def test_a_profile_built_in_code_with_a_bad_probe_names_the_profile_and_the_field():
-    bad = DeltaProfile("m", 1, "mlp", "eigenscore", 4, -1.0, "rate", probe={"probe": probe().to_dict()})
-    with pytest.raises(ValueError, match=r"profile m__layer1__mlp__eigenscore__k4: .*the field 'probe\.threshold' is "
-                                         r"missing"):  # fmt: skip
+    bad = DeltaProfile(
+        "m", 1, "mlp", "eigenscore", 4, -1.0, "rate", rules={"state-probe": {"probe": probe().to_dict()}}
+    )
+    with pytest.raises(ValueError, match=r"profile m__layer1__mlp__eigenscore__k4: .*the field "
+                                         r"'rules\.state-probe\.threshold' is missing"):  # fmt: skip
         resolve_rules(bad, SeaKRConfig(rules=(StateProbe(),)))
 
 

@@ -54,7 +54,7 @@ def test_the_probe_decides_without_samples():
 
 def test_the_probe_and_threshold_come_from_the_profile():
     stored = {"probe": PROBE.to_dict(), "threshold": 0.4}
-    profile = DeltaProfile("m", 1, "mlp", "eigenscore", 4, -1.0, "rate", probe=stored)
+    profile = DeltaProfile("m", 1, "mlp", "eigenscore", 4, -1.0, "rate", rules={"state-probe": stored})
     (rule,) = resolve_rules(profile, SeaKRConfig(rules=(StateProbe(),)))
     assert rule == StateProbe(replace(PROBE, model="m"), (0.4, 0.4))  # trained on the profile's model
     recorded = SeaKRConfig(rules=(rule,)).to_dict()["rules"][0]
@@ -68,7 +68,8 @@ def test_the_probe_and_threshold_come_from_the_profile():
 
 
 def test_without_a_probe_it_does_nothing_and_a_plain_server_refuses_the_vector():
-    assert not StateProbe().reads().greedy_step and "seakr calibrate --probe" in StateProbe().uncalibrated()
+    assert not StateProbe().reads().greedy_step
+    assert "seakr calibrate --rules default,state-probe" in StateProbe().uncalibrated()
     with pytest.raises(ValueError, match="greedy_vector=True: the server at http://x is a plain"):
         check_sampling(SamplingConfig(greedy_vector=True), "http://x")
     with pytest.raises(TypeError, match="pass a LinearProbe"):

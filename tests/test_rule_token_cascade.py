@@ -46,10 +46,24 @@ def test_without_a_band_every_step_is_sampled_and_its_reading_recorded():
     assert any("Tower is in Paris" not in p for p in sampled(backend))
 
 
+def test_the_band_is_learned_with_delta_at_the_rule_s_agreement():
+    from test_calibration import QUESTIONS, setup
+
+    from seakr_integrations.evaluation.calibrate import calibrate_delta
+
+    backend, retriever = setup()
+    config = SeaKRConfig(k=4, num_exemplars=0, max_tokens=10, rules=(TokenCascade(agreement=0.95),))
+    profile = calibrate_delta(backend, retriever, QUESTIONS, config, objective="rate", target_rate=0.5)
+    learned = profile.rules["token-cascade"]  # the rule's learned state, by its name
+    assert learned["estimator"] == "min_token_prob" and learned["agreement"] == 0.95
+    assert 0.0 <= learned["decided"] <= 1.0 and learned["band"][0] <= learned["band"][1]
+    (rule,) = resolve_rules(profile, config)
+    assert rule == TokenCascade(band=tuple(learned["band"]), agreement=0.95)
+
+
 def test_the_band_comes_from_the_profile_for_the_same_estimator():
-    profile = DeltaProfile(
-        "m", 1, "mlp", "eigenscore", 4, -1.0, "rate", cascade={"estimator": "min_token_prob", "band": [0.2, 0.8]}
-    )
+    learned = {"token-cascade": {"estimator": "min_token_prob", "band": [0.2, 0.8]}}
+    profile = DeltaProfile("m", 1, "mlp", "eigenscore", 4, -1.0, "rate", rules=learned)
     config = SeaKRConfig(rules=(TokenCascade(), FinalMargin()))
     assert resolve_rules(profile, config) == (TokenCascade(band=(0.2, 0.8)), FinalMargin())
     given = SeaKRConfig(rules=(TokenCascade(band=(0.1, 0.3)),))

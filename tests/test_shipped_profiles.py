@@ -25,6 +25,7 @@ from seakr_integrations.calibration import (
 from seakr_integrations.config_resolution import calibrated_config
 from seakr_integrations.models import PACKAGED_MODELS
 from seakr_integrations.reasoning import SeaKR, SeaKRConfig
+from seakr_integrations.reasoning.rules import TokenCascade
 
 BASE = CONFIG.with_(layer=1, delta=None)
 
@@ -148,9 +149,11 @@ def test_every_bundled_model_ships_a_profile_for_the_default_and_light_settings_
             # 100 questions: experiments/ship_profiles.sh as it is, with the cascade band; 20: a profile not yet remade
             assert profile.objective == "rate" and profile.questions in (20, 100)
             if profile.questions == 100 or style == "hotpotqa":  # the default path is always banded
-                assert profile.cascade["estimator"] == "min_token_prob", profile.cascade
-                low, high = profile.cascade["band"]
-                assert 0.0 <= low <= high, profile.cascade
+                cascade = profile.rules["token-cascade"]  # the token-cascade rule's learned state
+                assert cascade["estimator"] == "min_token_prob", cascade
+                low, high = cascade["band"]
+                assert 0.0 <= low <= high, cascade
+                assert TokenCascade().calibrated(profile).band == (low, high)
             assert profile.dataset in ("hotpotqa_dev.jsonl", "2wiki_dev.jsonl", "nq_open_dev.jsonl")
 
 

@@ -1,5 +1,6 @@
 """Every file seakr reads back is checked when it is read, against one schema per kind (``stored_schemas``): a delta
-profile, the state probe inside one, a results header, a trace in a results record.  Each corruption a file meets in
+profile, a rule's learned state inside one (the state probe, the cascade band: when the rule reads it), a results
+header, a trace in a results record.  Each corruption a file meets in
 practice (cut short, a wrong type, a missing field, NaN, a huge value) is refused with the file, the field and what
 to do, never a bare KeyError, AttributeError, TypeError or numpy error; the files the repository ships still read."""
 
@@ -25,6 +26,7 @@ from seakr_integrations.calibration import (
 )
 from seakr_integrations.evaluation.results import FORMAT, read_header, read_results, read_traces, run_settings
 from seakr_integrations.reasoning import SeaKRConfig
+from seakr_integrations.reasoning.rules import StateProbe, TokenCascade
 from seakr_integrations.reasoning.trace import SeaKRResult
 from seakr_integrations.uncertainty.linear_probe import LinearProbe
 
@@ -33,14 +35,16 @@ WIDTH = 8
 PROBE = LinearProbe(1, "mlp", "retrieval helps", (0.0,) * WIDTH, (1.0,) * WIDTH, (0.5,) * WIDTH, 0.0, 1.0)
 KEY = ("scripted", 1, "mlp", "eigenscore", 4)
 CALIBRATE = "run seakr calibrate again or delete it"
-RETRAIN = "run `seakr calibrate --probe` again"
+RETRAIN = "run `seakr calibrate` again with state-probe among its --rules"
+REBAND = "run `seakr calibrate` again with token-cascade among its --rules"
+CASCADE = {"estimator": "min_token_prob", "band": [0.2, 0.8], "agreement": 0.9, "decided": 0.5}
 EDITED = "the file was edited or corrupted"
 
 Change = Callable[[dict[str, Any]], Any]
 
 
 def _set(path: str, value: Any) -> Change:
-    """A change that sets the field at a dotted path (``probe.threshold``, ``steps.0.index``)."""
+    """A change that sets the field at a dotted path (``rules.state-probe.threshold``, ``steps.0.index``)."""
 
     def change(data: dict[str, Any]) -> None:
         *parents, last = path.split(".")
@@ -65,8 +69,8 @@ def _drop(path: str) -> Change:
 
 # -- delta profiles and the probes inside them ----------------------------------------------------------------------
 def _profile_file(root: Path, change: Change | None = None, *, cut: bool = False) -> Path:
-    profile = DeltaProfile(*KEY, delta=1.5, objective="rate", target_rate=0.5,
-                           probe={"probe": PROBE.to_dict(), "threshold": 0.4})  # fmt: skip
+    learned = {"state-probe": {"probe": PROBE.to_dict(), "threshold": 0.4}, "token-cascade": CASCADE}
+    profile = DeltaProfile(*KEY, delta=1.5, objective="rate", target_rate=0.5, rules=learned)
     path = save_profile(profile, root)
     data = json.loads(path.read_text())
     if change is not None:
@@ -88,20 +92,35 @@ PROFILE_CASES = [
     ("huge", _set("k", 10**9), ["field k holds int 1000000000", "from 0 to 256", CALIBRATE]),
     ("huge", _set("layer", 10**9), ["field layer holds 1000000000", "the profile of layer=1", CALIBRATE]),
     ("unknown field", _set("deltaa", 1.0), ["the field 'deltaa' is not one a delta profile holds", CALIBRATE]),
-    # the probe entry (``seakr calibrate --probe``)
-    ("probe: wrong type", _set("probe", [1, 2]), ["field probe holds list [1, 2]", RETRAIN]),
-    ("probe: wrong type", _set("probe.threshold", "abc"), ["field probe.threshold holds str 'abc'", "[0, 1]", RETRAIN]),
-    ("probe: wrong type", _set("probe.probe.weights", "x"), ["field probe.probe.weights holds str 'x'", RETRAIN]),
-    ("probe: wrong type", _set("probe.probe.source", "attention"), ["field probe.probe.source", "'mlp'", RETRAIN]),
-    ("probe: missing field", _drop("probe.threshold"), ["the field 'probe.threshold' is missing", RETRAIN]),
-    ("probe: missing field", _drop("probe.probe.bias"), ["the field 'probe.probe.bias' is missing", RETRAIN]),
-    ("probe: NaN", _set("probe.threshold", math.nan), ["field probe.threshold holds NaN", "[0, 1]", RETRAIN]),
-    ("probe: NaN", _set("probe.probe.weights.3", math.nan), ["field probe.probe.weights[3] holds NaN", RETRAIN]),
-    ("probe: huge", _set("probe.threshold", 5), ["field probe.threshold holds int 5", "[0, 1]", RETRAIN]),
-    ("probe: huge", _set("probe.probe.width", 10**9), ["field probe.probe.width holds 1000000000", RETRAIN]),
-    ("probe: huge", _set("probe.probe.scale.0", 0.0), ["field probe.probe.scale[0] holds float 0.0", RETRAIN]),
-    ("probe: wrong width", _set("probe.probe.mean", [0.0] * 3), ["probe.probe.mean holds 3 numbers", RETRAIN]),
-]
+    # what every rule's learned state shares: an object, a verdict if any
+    ("rules: wrong type", _set("rules.state-probe", [1, 2]), ["field rules.state-probe holds list [1, 2]", CALIBRATE]),
+    ("rules: wrong type", _set("rules.state-probe.verdict", 3), ["field rules.state-probe.verdict holds int 3"]),
+    # the form before a rule's learned state went under ``rules``: refused, with what to do
+    ("former form", _set("cascade", CASCADE), ["field cascade: an earlier seakr stored the token-cascade rule's "
+     "learned state there, and profiles now keep each rule's under rules.<rule name>; run `seakr calibrate` again "
+     "(with token-cascade among its --rules) to remake it"]),
+    ("former form", _set("probe", {}), ["field probe: an earlier seakr stored the state-probe rule's", "again (with "
+     "state-probe among its --rules)"]),
+]  # fmt: skip
+
+STATE = "rules.state-probe"
+LEARNED_CASES = [
+    # a rule's own state, checked when the rule reads it (``Rule.calibrated``): the state probe's
+    ("wrong type", _set(f"{STATE}.threshold", "abc"), [f"field {STATE}.threshold holds str 'abc'", "[0, 1]", RETRAIN]),
+    ("wrong type", _set(f"{STATE}.probe.weights", "x"), [f"field {STATE}.probe.weights holds str 'x'", RETRAIN]),
+    ("wrong type", _set(f"{STATE}.probe.source", "attention"), [f"field {STATE}.probe.source", "'mlp'", RETRAIN]),
+    ("missing field", _drop(f"{STATE}.threshold"), [f"the field '{STATE}.threshold' is missing", RETRAIN]),
+    ("missing field", _drop(f"{STATE}.probe.bias"), [f"the field '{STATE}.probe.bias' is missing", RETRAIN]),
+    ("NaN", _set(f"{STATE}.threshold", math.nan), [f"field {STATE}.threshold holds NaN", "[0, 1]", RETRAIN]),
+    ("NaN", _set(f"{STATE}.probe.weights.3", math.nan), [f"field {STATE}.probe.weights[3] holds NaN", RETRAIN]),
+    ("huge", _set(f"{STATE}.threshold", 5), [f"field {STATE}.threshold holds int 5", "[0, 1]", RETRAIN]),
+    ("huge", _set(f"{STATE}.probe.width", 10**9), [f"field {STATE}.probe.width holds 1000000000", RETRAIN]),
+    ("huge", _set(f"{STATE}.probe.scale.0", 0.0), [f"field {STATE}.probe.scale[0] holds float 0.0", RETRAIN]),
+    ("wrong width", _set(f"{STATE}.probe.mean", [0.0] * 3), [f"{STATE}.probe.mean holds 3 numbers", RETRAIN]),
+    # and the token cascade's
+    ("missing field", _drop("rules.token-cascade.band"), ["the field 'rules.token-cascade.band' is missing", REBAND]),
+    ("wrong order", _set("rules.token-cascade.band", [0.9, 0.1]), ["field rules.token-cascade.band holds", REBAND]),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -111,6 +130,22 @@ def test_a_corrupt_profile_names_the_file_and_the_field(tmp_path, case, change, 
     path = _profile_file(tmp_path, change, cut=case == "cut")
     with pytest.raises(ValueError) as raised:
         load_profile(*KEY, root=tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: not a valid delta profile: ")
+    for fragment in fragments:
+        assert fragment in message
+    assert "could not convert" not in message and "KeyError" not in message
+
+
+@pytest.mark.parametrize(
+    ("case", "change", "fragments"), LEARNED_CASES, ids=[f"{c[0]}: {c[2][0]}" for c in LEARNED_CASES]
+)
+def test_a_corrupt_learned_state_names_the_file_and_the_field_when_its_rule_reads_it(tmp_path, case, change, fragments):
+    path = _profile_file(tmp_path, change)
+    profile = load_profile(*KEY, root=tmp_path)  # what no rule of a run reads is not refused
+    with pytest.raises(ValueError) as raised:
+        for rule in (StateProbe(), TokenCascade()):
+            rule.calibrated(profile)
     message = str(raised.value)
     assert message.startswith(f"{path}: not a valid delta profile: ")
     for fragment in fragments:
@@ -132,12 +167,12 @@ def test_the_cli_says_which_file_and_field_instead_of_a_bare_key(tmp_path, monke
     BM25Index.build(str(corpus), str(tmp_path / "index"))
     monkeypatch.setenv("SEAKR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("seakr_integrations.cli.backend.build_backend", lambda args: ScriptedBackend(eiffel))
-    path = _profile_file(tmp_path / "profiles", _drop("probe.threshold"))
+    path = _profile_file(tmp_path / "profiles", _drop("rules.state-probe.threshold"))
     argv = ["ask", "Which country is the Eiffel Tower in?", "--index", str(tmp_path / "index"), "-k", "4"]
     argv += ["--rules", "default,state-probe", "--calibrated", "--profile-dir", str(tmp_path / "profiles")]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert str(path) in err and "the field 'probe.threshold' is missing" in err and RETRAIN in err
+    assert str(path) in err and "the field 'rules.state-probe.threshold' is missing" in err and RETRAIN in err
     assert "seakr: error: 'threshold'" not in err
 
 

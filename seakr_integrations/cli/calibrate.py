@@ -1,4 +1,5 @@
-"""``seakr calibrate --dataset FILE``: choose delta for a model on labelled questions and save it as a profile."""
+"""``seakr calibrate --dataset FILE``: choose delta for a model on labelled questions and save it as a profile, with
+what each rule of ``--rules`` that learns (the token cascade's band, the state probe) learned beside it."""
 
 from __future__ import annotations
 
@@ -11,13 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from seakr_integrations.cli.backend import model_backend
-from seakr_integrations.cli.calibrate_checks import (
-    check_arguments,
-    check_backend,
-    check_questions,
-    check_rules,
-    profile_dir,
-)
+from seakr_integrations.cli.calibrate_checks import check_arguments, check_learning, profile_dir
 from seakr_integrations.cli.config_options import seakr_config
 from seakr_integrations.cli.questions import add_question_arguments, load_questions
 from seakr_integrations.cli.quiet import add_verbose_argument, own_stderr, quiet_command
@@ -26,12 +21,13 @@ from seakr_integrations.cli.seakr_options import add_seakr_arguments
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from seakr_integrations.evaluation.calibrate import CASCADE_AGREEMENT, MIN_POINTS, MIN_PROBE_QUESTIONS
+    from seakr_integrations.evaluation.calibrate import MIN_POINTS
 
     cal = sub.add_parser(
         "calibrate",
         help="choose delta for a model on labelled questions (max F1 over a sweep, or a target retrieval rate) and "
-        "save it as a profile",
+        "save it as a profile, with what the rules that learn learned (--rules default,token-cascade,state-probe: the "
+        "cascade band, the state probe)",
     )
     add_question_arguments(cal, "labelled question file (not the questions you evaluate on)")
     cal.add_argument("--objective", choices=["f1", "rate"], default="f1", help="maximise F1, or reach --target-rate")
@@ -40,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=float,
         default=None,
         help="fraction of first steps that should retrieve, in [0, 1]: with --objective rate, what delta is set for; "
-        "with f1, only the rate the verdict compares with and the --probe threshold",
+        "with f1, only the rate the verdict compares with and the state-probe rule's threshold",
     )
     cal.add_argument(
         "--points",
@@ -52,21 +48,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--all-estimators",
         action="store_true",
         help="also save a profile for every other estimator, from the same LM calls (for the estimator ablations)",
-    )
-    cal.add_argument(
-        "--cascade-agreement",
-        type=float,
-        default=None,
-        help="the cascade band stored with delta: the widest whose decisions agree with the gate on this share of "
-        f"the first steps it decides, each side, in (0.5, 1] (default {CASCADE_AGREEMENT}); needs the token-cascade "
-        "rule (--rules default,token-cascade)",
-    )
-    cal.add_argument(
-        "--probe",
-        action="store_true",
-        help="also train a linear probe on the first step's hidden state for 'retrieval helps' (the state-probe "
-        "rule's), stored with delta; needs a back-end that reads hidden states (in-process, or `seakr serve`; not a "
-        f"plain OpenAI-compatible server) and at least {MIN_PROBE_QUESTIONS} questions",
     )
     cal.add_argument(
         "--no-verdict",
@@ -89,9 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_arguments(args)  # every option, before the questions are read or a model loads
     questions = load_questions(args)
-    check_questions(args, questions)
     config = seakr_config(args)
-    check_rules(args, config)
+    check_learning(config, questions)  # a rule that cannot learn from these questions: refused before the model loads
     search = search_settings(args)
     retriever, _ = checked_retriever(args, questions)
     estimators = [config.estimator]
@@ -100,7 +80,6 @@ def run(args: argparse.Namespace) -> int:
     saved: list[tuple[Path, Any]] = []
     unsaved: tuple[Any, str] | None = None
     with quiet_command(args) as console, model_backend(args) as backend, own_stderr(console):
-        check_backend(args, backend)  # a server has said what it is; no LM call yet
         shared = CachedBackend(backend)  # every estimator reads the same calls: each is generated once
         for estimator in estimators:
             if args.all_estimators and not backend.reads_hidden_states and REGISTRY[estimator].needs & HIDDEN_NEEDS:
@@ -123,9 +102,7 @@ def run(args: argparse.Namespace) -> int:
                     dataset=os.path.basename(args.dataset),
                     progress=not args.quiet,
                     verdict=not args.no_verdict,
-                    probe=args.probe,
                     **search,
-                    **({"agreement": args.cascade_agreement} if args.cascade_agreement is not None else {}),
                 )
             except CalibrationIncomplete as err:  # raised here, so that the engine's log tail is shown with it
                 raise keep(err.partial, args, saved, str(err), whole=False) from err
@@ -232,7 +209,8 @@ def print_verdicts(profile: Any, file: TextIO | None = None) -> None:  # noqa: A
 
     if not profile.verdict and profile.questions < MIN_QUESTIONS:
         print(f"no verdict on the gate: {profile.questions} questions (at least {MIN_QUESTIONS} judge it)", file=file)
-    for verdict in profile.verdict.values():
+    learned = [state["verdict"] for state in profile.rules.values() if "verdict" in state]  # a rule's own signal
+    for verdict in [*profile.verdict.values(), *learned]:
         print(GateVerdict(**verdict).summary(), file=file)
     gate = profile.verdict.get(profile.estimator)
     if gate is not None and not gate["informative"]:

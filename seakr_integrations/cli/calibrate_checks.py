@@ -8,29 +8,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-OPTIONS = {
-    "objective": "--objective",
-    "target_rate": "--target-rate",
-    "points": "--points",
-    "agreement": "--cascade-agreement",
-    "probe": "--probe",
-}
+OPTIONS = {"objective": "--objective", "target_rate": "--target-rate", "points": "--points"}
 """``calibrate_delta``'s parameters as the command line spells them (for the messages of its checks)."""
 
 
 def check_arguments(args: argparse.Namespace) -> None:
     """The options that need neither the questions nor the model: the objective and its target rate, the sweep's
-    points, the cascade agreement's range and the profile directory.
+    points and the profile directory.
 
     Raises:
         ValueError: Naming the option, what is wrong and how to fix it.
     """
-    from seakr_integrations.evaluation.calibrate import CASCADE_AGREEMENT, check_settings
+    from seakr_integrations.evaluation.calibrate import check_settings
 
-    agreement = CASCADE_AGREEMENT if args.cascade_agreement is None else args.cascade_agreement
-    check_settings(
-        objective=args.objective, target_rate=args.target_rate, points=args.points, agreement=agreement, names=OPTIONS
-    )
+    check_settings(objective=args.objective, target_rate=args.target_rate, points=args.points, names=OPTIONS)
     check_profile_dir(args.profile_dir)
 
 
@@ -62,30 +53,13 @@ def check_profile_dir(root: Path | None) -> None:
         raise ValueError(f"{given} {what}; {fix}")
 
 
-def check_questions(args: argparse.Namespace, questions: list) -> None:
-    """``--probe`` with too few questions to train one (``MIN_PROBE_QUESTIONS``)."""
-    from seakr_integrations.evaluation.calibrate import check_probe_questions
+def check_learning(config: Any, questions: list) -> None:  # noqa: ANN401 - a SeaKRConfig
+    """What a rule of the config refuses to learn from these questions (a state probe on too few), before the model
+    loads; ``calibrate_delta`` checks the back-end's part (hidden states) before its first LM call.
 
-    if args.probe:
-        check_probe_questions(len(questions), names=OPTIONS)
+    Raises:
+        ValueError: In the rule's words.
+    """
+    from seakr_integrations.evaluation import calibration_evidence as evidence
 
-
-def check_rules(args: argparse.Namespace, config: Any) -> None:  # noqa: ANN401 - a SeaKRConfig
-    """``--cascade-agreement`` without the token-cascade rule, whose band it sets (refused as ``--cascade-band``
-    is: it would change nothing)."""
-    if args.cascade_agreement is None or config.rule_set.reads().screen is not None:
-        return
-    given = f"--rules {args.rules!r}" if args.rules is not None else f"the {getattr(args, 'preset', 'default')} preset"
-    raise ValueError(
-        f"--cascade-agreement sets the band of the token-cascade rule, which {given} leaves out: add it "
-        "(--rules default,token-cascade), or drop --cascade-agreement"
-    )
-
-
-def check_backend(args: argparse.Namespace, backend: Any) -> None:  # noqa: ANN401 - a SelfAwareBackend
-    """``--probe`` on a back-end that reads no hidden states (a plain OpenAI-compatible server): known once the
-    back-end is built (a server says what it is when connected), before the first LM call."""
-    from seakr_integrations.evaluation.calibrate import check_probe_backend
-
-    if args.probe:
-        check_probe_backend(backend, names=OPTIONS)
+    evidence.check_learning(config.rules, evidence.CalibrationEvidence(None, None, config, questions))

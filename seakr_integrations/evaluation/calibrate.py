@@ -16,13 +16,8 @@ import numpy as np
 from seakr_integrations.backends.base import SelfAwareBackend
 from seakr_integrations.backends.cached import CachedBackend
 from seakr_integrations.calibration import DeltaProfile, UncalibratedDeltaWarning, prompt_settings
-from seakr_integrations.evaluation.gate_check import (
-    MIN_PROBE_LABELS,
-    ProbeNotTrainedWarning,
-    baseline_f1,
-    gate_verdicts,
-    train_probe,
-)
+from seakr_integrations.evaluation.calibration_evidence import CalibrationEvidence, check_learning
+from seakr_integrations.evaluation.gate_check import gate_verdicts
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.evaluation.scoring import score
 from seakr_integrations.evaluation.verdict import MIN_QUESTIONS
@@ -30,24 +25,16 @@ from seakr_integrations.profile_names import canonical_model_name
 from seakr_integrations.reasoning.calls import DEFAULT_SEARCH_TIMEOUT
 from seakr_integrations.reasoning.config import SeaKRConfig
 from seakr_integrations.reasoning.reasoner import SeaKR
-from seakr_integrations.uncertainty.estimate import estimate
-
-CASCADE_AGREEMENT = 0.9
-"""The share of the steps it decides on which the cascade must agree with the EigenScore gate, on each side."""
 
 MIN_POINTS = 2
 """The fewest quantile thresholds a sweep takes: the lowest and the highest first-step uncertainty."""
-
-MIN_PROBE_QUESTIONS = max(MIN_QUESTIONS, 2 * MIN_PROBE_LABELS)
-"""The fewest questions ``probe=True`` trains on: fewer get no labels (no verdict below ``MIN_QUESTIONS``), and each
-label needs ``MIN_PROBE_LABELS`` questions."""
 
 Objective = Literal["f1", "rate"]
 
 
 class CalibrationIncomplete(RuntimeError):
-    """A stage after the sweep failed (the gate's verdict, the probe, the cascade band): ``partial`` is the profile
-    the sweep made, its delta chosen, without what that stage would have added, so a caller can keep it."""
+    """A stage after the sweep failed (the gate's verdict, a rule's learning): ``partial`` is the profile the sweep
+    made, its delta chosen, without what that stage would have added, so a caller can keep it."""
 
     def __init__(self, message: str, partial: DeltaProfile) -> None:
         super().__init__(message)
@@ -68,13 +55,13 @@ def check_settings(
     objective: str,
     target_rate: float | None,
     points: int,
-    agreement: float,
     names: Mapping[str, str] | None = None,
 ) -> None:
     """Refuse the settings that would otherwise fail only after the sweep, its LM calls spent.
 
     ``target_rate`` is checked under either objective: with ``"f1"`` it still sets the verdict's realised-rate check
-    and the probe's threshold.  ``names`` maps parameters to the options a caller spells them with (the CLI's).
+    and what a rule learns at that rate (the state probe's threshold).  ``names`` maps parameters to the options a
+    caller spells them with (the CLI's).
 
     Raises:
         ValueError: Naming the setting, what is wrong with it and the values it takes.
@@ -98,42 +85,6 @@ def check_settings(
             f"{_spelt(names, 'points', points)}: the sweep needs at least {MIN_POINTS} thresholds (the lowest and the "
             "highest first-step uncertainty; always and never retrieving are added to them); default 11"
         )
-    if not 0.5 < agreement <= 1.0:
-        raise ValueError(
-            f"{_spelt(names, 'agreement', agreement)}: the share of the steps the cascade band decides on which it "
-            f"must agree with the gate, each side, is in (0.5, 1] (default {CASCADE_AGREEMENT})"
-        )
-
-
-def check_probe_questions(questions: int, names: Mapping[str, str] | None = None) -> None:
-    """Refuse a probe on too few questions to hold both labels (``MIN_PROBE_QUESTIONS``): it would not be trained.
-
-    Raises:
-        ValueError: Saying how many questions the probe needs.
-    """
-    if questions < MIN_PROBE_QUESTIONS:
-        raise ValueError(
-            f"{(names or {}).get('probe', 'probe=True')} with {questions} calibration questions: a probe trains on at "
-            f"least {MIN_PROBE_QUESTIONS} ({MIN_PROBE_LABELS} where retrieval helps and {MIN_PROBE_LABELS} where it "
-            "does not); calibrate on more questions (100 HotpotQA questions gave 27 where it helped), or drop it"
-        )
-
-
-def check_probe_backend(backend: Any, names: Mapping[str, str] | None = None) -> None:
-    """Refuse a probe on a back-end that reads no hidden states (a plain OpenAI-compatible server).
-
-    Raises:
-        ValueError: Saying which back-ends read them.
-    """
-    if getattr(backend, "reads_hidden_states", True):
-        return
-    where = getattr(backend, "base_url", None)
-    raise ValueError(
-        f"{(names or {}).get('probe', 'probe=True')} reads the first step's hidden state, and {backend.model_name} "
-        f"is served by a plain OpenAI-compatible server{f' at {where}' if where else ''}, which returns token "
-        "log-probabilities only: serve the model with `seakr serve MODEL` (seakr's routes read hidden states) or "
-        "run it in-process (an HF or vLLM back-end: --backend hf or vllm, no --server), or drop the probe"
-    )
 
 
 def threshold_grid(values: Sequence[float], points: int = 11) -> list[float]:
@@ -150,7 +101,7 @@ def threshold_grid(values: Sequence[float], points: int = 11) -> list[float]:
 
 
 def cascade_band(
-    screens: Sequence[float], uncertainties: Sequence[float], delta: float, agreement: float = CASCADE_AGREEMENT
+    screens: Sequence[float], uncertainties: Sequence[float], delta: float, agreement: float
 ) -> dict[str, Any]:
     """The cascade's band: the widest thresholds on the cheap ``screens`` whose decisions agree with the gate on
     ``uncertainties`` (retrieve when above ``delta``) on at least ``agreement`` of the steps they decide, each side
@@ -158,7 +109,7 @@ def cascade_band(
 
     Returns:
         ``{"band": [low, high], "agreement", "decided"}``, ``decided`` being the share of the finite steps the band
-        decides without samples (``DeltaProfile.cascade`` adds the estimator).
+        decides without samples (``TokenCascade.learn`` adds the estimator).
     """
     if not 0.5 < agreement <= 1.0:
         raise ValueError(f"agreement={agreement!r}: a share in (0.5, 1]")
@@ -197,33 +148,30 @@ def calibrate_delta(
     points: int = 11,
     dataset: str = "",
     progress: bool = True,
-    agreement: float = CASCADE_AGREEMENT,
     search_timeout: float | None = DEFAULT_SEARCH_TIMEOUT,
     verdict: bool = True,
-    probe: bool = False,
 ) -> DeltaProfile:
     """Choose delta for ``backend``'s model with ``config``'s other settings (not saved yet: ``save_profile``).
 
     Args:
         retriever: The search engine SeaKR will use (needed for the F1 objective).
         questions: Labelled calibration questions (not the ones you evaluate on).
-        config: SeaKR's other settings (k, layer, source, estimator... are part of the profile's key).
+        config: SeaKR's other settings (k, layer, source, estimator... are part of the profile's key); each of its
+            rules that learns (``Rule.learn``: ``TokenCascade``'s band, ``StateProbe``'s probe) learns its state from
+            this calibration, stored with delta under the rule's name (``DeltaProfile.rules``).
         objective: ``"f1"`` (the sweep's best mean F1; ties: the higher, fewer retrievals) or ``"rate"``.
         target_rate: Fraction of first steps that should retrieve, in [0, 1]: what delta is set for with objective
-            ``"rate"``; with ``"f1"``, only what the verdict compares the realised rate with and the probe's threshold.
+            ``"rate"``; with ``"f1"``, only what the verdict compares the realised rate with and what a rule learns at
+            that rate (the state probe's threshold).
         points: Quantile thresholds in the sweep, at least ``MIN_POINTS`` (two more are added: always and never).
         dataset: Name of the question file, recorded in the profile.
         search_timeout: Seconds one search may take (the F1 objective searches), ``None``: no limit.
-        agreement: With a ``TokenCascade`` among ``config``'s rules, the :func:`cascade_band` of its estimator
-            calibrated with delta.
         verdict: Also judge the gate's signals (``evaluation.verdict``: AUROC for "retrieval helps", the rate on
             questions delta was not set on, the harm rate), labelled by closed-book and single-retrieval answers to
             the same questions (about three LM calls and one search more per question).
-        probe: Also train a linear probe on the first step's hidden state (``StateProbe``'s, stored with delta), and
-            judge it; needs a back-end that reads hidden states and ``MIN_PROBE_QUESTIONS`` questions.
 
-    Every setting is checked before the first call (:func:`check_settings`, :func:`check_probe_questions`,
-    :func:`check_probe_backend`).
+    Every setting is checked before the first call (:func:`check_settings`, and each rule's learning on the
+    questions and back-end: ``calibration_evidence.check_learning``).
 
     Raises:
         ValueError: A setting that could not work, before any call.
@@ -231,12 +179,12 @@ def calibrate_delta(
     """
     if not questions:
         raise ValueError("no calibration questions: give a labelled question file with at least one question")
-    check_settings(objective=objective, target_rate=target_rate, points=points, agreement=agreement)
-    if probe:
-        check_probe_questions(len(questions))
-        check_probe_backend(backend)
+    check_settings(objective=objective, target_rate=target_rate, points=points)
     base = (config or SeaKRConfig()).with_(retrieve="uncertain")
     cached = CachedBackend(backend)
+    evidence = CalibrationEvidence(cached, retriever, base, questions, target_rate=target_rate, dataset=dataset,
+                                   search_timeout=search_timeout)  # fmt: skip
+    check_learning(base.rules, evidence)
     texts = [q.question for q in questions]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UncalibratedDeltaWarning)  # that is what this function is fixing
@@ -287,53 +235,23 @@ def calibrate_delta(
             prompt=prompt_settings(base),
             dtype=getattr(backend, "dtype", None),
         )
-        stage = "judging the gate (closed-book and single-retrieval answers, the probe)"
+        evidence.record([a.output for a in assessed], first, float(delta))
+        stage = "judging the gate (closed-book and single-retrieval answers)"
         try:
-            verdicts, stored_probe = _gate(cached, retriever, base, questions, assessed, target_rate, dataset,
-                                           verdict, probe, search_timeout)  # fmt: skip
-            stage = "calibrating the cascade band"
-            cascade = _cascade(base, assessed, first, float(delta), agreement)
+            verdicts = {}
+            if verdict and len(questions) >= MIN_QUESTIONS:  # fewer: too few to judge anything, no verdict
+                verdicts = gate_verdicts(base, assessed, *evidence.labels(), target_rate)
+            learned = {}
+            for rule in base.rules:
+                stage = f"learning the {rule.name} rule's state"
+                state = rule.learn(evidence)
+                if state is not None:
+                    learned[rule.name] = state
         except Exception as err:  # the sweep's LM calls are spent: hand back what they chose
             raise CalibrationIncomplete(
                 f"the sweep chose delta = {delta:.4f}, then {stage} failed: {type(err).__name__}: {err}", partial
             ) from err
-    return replace(partial, cascade=cascade, probe=stored_probe, verdict=verdicts)
-
-
-def _gate(
-    backend: SelfAwareBackend,
-    retriever: Any,
-    config: SeaKRConfig,
-    questions: Sequence[Question],
-    assessed: Sequence[Any],
-    target_rate: float | None,
-    dataset: str,
-    verdict: bool,
-    probe: bool,
-    search_timeout: float | None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The verdicts and the stored probe (both empty when not asked for)."""
-    if not (verdict or probe) or len(questions) < MIN_QUESTIONS:  # too few to judge anything: no verdict
-        return {}, {}
-    cot, single = baseline_f1(backend, retriever, config, questions, search_timeout=search_timeout)
-    verdicts = gate_verdicts(config, assessed, cot, single, target_rate) if verdict else {}
-    stored: dict[str, Any] = {}
-    if probe:
-        try:
-            stored, verdicts["state probe"] = train_probe(
-                backend, config, assessed, cot, single, target_rate=target_rate, dataset=dataset
-            )
-        except ValueError as err:  # too few of one label: delta and the verdicts are still worth saving
-            warnings.warn(f"no state probe stored: {err}", ProbeNotTrainedWarning, stacklevel=3)
-    return verdicts, stored
-
-
-def _cascade(config: SeaKRConfig, assessed: Sequence[Any], first: Sequence[float], delta: float, agreement: float):
-    estimator = config.rule_set.reads().screen
-    if estimator is None:
-        return {}
-    screens = [estimate(a.output, estimator).value for a in assessed]
-    return {"estimator": estimator, **cascade_band(screens, first, delta, agreement)}
+    return replace(partial, rules=learned, verdict=verdicts)
 
 
 def _rate(values: Sequence[float], delta: float) -> float:

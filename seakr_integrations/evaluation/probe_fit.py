@@ -1,7 +1,8 @@
 """Fitting a linear probe (``uncertainty.linear_probe``): L2-penalised logistic regression in numpy, the layer and
 the penalty chosen by cross-validation inside the training questions (judged by ``evaluation.auroc``).
 
-``seakr calibrate --probe`` and the project's own analysis (``experiments/probe_cv.py``) both fit with this.
+``seakr calibrate`` with the ``state-probe`` rule and the project's own analysis (``experiments/probe_cv.py``) both fit
+with this.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 wrong"), read from the greedy continuation's vector at EOS, with no samples (Semantic Entropy Probes, Kossen et al.
 2024; Probing-RAG, Baek et al. 2025).
 
-Pure arithmetic on a vector; the weights come from ``seakr calibrate --probe`` (``evaluation.probe_fit``) and live
-in a calibration profile as plain lists of numbers, never a pickle.  A probe knows where it was trained (model,
+Pure arithmetic on a vector; the weights come from ``seakr calibrate`` with the ``state-probe`` rule
+(``evaluation.probe_fit``) and live in a calibration profile, the rule's learned state, as plain lists of numbers,
+never a pickle.  A probe knows where it was trained (model,
 layer, source, width): read through another model's or layer's vector it would still return a probability, a
 meaningless one, so every run that applies it compares the two first (:meth:`LinearProbe.mismatch`).
 """
@@ -22,9 +23,9 @@ from seakr_integrations.profile_names import canonical_model_name
 from seakr_integrations.stored import FieldError, check, join
 from seakr_integrations.stored_schemas import PROBE, SOURCES
 
-__all__ = ["LinearProbe", "RETRAIN"]
+__all__ = ["LinearProbe", "RETRAIN", "stored_probe"]
 
-RETRAIN = "train it again with `seakr calibrate --probe` (it stores the probe in the profile)"
+RETRAIN = "train it again with `seakr calibrate --rules default,state-probe` (it stores the probe in the profile)"
 """What to do about a probe that cannot be applied."""
 
 
@@ -171,6 +172,26 @@ class LinearProbe:
             trained_on=dict(data.get("trained_on") or {}),
             model=recorded or model,
         )
+
+
+def stored_probe(
+    state: Mapping[str, Any], path: str, *, model: str, layer: int | None, source: str
+) -> tuple[LinearProbe, float]:
+    """The probe and threshold of the ``state-probe`` rule's learned state (``PROBE_ENTRY``, already checked), found
+    at ``path`` in a profile of ``model``, ``layer`` and ``source``: it was trained in that profile's calibration, so
+    a probe that records no model is that model's, and one trained on another model, layer or source is refused.
+
+    Raises:
+        FieldError: Naming the field: the probe cannot be read, or was trained elsewhere than the profile reads.
+    """
+    probe = LinearProbe.from_dict(state["probe"], model=model, path=join(path, "probe"))
+    if (probe.layer, probe.source) != (layer, source):
+        own = "no hidden state (layer null)" if layer is None else f"layer {layer} ({source})"
+        where = join(join(path, "probe"), "layer")
+        raise FieldError(
+            where, f"field {where}: the probe was trained on {probe.readout()}, but the profile is for {own}"
+        )
+    return probe, float(state["threshold"])
 
 
 def _finite(value: Any) -> bool:

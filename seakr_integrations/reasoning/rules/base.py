@@ -237,6 +237,15 @@ class Rule:
         """What this rule still lacks after calibration (a warning says it once), or ``None``."""
         return None
 
+    def learn(self, evidence: Any) -> dict[str, Any] | None:
+        """What this rule learns from a calibration, stored under its name in the profile (``DeltaProfile.rules``)
+        for :meth:`calibrated` to read back; ``None``: it learns nothing.  ``evidence`` is the calibration's
+        ``evaluation.calibration_evidence.CalibrationEvidence``: each question's first step, its uncertainty and the
+        chosen delta, and the labels and hidden states when asked for.  It is first handed over before any LM call,
+        unmeasured, so that what this method checks before it reads a measurement is refused then (``check_learning``).
+        """
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The rule as results files and traces record it: its name and its parameters (an entity finder by name)."""
         params = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class StateProbe(Rule):
     """The greedy step's hidden state at EOS (the samples' read-out layer and source, read in the same engine call
-    as the step) goes through a linear probe trained to predict "retrieval helps" (``seakr calibrate --probe``); the
+    as the step) goes through a linear probe trained to predict "retrieval helps" (``seakr calibrate --rules default,state-probe``); the
     probe's probability decides: at or below the band's low edge accept, above its high edge retrieve, in between the
     k samples decide as the paper's gate.  A band of one point, ``(t, t)``, is a gate without samples.  Semantic
     Entropy Probes (Kossen et al. 2024) and Probing-RAG (Baek et al. 2025) read a model's state this way.
@@ -39,7 +39,9 @@ class StateProbe(Rule):
 
     def __post_init__(self) -> None:
         if self.probe is not None and not isinstance(self.probe, LinearProbe):
-            raise TypeError(f"StateProbe(probe={self.probe!r}): pass a LinearProbe (seakr calibrate --probe makes one)")
+            raise TypeError(
+                f"StateProbe(probe={self.probe!r}): pass a LinearProbe (seakr calibrate --rules default,state-probe makes one)"
+            )
         if self.band is not None:
             band = check_band(self.band)
             if not 0 <= band[0] <= band[1] <= 1:
@@ -70,12 +72,17 @@ class StateProbe(Rule):
         return None
 
     def calibrated(self, profile: Any) -> StateProbe:
-        """With the probe and threshold the profile stores (``DeltaProfile.probe``) filled in."""
-        from seakr_integrations.profile_checks import stored_probe  # the profile's reader: no cycle at import
+        """With the probe and threshold the profile's calibration learned for this rule (``rules["state-probe"]``)
+        filled in."""
+        from seakr_integrations.profile_checks import learned_state  # the profile's reader: no cycle at import
+        from seakr_integrations.stored_schemas import PROBE_ENTRY
+        from seakr_integrations.uncertainty.linear_probe import stored_probe
 
         if profile is None or (self.probe is not None and self.band is not None):
             return self
-        stored = stored_probe(profile)  # checked: a malformed entry names the profile and the field
+        where = {"model": profile.model, "layer": profile.layer, "source": profile.source}
+        # checked: a malformed state, or a probe trained elsewhere than the profile reads, names the file and field
+        stored = learned_state(profile, self.name, PROBE_ENTRY, lambda state, path: stored_probe(state, path, **where))
         if stored is None:
             return self
         probe, threshold = stored
@@ -85,8 +92,8 @@ class StateProbe(Rule):
         if self.probe is not None and self.band is not None:
             return None
         return (
-            "no state probe: the state-probe rule does nothing. Train one with `seakr calibrate --probe` (it stores "
-            "the probe with delta), or pass StateProbe(probe=..., band=...)"
+            "no state probe: the state-probe rule does nothing. Train one with `seakr calibrate --rules "
+            "default,state-probe` (it learns the probe with delta), or pass StateProbe(probe=..., band=...)"
         )
 
     @classmethod
@@ -94,6 +101,14 @@ class StateProbe(Rule):
         """Read back without the probe (the record holds what it was, not its weights: the profile supplies them)."""
         band = data.get("band")
         return cls(probe=None, band=None if band is None else tuple(band))
+
+    def learn(self, evidence: Any) -> dict[str, Any] | None:
+        """A probe for "retrieval helps" on the first step's hidden state, its threshold at the calibration's target
+        rate and its verdict (``evaluation.gate_check.learn_probe``); ``None``, and a warning that says why, when the
+        labels cannot train one."""
+        from seakr_integrations.evaluation.gate_check import learn_probe
+
+        return learn_probe(evidence, self.name)
 
     def to_dict(self) -> dict[str, Any]:
         """Recorded by what the probe is, not its weights (they are in the profile)."""
@@ -116,7 +131,7 @@ def check_probe_readout(rules: Sequence[Any], layer: int | None, source: str, mo
             continue
         assert probe is not None
         options = (f" {backend}" if backend else "") + ("" if layer is None else f" --layer {layer}")
-        train = f"train a probe where this run reads: `seakr calibrate --probe{options} --source {source}`"
+        train = f"train a probe where this run reads: `seakr calibrate --rules default,state-probe{options} --source {source}`"
         if probe.mismatch(model=model, width=width) is not None:  # another model: no layer of this one fits
             raise ValueError(f"{problem}. Run it on {probe.model or 'the model it was trained on'}, or {train}")
         raise ValueError(

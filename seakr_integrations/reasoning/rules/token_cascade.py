@@ -39,6 +39,8 @@ class TokenCascade(Rule):
             token's probability; or ``"perplexity"``).
         band: ``(sure_at_or_below, unsure_above)`` in the estimator's units; ``None`` takes the band calibrated with
             delta, and without one every step draws its samples (a warning says so).
+        agreement: What the calibration learns the band for (:meth:`learn`): the share, in (0.5, 1], of the first
+            steps it decides on which it agrees with the gate at the calibrated delta, each side.
     """
 
     name: ClassVar[str] = "token-cascade"
@@ -46,6 +48,7 @@ class TokenCascade(Rule):
     order: ClassVar[float] = 50
     estimator: str = "min_token_prob"
     band: tuple[float, float] | None = None
+    agreement: float = 0.9
 
     def __post_init__(self) -> None:
         check_greedy_estimator(self, self.estimator)
@@ -68,16 +71,36 @@ class TokenCascade(Rule):
         return None
 
     def calibrated(self, profile: Any) -> TokenCascade:
-        cascade = getattr(profile, "cascade", None) or {}
-        if self.band is None and cascade.get("band") and cascade.get("estimator") == self.estimator:
-            low, high = cascade["band"]
-            return replace(self, band=(float(low), float(high)))
-        return self
+        """With the band the profile's calibration learned for this rule (``rules["token-cascade"]``), where it was
+        learned on this rule's estimator."""
+        from seakr_integrations.profile_checks import learned_state  # the profile's reader: no cycle at import
+        from seakr_integrations.stored_schemas import CASCADE
+
+        if profile is None or self.band is not None:
+            return self
+        state = learned_state(profile, self.name, CASCADE)  # checked: a malformed state names the file and field
+        if state is None or state["estimator"] != self.estimator:
+            return self
+        low, high = state["band"]
+        return replace(self, band=(float(low), float(high)))
 
     def uncalibrated(self) -> str | None:
         if self.band is not None:
             return None
         return (
-            f"no cascade band for {self.estimator}: every step draws its samples. Calibrate one with `seakr "
-            "calibrate` (it stores the band with delta), or pass TokenCascade(band=(low, high))"
+            f"no cascade band for {self.estimator}: every step draws its samples. Calibrate one with `seakr calibrate "
+            "--rules default,token-cascade` (it learns the band with delta), or pass TokenCascade(band=(low, high))"
         )
+
+    def learn(self, evidence: Any) -> dict[str, Any]:
+        """The band on this rule's estimator whose decisions agree with the gate at the calibrated delta on
+        ``agreement`` of the first steps they decide, each side (``evaluation.calibrate.cascade_band``)."""
+        from seakr_integrations.evaluation.calibrate import cascade_band
+
+        agreement = check_real(
+            "agreement", self.agreement, "a share in (0.5, 1] (default 0.9)", 0.5, 1.0, open_low=True, raw=True,
+            refusal="the share of the steps the cascade band decides on which it must agree with the gate, each "
+            "side, is in (0.5, 1] (default 0.9)",
+        )  # fmt: skip
+        band = cascade_band(evidence.readings(self.estimator), evidence.uncertainties, evidence.delta, agreement)
+        return {"estimator": self.estimator, **band}
