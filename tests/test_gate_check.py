@@ -13,7 +13,7 @@ from test_calibration import is_step, parse
 from seakr_integrations import calibration
 from seakr_integrations.calibration import UninformativeGateWarning, warn_uninformative
 from seakr_integrations.evaluation.calibrate import calibrate_delta
-from seakr_integrations.evaluation.gate_check import ProbeNotTrainedWarning
+from seakr_integrations.evaluation.probe_learning import ProbeNotTrainedWarning
 from seakr_integrations.evaluation.questions import Question
 from seakr_integrations.reasoning import SeaKRConfig
 from seakr_integrations.reasoning.rules import StateProbe

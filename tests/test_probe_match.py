@@ -60,8 +60,8 @@ def test_the_back_end_refuses_its_default_layer_another_model_or_width_naming_bo
         seakr(SeaKRConfig(**SMALL, rules=(StateProbe(probe(model="smollm2"), (0.5, 0.5)),)))
     assert str(raised.value) == (
         "StateProbe's probe was trained on layer 1 (mlp) of smollm2-135m-instruct; this run reads layer 1 (mlp) of "
-        "scripted. Run it on smollm2-135m-instruct, or train a probe where this run reads: `seakr calibrate --rules default,state-probe "
-        "--model scripted --layer 1 --source mlp`"
+        "scripted. Run it on smollm2-135m-instruct, or train a probe where this run reads: `seakr calibrate --rules "
+        "default,state-probe --model scripted --layer 1 --source mlp`"
     )
     with pytest.raises(ValueError, match=r"reads vectors of width 8 \(layer 1 \(mlp\)\); this run's model scripted "
                                          r"has hidden size 16"):  # fmt: skip

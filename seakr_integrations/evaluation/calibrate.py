@@ -100,43 +100,6 @@ def threshold_grid(values: Sequence[float], points: int = 11) -> list[float]:
     return sorted(set(round(g, 6) for g in grid))
 
 
-def cascade_band(
-    screens: Sequence[float], uncertainties: Sequence[float], delta: float, agreement: float
-) -> dict[str, Any]:
-    """The cascade's band: the widest thresholds on the cheap ``screens`` whose decisions agree with the gate on
-    ``uncertainties`` (retrieve when above ``delta``) on at least ``agreement`` of the steps they decide, each side
-    (docs/design/core.md).  Steps whose screen is not finite (an empty greedy step) are left out: the gate retrieves.
-
-    Returns:
-        ``{"band": [low, high], "agreement", "decided"}``, ``decided`` being the share of the finite steps the band
-        decides without samples (``TokenCascade.learn`` adds the estimator).
-    """
-    if not 0.5 < agreement <= 1.0:
-        raise ValueError(f"agreement={agreement!r}: a share in (0.5, 1]")
-    pairs = sorted((s, u > delta) for s, u in zip(screens, uncertainties, strict=True) if np.isfinite(s))
-    if not pairs:
-        raise ValueError("no finite screen value to calibrate the cascade band on")
-    values = [s for s, _ in pairs]
-    low, high = values[0] - 1.0, values[-1] + 1.0
-    accepted = 0
-    for i, (s, retrieve) in enumerate(pairs):
-        accepted += not retrieve
-        if (i + 1 == len(pairs) or pairs[i + 1][0] != s) and accepted / (i + 1) >= agreement:
-            low = s
-    retrieved = 0
-    for i in range(len(pairs) - 1, 0, -1):
-        retrieved += pairs[i][1]
-        above = len(pairs) - i
-        if pairs[i - 1][0] != pairs[i][0] and retrieved / above >= agreement:
-            high = pairs[i - 1][0]
-    if (retrieved + pairs[0][1]) / len(pairs) >= agreement:
-        high = values[0] - 1.0
-    if low > high:  # both sides reach into each other: no band in between, decide at the middle
-        low = high = (low + high) / 2
-    decided = sum(1 for s in values if s <= low or s > high) / len(values)
-    return {"band": [float(low), float(high)], "agreement": agreement, "decided": decided}
-
-
 def calibrate_delta(
     backend: SelfAwareBackend,
     retriever: Any,

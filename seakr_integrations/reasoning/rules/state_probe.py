@@ -18,11 +18,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class StateProbe(Rule):
-    """The greedy step's hidden state at EOS (the samples' read-out layer and source, read in the same engine call
-    as the step) goes through a linear probe trained to predict "retrieval helps" (``seakr calibrate --rules default,state-probe``); the
-    probe's probability decides: at or below the band's low edge accept, above its high edge retrieve, in between the
-    k samples decide as the paper's gate.  A band of one point, ``(t, t)``, is a gate without samples.  Semantic
-    Entropy Probes (Kossen et al. 2024) and Probing-RAG (Baek et al. 2025) read a model's state this way.
+    """The greedy step's hidden state at EOS (the samples' read-out layer and source, read in the same engine call as
+    the step) goes through a linear probe trained to predict "retrieval helps" (``seakr calibrate --rules
+    default,state-probe``); the probe's probability decides: at or below the band's low edge accept, above its high
+    edge retrieve, in between the k samples decide as the paper's gate.  A band of one point, ``(t, t)``, is a gate
+    without samples.  Semantic Entropy Probes (Kossen et al. 2024) and Probing-RAG (Baek et al. 2025) read a model's
+    state this way.
 
     Attributes:
         probe: The ``LinearProbe``; ``None`` takes the one calibrated with delta (same profile).
@@ -40,7 +41,8 @@ class StateProbe(Rule):
     def __post_init__(self) -> None:
         if self.probe is not None and not isinstance(self.probe, LinearProbe):
             raise TypeError(
-                f"StateProbe(probe={self.probe!r}): pass a LinearProbe (seakr calibrate --rules default,state-probe makes one)"
+                f"StateProbe(probe={self.probe!r}): pass a LinearProbe (seakr calibrate --rules default,state-probe "
+                "makes one)"
             )
         if self.band is not None:
             band = check_band(self.band)
@@ -104,9 +106,9 @@ class StateProbe(Rule):
 
     def learn(self, evidence: Any) -> dict[str, Any] | None:
         """A probe for "retrieval helps" on the first step's hidden state, its threshold at the calibration's target
-        rate and its verdict (``evaluation.gate_check.learn_probe``); ``None``, and a warning that says why, when the
-        labels cannot train one."""
-        from seakr_integrations.evaluation.gate_check import learn_probe
+        rate and its verdict (``evaluation.probe_learning.learn_probe``); ``None``, and a warning that says why,
+        when the labels cannot train one."""
+        from seakr_integrations.evaluation.probe_learning import learn_probe
 
         return learn_probe(evidence, self.name)
 
@@ -131,7 +133,8 @@ def check_probe_readout(rules: Sequence[Any], layer: int | None, source: str, mo
             continue
         assert probe is not None
         options = (f" {backend}" if backend else "") + ("" if layer is None else f" --layer {layer}")
-        train = f"train a probe where this run reads: `seakr calibrate --rules default,state-probe{options} --source {source}`"
+        rules = "--rules default,state-probe"
+        train = f"train a probe where this run reads: `seakr calibrate {rules}{options} --source {source}`"
         if probe.mismatch(model=model, width=width) is not None:  # another model: no layer of this one fits
             raise ValueError(f"{problem}. Run it on {probe.model or 'the model it was trained on'}, or {train}")
         raise ValueError(
