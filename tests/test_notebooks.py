@@ -30,12 +30,14 @@ EXPECTED = [
     "02_llamaindex_quickstart.ipynb",
     "03_uncertainty_explorer.ipynb",
     "04_langchain_agent.ipynb",
+    "05_llamaindex_agent.ipynb",
 ]
 PLOTS = {
     "01_langchain_quickstart": 1,
     "02_llamaindex_quickstart": 1,
     "03_uncertainty_explorer": 4,
     "04_langchain_agent": 1,
+    "05_llamaindex_agent": 1,
 }
 """The least number of plots each notebook shows (the quick starts: at least the picture of the decisions)."""
 MAX_BYTES = 1_000_000
