@@ -183,7 +183,9 @@ class SeaKRConfig:
 
     @classmethod
     def paper(cls, **changes: Any) -> SeaKRConfig:
-        """The authors' SeaKR exactly: the same code path with no rules; ``changes`` set other fields
+        """The authors' decisions (Algorithm 1 with no rules) on the paper's hyper-parameters, with one difference that
+        stays: ``min_tokens=1``, so that no step is empty before it is read (the authors' code allows an empty step,
+        which has no uncertainty and always retrieves; ``min_tokens=0`` restores it).  ``changes`` set other fields
         (``SeaKRConfig.paper(k=10, delta=-1.1)``)."""
         return cls(**{"rules": (), **changes})
 
