@@ -36,17 +36,17 @@ def main() -> None:
     from seakr_integrations.evaluation.results import read_header, run_settings
     from seakr_integrations.reasoning import SeaKR
 
+    runs = {ds: committed(ds, args.questions) for ds in ("hotpotqa", "2wiki")}
+    made = {(h["backend"], h["model"], h["dtype"]) for h in (read_header(path) for path, _ in runs.values())}
+    if len(made) != 1:
+        raise SystemExit(f"the committed runs were made with different models: {sorted(made)}")
+    ((kind, model, dtype),) = made
     quiet_vllm_start()
     report = []
-    with load_backend("vllm", "qwen", dtype="float32") as backend:
-        for ds in ("hotpotqa", "2wiki"):
-            path, records = committed(ds, args.questions)
-            header = read_header(path)
-            if header["model"] != backend.model_name or header.get("dtype") != "float32":
-                raise SystemExit(f"{path} was made with {header['model']} in {header.get('dtype')}: not this model")
-            seakr = SeaKR(
-                backend, cached_index(ROOT / "data" / f"corpus_{ds}.jsonl", progress=False), run_settings(path)
-            )
+    with load_backend(kind, model, dtype=dtype) as backend:
+        for ds, (path, records) in runs.items():
+            index = cached_index(ROOT / "data" / f"corpus_{ds}.jsonl", progress=False)
+            seakr = SeaKR(backend, index, run_settings(path))
             for i, result in seakr.iter_answers([r["question"] for r in records], max_in_flight=8):
                 old = records[i]
                 now = (result.answer, result.lm_calls, result.searches)
