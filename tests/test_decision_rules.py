@@ -267,7 +267,7 @@ def test_every_hook_has_one_decision_point_and_one_composition():
         for name, member in vars(Rule).items()
         if callable(member) and not name.startswith("_") and name not in ("decisions", "from_dict")
     }
-    assert overridable - set(HOOKS) == {"reads", "calibrated", "uncalibrated", "to_dict"}  # not decisions
+    assert overridable - set(HOOKS) == {"reads", "learn", "calibrated", "uncalibrated", "to_dict"}  # not decisions
     assert {h.decision for h in HOOKS.values()} == set(DECISIONS)
     assert {h.composition for h in HOOKS.values()} <= {"first", "fold", "each", "all"}
 

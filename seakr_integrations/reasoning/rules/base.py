@@ -68,8 +68,8 @@ HOOKS: dict[str, Hook] = {
     "final_answer": Hook("how to answer", "fold"),
 }
 """Every decision hook: its decision point and its composition, stated once.  A rule overrides only hooks of the
-decisions it declares (checked when its class is defined); ``reads``, ``calibrated``, ``uncalibrated`` and
-``to_dict`` are not decisions and any rule may override them.  ``entity_query`` is asked only of the rule whose
+decisions it declares (checked when its class is defined); ``reads``, ``learn``, ``calibrated``, ``uncalibrated``,
+``to_dict`` and ``from_dict`` are not decisions and any rule may override them.  ``entity_query`` is asked only of the rule whose
 ``needed_entities`` named the entity."""
 
 
