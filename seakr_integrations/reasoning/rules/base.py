@@ -69,8 +69,8 @@ HOOKS: dict[str, Hook] = {
 }
 """Every decision hook: its decision point and its composition, stated once.  A rule overrides only hooks of the
 decisions it declares (checked when its class is defined); ``reads``, ``learn``, ``calibrated``, ``uncalibrated``,
-``to_dict`` and ``from_dict`` are not decisions and any rule may override them.  ``entity_query`` is asked only of the rule whose
-``needed_entities`` named the entity."""
+``to_dict`` and ``from_dict`` are not decisions and any rule may override them.  ``entity_query`` is asked only of
+the rule whose ``needed_entities`` named the entity."""
 
 
 @dataclass(frozen=True)
