@@ -19,11 +19,13 @@ from llama_index.core.workflow import Event, StartEvent, StopEvent
 from llamaindex_seakr.nodes import annotate, plain_uncertainty
 from seakr_integrations.reasoning.decisions import CandidateScore
 from seakr_integrations.reasoning.events import (
+    EVENT_TYPES,
     AnswerChosen,
+    GateDecided,
     KnowledgeGathered,
     PassagesReranked,
     PassagesRetrieved,
-    QuestionFailed,
+    QuestionAnswered,
     SeaKREvent,
     StepAssessed,
     StepFinished,
@@ -140,16 +142,9 @@ class QuestionAnsweredEvent(StopEvent):
     trace: dict[str, Any]
 
 
-_PHASES = (
-    StepAssessed,
-    PassagesRetrieved,
-    PassagesReranked,
-    StepFinished,
-    AnswerChosen,
-    KnowledgeGathered,
-    QuestionFailed,
-)
-"""The core events that have a phase event (``QuestionAnswered`` is the run's result, not a phase)."""
+_PHASES = tuple(t for t in EVENT_TYPES if t not in (QuestionAnswered, GateDecided))
+"""The core events that have a phase event (``QuestionAnswered`` is the run's result, and the stand-alone gate's
+``GateDecided`` no step of a run)."""
 
 
 def phase_event(event: SeaKREvent, tracker: NodeTracker) -> SeaKRPhase | None:

@@ -32,6 +32,7 @@ class RuleSet:
 
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = consulting_order(rules)
+        self._reads = functools.reduce(operator.or_, (r.reads() for r in self.rules), Reads())
 
     def __iter__(self) -> Iterator[Rule]:
         return iter(self.rules)
@@ -60,7 +61,8 @@ class RuleSet:
         return value
 
     def reads(self) -> Reads:
-        return functools.reduce(operator.or_, (r.reads() for r in self.rules), Reads())
+        """What the rules need read from a step, combined once (the rules are frozen): the gate asks at every step."""
+        return self._reads
 
     def opening_query(self, state: QuestionState) -> str | None:
         return self._first(state, "opening_query", state, what="opening search")
